@@ -1,0 +1,1 @@
+"""test_patch MCP server."""
