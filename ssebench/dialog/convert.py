@@ -1,0 +1,179 @@
+"""Turn an agent CLI's JSON-lines stream into dialog events.
+
+Each bundled agent has a :class:`StreamConverter` (``agents/<agent>/dialog.py``) that
+knows only its CLI's event schema. :class:`DialogPipeline` does everything the
+protocol promises on top, the same way for every CLI: the prompt line, tool calls
+paired (a result never appears without its ``running`` line, a call the session
+left open is closed as an error), the turn count, and exactly one ``complete``
+line at the end.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+from ssebench.dialog import events as ev
+from ssebench.dialog.events import Event
+from ssebench.dialog.writer import DialogWriter
+
+# agent name -> "module:class" of its converter; the run recipes name their format.
+CONVERTERS = {
+    "claude": "ssebench.agents.claude.dialog:ClaudeDialog",
+    "codex": "ssebench.agents.codex.dialog:CodexDialog",
+    "gemini": "ssebench.agents.generic.dialog:GeminiDialog",
+    "opencode": "ssebench.agents.generic.dialog:OpencodeDialog",
+}
+
+
+class StreamConverter:
+    """Map one CLI's stream events to dialog events.
+
+    Subclasses implement :meth:`feed` and update the summary attributes as the
+    stream reports them; the pipeline writes the ``complete`` line from them.
+    """
+
+    agent = "agent"
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, int] = {"input": 0, "output": 0, "cached": 0}
+        self.duration: float | None = None  # seconds, when the CLI reports it
+        self.failed: str | None = None  # the CLI's own error message, if it reported one
+        self.finished = False  # the CLI reported the end of the session
+
+    def feed(self, event: dict) -> Iterable[Event]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def finish(self) -> Iterable[Event]:
+        """Events still buffered when the stream ends (e.g. merged text deltas)."""
+        return ()
+
+    def add_tokens(self, input: int = 0, output: int = 0, cached: int = 0) -> None:  # noqa: A002
+        self.tokens["input"] += int(input or 0)
+        self.tokens["output"] += int(output or 0)
+        self.tokens["cached"] += int(cached or 0)
+
+
+def load_converter(agent: str) -> StreamConverter:
+    try:
+        target = CONVERTERS[agent]
+    except KeyError:
+        raise ValueError(
+            f"no dialog converter for agent {agent!r}; known: {', '.join(CONVERTERS)}") from None
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+class DialogPipeline:
+    """Feed raw stream lines in; well-formed dialog lines come out of the writer."""
+
+    def __init__(self, writer: DialogWriter, converter: StreamConverter,
+                 prompt: str | None = None, clock=time.monotonic) -> None:  # noqa: ANN001
+        self.writer = writer
+        self.converter = converter
+        self._prompt = prompt
+        self._clock = clock
+        self._started = clock()
+        self._open_tools: dict[str, str] = {}  # id -> name, calls still running
+        self._done_tools: set[str] = set()
+        self._new_turn = True
+        self.turns = 0
+        self.ignored_lines = 0
+        self._closed = False
+        self._prompt_written = False
+
+    def feed_line(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        try:
+            raw = json.loads(text)
+        except ValueError:
+            self.ignored_lines += 1  # CLIs print banners and warnings between events
+            return
+        if not isinstance(raw, dict):
+            self.ignored_lines += 1
+            return
+        self._emit_all(self.converter.feed(raw))
+
+    def feed_stream(self, stream: IO[str], tee: IO[str] | None = None) -> None:
+        """Read to end of stream, copying every raw line to ``tee`` if given."""
+        for line in stream:
+            if tee is not None:
+                tee.write(line)
+                tee.flush()
+            self.feed_line(line)
+
+    def close(self, *, exit_code: int | None = None, timed_out: bool = False,
+              interrupted: bool = False) -> Event:
+        """Flush buffered events, close open tool calls, write ``complete``."""
+        if self._closed:
+            raise RuntimeError("dialog already closed")
+        self._closed = True
+        self._emit_all(self.converter.finish())
+        for tool_id, name in list(self._open_tools.items()):
+            self._write(ev.tool_finished(tool_id, name, ok=False,
+                                         output="(the session ended before the tool returned)"))
+        conv = self.converter
+        if timed_out:
+            status = "timeout"
+        elif interrupted:
+            status = "interrupted"
+        elif conv.failed or (exit_code not in (None, 0)):
+            status = "error"
+        else:
+            status = "success"
+        duration = conv.duration if conv.duration is not None else self._clock() - self._started
+        error = conv.failed
+        if error is None and status == "timeout":
+            error = "the agent ran out of time and was stopped"
+        return self._write(ev.complete(status, turns=self.turns, duration=duration,
+                                       tokens=conv.tokens, exit_code=exit_code, error=error))
+
+    # -- bookkeeping shared by every CLI --------------------------------------------
+
+    def _emit_all(self, events: Iterable[Event]) -> None:
+        for event in events:
+            for line in self._normalize(event):
+                self._write(line)
+
+    def _normalize(self, event: Event) -> Iterator[Event]:
+        kind = event["type"]
+        if kind == "prompt":
+            self._prompt_written = True
+            yield event
+            return
+        if kind != "init" and not self._prompt_written and self._prompt is not None:
+            self._prompt_written = True
+            yield ev.prompt(self._prompt)
+        if kind in ("message", "thinking") or (kind == "tool" and event["status"] == "running"):
+            if self._new_turn:
+                self.turns += 1
+                self._new_turn = False
+        if kind == "tool":
+            tool_id = event["id"]
+            if event["status"] == "running":
+                if tool_id in self._open_tools or tool_id in self._done_tools:
+                    return  # a CLI repeating a start we already logged
+                self._open_tools[tool_id] = event["name"]
+            else:
+                if tool_id in self._done_tools:
+                    return
+                if tool_id not in self._open_tools:
+                    # Some CLIs report a call only once it ended: log its start first.
+                    if self._new_turn:
+                        self.turns += 1
+                        self._new_turn = False
+                    yield ev.tool_running(tool_id, event["name"], event.get("input"))
+                else:
+                    del self._open_tools[tool_id]
+                event = {k: v for k, v in event.items() if k != "input"}
+                self._done_tools.add(tool_id)
+                self._new_turn = True
+        yield event
+
+    def _write(self, event: Event) -> Event:
+        return self.writer.write(event)

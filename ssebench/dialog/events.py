@@ -1,0 +1,86 @@
+"""The dialog log's event vocabulary (docs/dialog-protocol.md), written once.
+
+Converters build events with these helpers; only the writer adds ``seq`` and ``ts``,
+so every converter produces the same shapes and nothing else invents fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Event = dict[str, Any]
+
+EVENT_TYPES = ("init", "prompt", "message", "thinking", "tool", "complete")
+TOOL_STATES = ("running", "success", "error")
+COMPLETE_STATES = ("success", "error", "timeout", "interrupted")
+
+
+def init(agent: str, *, session: str | None = None, model: str | None = None,
+         tools: list[str] | None = None) -> Event:
+    event: Event = {"type": "init", "agent": agent}
+    if session:
+        event["session"] = session
+    if model:
+        event["model"] = model
+    if tools is not None:
+        event["tools"] = list(tools)
+    return event
+
+
+def prompt(text: str) -> Event:
+    return {"type": "prompt", "text": text}
+
+
+def message(text: str) -> Event:
+    return {"type": "message", "role": "assistant", "text": text}
+
+
+def thinking(text: str) -> Event:
+    return {"type": "thinking", "text": text}
+
+
+def tool_running(tool_id: str, name: str, arguments: Any = None) -> Event:
+    return {"type": "tool", "id": tool_id, "name": name, "status": "running",
+            "input": arguments if arguments is not None else {}}
+
+
+def tool_finished(tool_id: str, name: str, *, ok: bool, output: str) -> Event:
+    return {"type": "tool", "id": tool_id, "name": name,
+            "status": "success" if ok else "error", "output": output}
+
+
+def complete(status: str, *, turns: int, duration: float, tokens: dict[str, int],
+             exit_code: int | None = None, error: str | None = None) -> Event:
+    event: Event = {"type": "complete", "status": status, "turns": turns,
+                    "duration": round(duration, 3), "tokens": dict(tokens)}
+    if exit_code is not None:
+        event["exit_code"] = exit_code
+    if error:
+        event["error"] = error
+    return event
+
+
+def text_of(content: Any) -> str:
+    """The text of an MCP/Anthropic-style content value (string or list of blocks).
+
+    Non-text blocks are named rather than dropped, so a reader sees that an image
+    or resource was returned.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                if isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                else:
+                    parts.append(f"[{block.get('type', 'content')}]")
+        return "\n".join(parts)
+    return str(content)
