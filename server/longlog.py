@@ -1,0 +1,315 @@
+"""The long-log rule: a log over 10,000 words goes to a file, the agent gets its tail.
+
+A check may print gigabytes, so the log is never held whole: it streams from the
+daemon straight into ``<uuid>.txt`` in ``MCP_LOG_DIR`` while its words are counted
+(only up to the limit), and the tail is found by reading that file backwards.
+
+Words are runs of non-whitespace bytes (ASCII whitespace, as ``bytes.split``); lines
+end with ``\\n`` (a final newline does not start another line). The tail is the
+shorter of the last 100 lines and the last 10,000 words; both are suffixes of the
+log, so the shorter is the one that starts later.
+
+The agent can write ``/tmp``, so the folder is prepared once at start-up without
+following symlinks, and refused when it (or a folder above it) belongs to another
+user or can be changed by others (a world-writable folder is accepted only as an
+ancestor and only with the sticky bit, like ``/tmp``). A refused folder does not stop
+the server: each long log then ends with the spec's save-failure line, and the reason
+goes to the server's log. Files are created with ``O_EXCL|O_NOFOLLOW`` relative to
+the folder's descriptor held open since start-up, mode 0644 (the agent may read them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import stat
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ssebench.difficulty import Check
+
+from .report import LogSection
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "MCP_LOG_DIR"
+DEFAULT_LOG_DIR = "/tmp/mcp/logs"
+MAX_WORDS = 10_000
+MAX_LINES = 100
+# Guard for logs with few words but huge lines (one 1 GiB line is one word): no more
+# than this many bytes of log text are ever held in memory or put in the result; a
+# log above it is treated as long and its tail cut to its last MAX_TEXT_BYTES.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+_BLOCK = 1 << 16
+_WRITE_BATCH = 1 << 20
+_WORD_START = re.compile(rb"(?<!\S)\S")
+
+
+# ---------------------------------------------------------------- the tail rule
+
+
+def tail_start(
+    f: BinaryIO, size: int, *, max_lines: int = MAX_LINES, max_words: int = MAX_WORDS, block: int = _BLOCK
+) -> int:
+    """Offset where the tail of the first ``size`` bytes of ``f`` starts.
+
+    Reads backwards in blocks and stops as soon as both limits are found, so only
+    the tail (plus one block) is ever read.
+    """
+    line_start: int | None = None
+    word_start: int | None = None
+    newlines = 0
+    words = 0
+    end = size
+    while end > 0 and (line_start is None or word_start is None):
+        begin = max(0, end - block)
+        # One byte before the block tells whether its first byte starts a word.
+        read_from = max(0, begin - 1)
+        f.seek(read_from)
+        buf = f.read(end - read_from)
+        skip = begin - read_from
+        if line_start is None:
+            # Scan newlines right to left; the very last byte's newline ends the last line.
+            pos = len(buf)
+            while True:
+                nl = buf.rfind(b"\n", skip, pos)
+                if nl < 0:
+                    break
+                pos = nl
+                if read_from + nl == size - 1:
+                    continue
+                newlines += 1
+                if newlines == max_lines:
+                    line_start = read_from + nl + 1
+                    break
+        if word_start is None:
+            starts = [m.start() for m in _WORD_START.finditer(buf) if m.start() >= skip]
+            if words + len(starts) >= max_words:
+                word_start = read_from + starts[len(starts) - (max_words - words)]
+            words += len(starts)
+        end = begin
+    return max(line_start or 0, word_start or 0)
+
+
+def count_words_upto(data: bytes, limit: int, ends_in_word: bool) -> tuple[int, bool]:
+    """Words starting in ``data`` (stops counting past ``limit``), and whether it ends mid-word.
+
+    ``ends_in_word``: the previous chunk ended inside a word, which then continues here.
+    """
+    count = 0
+    for m in _WORD_START.finditer(data):
+        if m.start() == 0 and ends_in_word:
+            continue
+        count += 1
+        if count > limit:
+            break
+    return count, not data[-1:].isspace()
+
+
+# ---------------------------------------------------------------- the folder
+
+
+class LogDir:
+    """``MCP_LOG_DIR``, prepared once; ``fd`` is None when it is unusable."""
+
+    def __init__(self, path: str, fd: int | None, problem: str | None) -> None:
+        self.path = path
+        self.fd = fd
+        self.problem = problem
+
+    @classmethod
+    def prepare(cls, path: str | os.PathLike[str] | None = None) -> LogDir:
+        raw = str(path) if path is not None else (os.environ.get(ENV_VAR) or DEFAULT_LOG_DIR)
+        target = os.path.abspath(raw)
+        try:
+            fd = _open_safe_dir(target)
+        except (OSError, _UnsafeDir) as exc:
+            problem = f"log folder {target} is not usable, long logs will not be saved: {exc}"
+            log.warning("%s", problem)
+            return cls(target, None, problem)
+        return cls(target, fd, None)
+
+    def create(self) -> tuple[int, str]:
+        """A new exclusive ``<uuid>.txt``: (descriptor, path). Raises OSError."""
+        if self.fd is None:
+            raise OSError(self.problem or "log folder unusable")
+        name = f"{uuid.uuid4()}.txt"
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(name, flags, 0o644, dir_fd=self.fd)
+        os.fchmod(fd, 0o644)  # the umask must not hide it from the agent
+        return fd, os.path.join(self.path, name)
+
+    def remove(self, path: str) -> None:
+        if self.fd is not None:
+            try:
+                os.unlink(os.path.basename(path), dir_fd=self.fd)
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _UnsafeDir(Exception):
+    pass
+
+
+def _open_safe_dir(target: str) -> int:
+    """Walk from ``/`` creating what is missing, never following a symlink."""
+    me = os.geteuid()
+    parts = [p for p in Path(target).parts[1:]]
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    walked = "/"
+    try:
+        for i, name in enumerate(parts):
+            last = i == len(parts) - 1
+            walked = os.path.join(walked, name)
+            try:
+                os.mkdir(name, 0o755 if last else 0o700, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if os.path.islink(walked):
+                    raise _UnsafeDir(f"{walked} is a symlink") from exc
+                raise
+            os.close(fd)
+            fd = child
+            st = os.fstat(fd)
+            if last:
+                if st.st_uid != me:
+                    raise _UnsafeDir(f"{walked} is owned by uid {st.st_uid}, not {me}")
+                if st.st_mode & 0o022 or stat.S_IMODE(st.st_mode) & 0o755 != 0o755:
+                    os.fchmod(fd, 0o755)
+            else:
+                if st.st_uid not in (0, me):
+                    raise _UnsafeDir(f"{walked} is owned by uid {st.st_uid}")
+                if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                    raise _UnsafeDir(f"{walked} is writable by others")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+# ---------------------------------------------------------------- capture
+
+
+@dataclass
+class _Sink:
+    file: BinaryIO
+    path: str | None  # None: an anonymous temporary file (saving failed)
+
+
+class LogCapture:
+    """Receives a log in chunks; decides long or short; yields the :class:`LogSection`.
+
+    Blocking file work runs in worker threads, in batches, so the event loop stays free.
+    """
+
+    def __init__(self, log_dir: LogDir, check: Check) -> None:
+        self.log_dir = log_dir
+        self.check = check
+        self.size = 0
+        self.words = 0
+        self._ends_in_word = False
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._sink: _Sink | None = None
+
+    async def __aenter__(self) -> LogCapture:
+        self._sink = await asyncio.to_thread(self._open_sink)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._sink is not None:
+            await asyncio.to_thread(self._discard)
+
+    def _open_sink(self) -> _Sink:
+        try:
+            fd, path = self.log_dir.create()
+            return _Sink(os.fdopen(fd, "w+b"), path)
+        except OSError as exc:
+            if self.log_dir.fd is not None:  # a folder problem was logged at start-up
+                log.warning("cannot create a log file in %s: %s", self.log_dir.path, exc)
+            return _Sink(tempfile.TemporaryFile(), None)
+
+    async def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        if self.words <= MAX_WORDS:
+            n, self._ends_in_word = count_words_upto(chunk, MAX_WORDS - self.words, self._ends_in_word)
+            self.words += n
+        self.size += len(chunk)
+        self._pending.append(chunk)
+        self._pending_bytes += len(chunk)
+        if self._pending_bytes >= _WRITE_BATCH:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_bytes = 0
+            await asyncio.to_thread(self._write, data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._sink is not None
+        try:
+            self._sink.file.write(data)
+        except OSError as exc:
+            if self._sink.path is None:
+                raise
+            # Saving failed part-way: drop the partial file, keep the rest for the tail.
+            log.warning("writing %s failed: %s", self._sink.path, exc)
+            self._discard()
+            self._sink = _Sink(tempfile.TemporaryFile(), None)
+            self._sink.file.write(data)
+
+    def _discard(self) -> None:
+        if self._sink is not None:
+            self._sink.file.close()
+            if self._sink.path is not None:
+                self.log_dir.remove(self._sink.path)
+            self._sink = None
+
+    async def finish(self) -> LogSection:
+        await self._flush()
+        return await asyncio.to_thread(self._finish)
+
+    def _finish(self) -> LogSection:
+        sink = self._sink
+        assert sink is not None
+        sink.file.flush()
+        long = self.words > MAX_WORDS or self.size > MAX_TEXT_BYTES
+        if not long:
+            sink.file.seek(0)
+            text = sink.file.read().decode("utf-8", "replace")
+            self._discard()
+            return LogSection(self.check, text)
+        start = tail_start(sink.file, self.size)
+        start = max(start, self.size - MAX_TEXT_BYTES)
+        sink.file.seek(start)
+        raw = sink.file.read(self.size - start)
+        text = raw.decode("utf-8", "replace")
+        path = sink.path
+        sink.file.close()
+        self._sink = None  # keep the saved file
+        return LogSection(self.check, text, truncated=True, saved_path=path)
+
+
+async def capture(chunks: AsyncIterator[bytes], log_dir: LogDir, check: Check) -> LogSection:
+    """Stream ``chunks`` through the long-log rule."""
+    async with LogCapture(log_dir, check) as cap:
+        async for chunk in chunks:
+            await cap.feed(chunk)
+        return await cap.finish()
