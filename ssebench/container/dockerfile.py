@@ -1,0 +1,108 @@
+"""Dockerfiles for task containers, rendered from the jinja2 templates in configs/docker/.
+
+Two images: the task image (ssebench, its daemon, server and entrypoint on an offline-built
+Debian base) and, on top of it, one layer per bundled agent with that agent's pinned CLI,
+registered by ``ssebench agents install``. The CLI versions are read from the one place that
+pins them, tests/e2e/package.json (the same versions the end-to-end tests prove), so a
+Dockerfile can never name a version the tests did not run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import jinja2
+
+from ssebench import __version__
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+TEMPLATES_DIR = CHECKOUT / "configs" / "docker"
+PINS_FILE = CHECKOUT / "tests" / "e2e" / "package.json"
+
+# Where the task copy and the results folder are mounted inside a task container.
+CONTAINER_TASK_DIR = "/task"
+CONTAINER_RESULTS_DIR = "/results"
+
+DEFAULT_BASE_IMAGE = "ssebench-base:bookworm"  # made by scripts/docker-base-image.sh
+DEFAULT_TASK_IMAGE = "ssebench-task:latest"
+NODE_MAJOR = 20
+
+
+@dataclass(frozen=True)
+class AgentCli:
+    """The npm package that brings an agent's CLI, and the command it installs."""
+
+    package: str
+    bin: str
+
+
+AGENT_CLIS: dict[str, AgentCli] = {
+    "claude": AgentCli("@anthropic-ai/claude-code", "claude"),
+    "codex": AgentCli("@openai/codex", "codex"),
+    "gemini": AgentCli("@google/gemini-cli", "gemini"),
+    "opencode": AgentCli("opencode-ai", "opencode"),
+}
+
+
+class DockerfileError(Exception):
+    """A Dockerfile cannot be rendered; the message says what and where."""
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    if not TEMPLATES_DIR.is_dir():
+        raise DockerfileError(f"the Dockerfile templates are missing: {TEMPLATES_DIR} is not a folder")
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def agent_cli(agent: str) -> AgentCli:
+    try:
+        return AGENT_CLIS[agent]
+    except KeyError:
+        known = ", ".join(AGENT_CLIS)
+        raise DockerfileError(f"no agent layer for {agent!r}: the bundled agents are {known}") from None
+
+
+def pinned_version(agent: str) -> str:
+    """The exact version of AGENT's CLI pinned in tests/e2e/package.json."""
+    cli = agent_cli(agent)
+    try:
+        pins = json.loads(PINS_FILE.read_text(encoding="utf-8"))["dependencies"]
+    except FileNotFoundError:
+        raise DockerfileError(f"the CLI pins are missing: {PINS_FILE} does not exist") from None
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise DockerfileError(f"{PINS_FILE}: no readable \"dependencies\" object ({error})") from None
+    version = pins.get(cli.package)
+    if not isinstance(version, str) or not version[:1].isdigit():
+        raise DockerfileError(f"{PINS_FILE}: \"dependencies\" has no exact version for {cli.package}")
+    return version
+
+
+def render_task_dockerfile(base_image: str = DEFAULT_BASE_IMAGE) -> str:
+    """The task image's Dockerfile (build context: see prepare_task_context in docker.py)."""
+    return _environment().get_template("task.Dockerfile.j2").render(
+        base_image=base_image,
+        version=__version__,
+        task_dir=CONTAINER_TASK_DIR,
+    )
+
+
+def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) -> str:
+    """AGENT's layer on top of TASK_IMAGE: its pinned CLI, registered with the server."""
+    cli = agent_cli(agent)
+    return _environment().get_template("agent.Dockerfile.j2").render(
+        agent=agent,
+        package=cli.package,
+        bin=cli.bin,
+        version=pinned_version(agent),
+        task_image=task_image,
+        node_major=NODE_MAJOR,
+    )
