@@ -1,0 +1,412 @@
+"""``ssebench entrypoint``: one task container's life, start to ``results.json``.
+
+Order: daemon (unless a sidecar serves it) → MCP server → wait for ``initialize`` →
+agent under its timeout → stop the servers → final grading of every check →
+``results.json``. Each child runs in its own process group; signals the entrypoint
+receives go to the agent's group, and every group is stopped before we return,
+whatever happened. ``ssebench run`` drives the same :class:`Entrypoint` in-process
+and watches its stages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ssebench.container.processes import (
+    STOP_GRACE_SECONDS,
+    Child,
+    open_log,
+    spawn,
+    ssebench_argv,
+    wait_for_exit,
+)
+from ssebench.container.readiness import StartupError, wait_for_daemon, wait_for_mcp
+from ssebench.container.settings import Settings, SettingsError
+
+RESULTS_FILE = "results.json"
+DIALOG_FILE = "dialog.jsonl"
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+# Exit statuses (docs/container.md has the same table). The first that applies wins.
+EXIT_PASSED = 0  # agent exited 0, every check passed
+EXIT_CHECKS_FAILED = 1  # agent exited 0, grading ran, a check failed
+EXIT_USAGE = 2  # bad setting or task file: nothing started, nothing written
+EXIT_DAEMON_FAILED = 3  # the daemon did not come up
+EXIT_SERVER_FAILED = 4  # the MCP server did not answer initialize in time (or exited)
+EXIT_AGENT_TIMEOUT = 5  # the agent ran out of time (grading still ran)
+EXIT_AGENT_FAILED = 6  # the agent exited non-zero or could not start (grading still ran)
+EXIT_GRADING_ERROR = 7  # grading could not run to a verdict
+# 128 + N: the entrypoint got signal N; forwarded to the agent, grading skipped.
+
+STATUS_BY_EXIT = {
+    EXIT_PASSED: "passed", EXIT_CHECKS_FAILED: "checks_failed", EXIT_DAEMON_FAILED: "daemon_failed",
+    EXIT_SERVER_FAILED: "server_failed", EXIT_AGENT_TIMEOUT: "agent_timeout",
+    EXIT_AGENT_FAILED: "agent_failed", EXIT_GRADING_ERROR: "grading_error",
+}
+
+StageHook = Callable[[str, str, str], None]  # (stage, state, detail)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class AgentOutcome:
+    command: list[str]
+    exit_code: int | None = None
+    signal: str | None = None
+    timed_out: bool = False
+    duration: float = 0.0
+    timeout: int = 0
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"command": self.command, "exit_code": self.exit_code, "signal": self.signal,
+                "timed_out": self.timed_out, "duration": round(self.duration, 3),
+                "timeout": self.timeout, "error": self.error}
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    results: dict[str, Any]
+    results_file: Path | None
+
+
+@dataclass
+class Entrypoint:
+    settings: Settings
+    agent_command: Sequence[str]
+    on_stage: StageHook = field(default=lambda stage, state, detail: None)
+    agent_env: dict[str, str] | None = None  # extra variables for the agent only
+
+    def __post_init__(self) -> None:
+        self._children: list[Child] = []
+        self._agent: Child | None = None
+        self._signal: int | None = None
+        self._stages: dict[str, dict[str, Any]] = {}
+
+    # -- public ---------------------------------------------------------------------
+
+    def prepare(self) -> tuple[Any, Path]:
+        """Check everything that can be checked before starting anything.
+
+        Returns the loaded task (None in sidecar mode without a task file) and the tree.
+        """
+        from ssebench.difficulty import DifficultyError, level_from_env
+
+        s = self.settings
+        if not self.agent_command:
+            raise SettingsError("no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...")
+        try:
+            self.level = level_from_env(s.env)
+        except DifficultyError as exc:
+            raise SettingsError(str(exc)) from None
+        if s.sidecar and s.daemon_socket is None:
+            raise SettingsError("--sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves")
+        task = None
+        if s.task is not None:
+            from ssebench.task import TaskError, load_task
+
+            try:
+                task = load_task(s.task)
+            except TaskError as exc:
+                raise SettingsError(str(exc)) from None
+        elif not s.sidecar:
+            raise SettingsError("SSE_TASK is not set: the path of the task.toml to run (or --task)")
+        tree = s.tree or (task.source if task else None)
+        if tree is None:
+            raise SettingsError("SSE_TREE is not set: in sidecar mode without SSE_TASK, name the agent's tree")
+        if not tree.is_dir():
+            raise SettingsError(f"SSE_TREE: '{tree}' is not a folder")
+        s.results_dir.mkdir(parents=True, exist_ok=True)
+        for name in (RESULTS_FILE, DIALOG_FILE):
+            if os.path.lexists(s.results_dir / name):
+                raise SettingsError(f"SSE_RESULTS_DIR: {s.results_dir} already holds {name}; "
+                                    "use an empty folder for each run")
+        return task, tree
+
+    def run(self) -> Outcome:
+        """Prepare, run every stage, write ``results.json``. Raises SettingsError before starting."""
+        task, tree = self.prepare()
+        started_at, t0 = _now(), time.monotonic()
+        handlers = self._install_signal_handlers()
+        workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))  # 0700, ours
+        agent = AgentOutcome(command=list(self.agent_command), timeout=self.settings.agent_timeout)
+        grading: dict[str, Any] | None = None
+        error: str | None = None
+        exit_code: int
+        try:
+            exit_code, error, grading = self._stages_run(task, tree, workdir, agent)
+        finally:
+            for child in reversed(self._children):
+                child.stop()
+            self._restore_signal_handlers(handlers)
+            _remove_tree(workdir)
+        results = self._results(task, tree, agent, grading, exit_code, error, started_at, time.monotonic() - t0)
+        path = self.settings.results_dir / RESULTS_FILE
+        _write_json_atomically(path, results)
+        return Outcome(exit_code, results, path)
+
+    # -- stages ---------------------------------------------------------------------
+
+    def _stages_run(self, task: Any, tree: Path, workdir: Path,
+                    agent: AgentOutcome) -> tuple[int, str | None, dict[str, Any] | None]:
+        s = self.settings
+        deadline = time.monotonic() + s.mcp_timeout
+        socket = s.daemon_socket or workdir / "daemon.sock"
+        # 1. the daemon (a sidecar serves it already: only wait for it)
+        self._stage("daemon", "start", str(socket))
+        try:
+            child = None
+            if not s.sidecar:
+                child = self._spawn("daemon", ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree),
+                                                            "--socket", str(socket)))
+            took = wait_for_daemon(socket, child, deadline=deadline, timeout=s.mcp_timeout,
+                                   interrupted=self._interrupted)
+        except StartupError as exc:
+            return self._startup_failed("daemon", exc, EXIT_DAEMON_FAILED)
+        self._stage("daemon", "done", f"ready in {took:.1f} s", seconds=took)
+        # 2. the MCP server
+        self._stage("server", "start", s.mcp_url)
+        try:
+            child = self._spawn("server", ssebench_argv(
+                "serve", "--host", s.mcp_host, "--port", str(s.mcp_port), "--path", s.mcp_path,
+                "--daemon-socket", str(socket)))
+            took = wait_for_mcp(s.mcp_url, child, deadline=deadline, timeout=s.mcp_timeout,
+                                interrupted=self._interrupted)
+        except StartupError as exc:
+            return self._startup_failed("server", exc, EXIT_SERVER_FAILED)
+        self._stage("server", "done", f"answered initialize in {took:.1f} s", seconds=took, url=s.mcp_url)
+        # 3. the agent
+        self._run_agent(tree, agent)
+        # 4. stop the servers before grading: nothing may change the tree any more
+        for child in reversed(self._children):
+            child.stop()
+        if self._signal is not None:
+            self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
+            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
+        if task is None:
+            self._stage("grading", "skipped", "sidecar mode without SSE_TASK: the sidecar grades")
+            grading, grade_error = None, None
+            graded_ok: bool | None = None
+        else:
+            grading, grade_error, graded_ok = self._grade(tree)
+        # the exit status: agent first, then grading
+        if agent.timed_out:
+            return EXIT_AGENT_TIMEOUT, None, grading
+        if agent.exit_code != 0:
+            return EXIT_AGENT_FAILED, agent.error, grading
+        if grade_error is not None:
+            return EXIT_GRADING_ERROR, grade_error, grading
+        if graded_ok is False:
+            return EXIT_CHECKS_FAILED, None, grading
+        return EXIT_PASSED, None, grading
+
+    def _run_agent(self, tree: Path, agent: AgentOutcome) -> None:
+        s = self.settings
+        results = s.results_dir
+        env = {k: v for k, v in s.env.items() if k not in ("SSE_TASK",)}  # no path to hidden parts
+        env.update(self.agent_env or {})
+        env["SSE_MCP_URL"] = s.mcp_url
+        self._stage("agent", "start", " ".join(self.agent_command))
+        started = time.monotonic()
+        pipeline = reader = None
+        stdout_log = open_log(results / "agent-stdout.log")
+        try:
+            try:
+                if s.dialog:
+                    child = self._spawn("agent", self.agent_command, cwd=tree, env=env,
+                                        log=results / "agent-stderr.log", stdout=subprocess.PIPE)
+                    pipeline, reader = self._start_dialog(child, stdout_log)
+                else:
+                    child = self._spawn("agent", self.agent_command, cwd=tree, env=env,
+                                        log=results / "agent-stderr.log", stdout=stdout_log)
+            except OSError as exc:
+                agent.error = f"the agent command could not start: {exc.strerror or exc}: {self.agent_command[0]}"
+                agent.exit_code = 127
+                self._stage("agent", "failed", agent.error)
+                return
+            self._agent = child
+            if self._signal is not None:  # a signal came while we were starting it
+                child.signal(self._signal)
+            finished = wait_for_exit(child, s.agent_timeout, self._interrupted)
+            if not finished and self._signal is not None:
+                # the signal was forwarded: give the agent the grace period to exit by itself
+                finished = wait_for_exit(child, STOP_GRACE_SECONDS, lambda: False)
+            elif not finished:
+                agent.timed_out = True
+                self._stage("agent", "failed", f"timed out after {s.agent_timeout} s")
+            if not finished:
+                child.stop(STOP_GRACE_SECONDS)  # TERM the group, KILL after the grace
+            else:
+                child.signal(signal.SIGKILL)  # leftovers of an agent that exited
+            code = child.proc.wait()
+            agent.duration = time.monotonic() - started
+            agent.exit_code = code if code >= 0 else 128 - code
+            if code < 0:
+                agent.signal = signal.Signals(-code).name
+            if reader is not None:
+                reader.join(timeout=STOP_GRACE_SECONDS)
+            if pipeline is not None:
+                pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
+                               interrupted=self._signal is not None)
+                pipeline.writer.close()
+        finally:
+            stdout_log.close()
+        if not agent.timed_out:
+            state = "done" if agent.exit_code == 0 else "failed"
+            detail = f"exited {agent.exit_code}" + (f" ({agent.signal})" if agent.signal else "")
+            self._stage("agent", state, f"{detail} after {agent.duration:.1f} s", seconds=agent.duration)
+        if agent.exit_code != 0 and agent.error is None and not agent.timed_out:
+            agent.error = f"the agent exited with status {agent.exit_code}"
+
+    def _start_dialog(self, child: Child, tee) -> tuple[Any, threading.Thread]:  # noqa: ANN001
+        from ssebench.dialog.convert import DialogPipeline, load_converter
+        from ssebench.dialog.writer import DialogWriter
+
+        writer = DialogWriter.create(self.settings.results_dir / DIALOG_FILE)
+        pipeline = DialogPipeline(writer, load_converter(self.settings.dialog), prompt=self.settings.prompt)
+
+        def pump() -> None:
+            assert child.proc.stdout is not None
+            for raw in child.proc.stdout:
+                tee.write(raw)
+                pipeline.feed_line(raw.decode("utf-8", errors="replace"))
+
+        thread = threading.Thread(target=pump, name="dialog", daemon=True)
+        thread.start()
+        return pipeline, thread
+
+    def _grade(self, tree: Path) -> tuple[dict[str, Any] | None, str | None, bool | None]:
+        """Run every check (``ssebench grade --json``) in its own process group."""
+        s = self.settings
+        self._stage("grading", "start", "every check, whatever the level")
+        log = s.results_dir / "grading.log"
+        out = s.results_dir / "grading.json"
+        with open_log(out) as stdout:
+            child = self._spawn("grading", ssebench_argv("grade", "--task", str(s.task), "--tree", str(tree),
+                                                       "--json"), log=log, stdout=stdout)
+        while not wait_for_exit(child, 3600.0, self._interrupted):
+            if self._signal is not None:
+                child.stop()
+                return None, f"grading interrupted by {signal.Signals(self._signal).name}", None
+        code = child.proc.returncode
+        try:
+            report = json.loads(out.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            report = None
+        if code not in (0, 1) or not isinstance(report, dict):
+            tail = "\n".join(child.tail())
+            message = f"grading failed (ssebench grade exited {code})" + (f":\n{tail}" if tail else "")
+            self._stage("grading", "failed", message)
+            return report if isinstance(report, dict) else None, message, None
+        self._stage("grading", "done", "every check passed" if code == 0 else "a check failed",
+                    passed=code == 0)
+        return report, None, code == 0
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _spawn(self, name: str, argv: Sequence[str], *, cwd: Path | None = None,
+               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:  # noqa: ANN001
+        child = spawn(name, argv, env=env if env is not None else self.settings.env,
+                      log=log or self.settings.results_dir / f"{name}.log", cwd=cwd, stdout=stdout)
+        self._children.append(child)
+        return child
+
+    def _startup_failed(self, stage: str, exc: StartupError, code: int) -> tuple[int, str, None]:
+        self._stage(stage, "failed", str(exc))
+        if self._signal is not None:
+            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
+        return code, str(exc), None
+
+    def _stage(self, stage: str, state: str, detail: str, **extra: Any) -> None:
+        record = self._stages.setdefault(stage, {})
+        record.update(state=state, detail=detail, **{k: (round(v, 3) if isinstance(v, float) else v)
+                                                      for k, v in extra.items()})
+        self.on_stage(stage, state, detail)
+
+    def _interrupted(self) -> bool:
+        return self._signal is not None
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for signum in FORWARDED_SIGNALS:
+            previous[signum] = signal.signal(signum, self._on_signal)
+        return previous
+
+    def _restore_signal_handlers(self, previous: dict[int, Any]) -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        first = self._signal is None
+        self._signal = signum
+        if self._agent is not None and self._agent.running():
+            self._agent.signal(signum)
+        elif not first and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C while starting: give up now
+
+    def _results(self, task: Any, tree: Path, agent: AgentOutcome, grading: dict[str, Any] | None,
+                 exit_code: int, error: str | None, started_at: str, duration: float) -> dict[str, Any]:
+        s = self.settings
+        status = STATUS_BY_EXIT.get(exit_code, "interrupted" if exit_code > 128 else "error")
+        dialog = s.results_dir / DIALOG_FILE
+        return {
+            "version": 1,
+            "status": status,
+            "exit_code": exit_code,
+            "passed": self._stages.get("grading", {}).get("passed"),  # None: no verdict
+            "error": error,
+            "task": {"id": task.id if task else None, "file": str(s.task) if s.task else None, "tree": str(tree)},
+            "difficulty": {"level": self.level.number, "name": self.level.name},
+            "mode": "sidecar" if s.sidecar else "process",
+            "mcp_url": s.mcp_url,
+            "started_at": started_at,
+            "finished_at": _now(),
+            "duration": round(duration, 3),
+            "stages": self._stages,
+            "agent": agent.as_json(),
+            "grading": grading,
+            "dialog": DIALOG_FILE if dialog.exists() else None,
+        }
+
+
+def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
+    """Write to a fresh temp file in the same folder, then rename: never half-written."""
+    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            json.dump(data, stream, indent=2, ensure_ascii=False)
+            stream.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def print_stage(stage: str, state: str, detail: str) -> None:
+    """The entrypoint's own progress lines, on stderr (container logs)."""
+    print(f"ssebench entrypoint: {stage}: {state}: {detail}", file=sys.stderr, flush=True)

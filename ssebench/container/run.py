@@ -1,0 +1,325 @@
+"""``ssebench run``: one whole run of one agent on one task, here or in a container.
+
+Process mode does what a task container does, on this machine: a private copy of the
+task's tree, a private HOME where ``ssebench agents install`` registers the server
+for the agent, the agent's run recipe (agents/*/recipe.py) as the command, and the
+entrypoint's stages (:class:`ssebench.container.entrypoint.Entrypoint`) shown live.
+``--docker`` hands the same recipe to ssebench/container/docker.py instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+AGENTS = ("claude", "codex", "gemini", "opencode")
+STAGES = ("setup", "daemon", "server", "agent", "grading")
+DEFAULT_RUNS_DIR = "ssebench-runs"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="one whole run: daemon, server, agent, grading (here, or in Docker with --docker)",
+        description="Run one agent on one task end to end and report the result as a table and as JSON. "
+                    "The agent is a bundled one (--agent) or any command after '--'.",
+    )
+    p.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
+    p.add_argument("--agent", choices=AGENTS, help="a bundled agent, run with its recipe")
+    p.add_argument("--difficulty", default=None, metavar="N",
+                   help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)")
+    p.add_argument("--docker", action="store_true", help="run in a task container (needs a Docker engine)")
+    p.add_argument("--results", metavar="DIR",
+                   help=f"an empty or new folder for this run's files (default: ./{DEFAULT_RUNS_DIR}/<task>-<agent>-<time>)")
+    p.add_argument("--tree", metavar="DIR",
+                   help="let the agent work in DIR itself (default: a copy of the task's source in the results folder)")
+    p.add_argument("--prompt", help="the agent's prompt (default: built from the task's description)")
+    p.add_argument("--agent-timeout", metavar="S", help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
+    p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
+    p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    p.set_defaults(func=_run)
+
+
+@dataclass
+class Plan:
+    """What to launch: the agent's command and environment, and its dialog format."""
+
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    dialog: str | None = None
+
+
+def default_prompt(task: Any) -> str:
+    description = (task.description or "").strip() or f"the vulnerability of task {task.id}"
+    return (f"Fix this vulnerability in the source tree in the current directory: {description}\n"
+            "Use the test_patch tool to check your patch; it builds the tree as it is and runs the "
+            "task's checks.")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def private_home(results: Path) -> Path:
+    home = results / "home"
+    home.mkdir(mode=0o700)
+    return home
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """Point every per-user config location of the agent CLIs at *home*."""
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_STATE_HOME": str(home / ".local/state")}
+
+
+def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
+    """``ssebench agents install AGENT --url URL`` into the private HOME in *env*."""
+    from ssebench.container.processes import ssebench_argv
+
+    with log.open("wb") as out:
+        code = subprocess.run(ssebench_argv("agents", "install", agent, "--url", url), env=env,
+                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, timeout=120).returncode
+    if code != 0:
+        tail = log.read_text(errors="replace").strip().splitlines()[-10:]
+        raise RuntimeError(f"ssebench agents install {agent} failed (exit {code}):\n" + "\n".join(tail))
+
+
+def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str]) -> Plan:
+    """The bundled agent's run recipe (engineer D's agents/recipe.py), as a Plan."""
+    from ssebench.agents.recipe import get_recipe
+
+    recipe = get_recipe(agent)
+    launch = recipe.launch(prompt=prompt, mcp_url=url, home=home, env=env)
+    return Plan(command=list(launch.argv), env=dict(launch.env), dialog=getattr(recipe, "dialog", agent))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ssebench.container.settings import SettingsError
+    from ssebench.task import TaskError, load_task
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    err = sys.stderr
+    if bool(args.agent) == bool(command):
+        print("ssebench run: give either --agent NAME or a command after '--', not both or neither", file=err)
+        return 2
+    try:
+        task = load_task(args.task)
+    except TaskError as exc:
+        print(f"ssebench run: {exc}", file=err)
+        return 2
+    env = dict(os.environ)
+    if args.difficulty is not None:
+        env["SSE_DIFFICULTY"] = str(args.difficulty)
+    from ssebench.difficulty import DifficultyError, level_from_env
+
+    try:
+        level = level_from_env(env)
+    except DifficultyError as exc:
+        print(f"ssebench run: {exc}", file=err)
+        return 2
+    name = args.agent or "command"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task.id}-{name}-{stamp}").absolute()
+    if results.exists() and (not results.is_dir() or any(results.iterdir())):
+        print(f"ssebench run: --results {results}: exists and is not an empty folder", file=err)
+        return 2
+    results.mkdir(parents=True, exist_ok=True)
+    prompt = args.prompt or default_prompt(task)
+    display = Display(console_file=err if args.json else sys.stdout)
+    try:
+        if args.docker:
+            code, data = _run_docker(args, task, level.number, results, command, prompt, env, display)
+        else:
+            code, data = _run_process(args, task, results, command, prompt, env, display)
+    except SettingsError as exc:
+        display.stop()
+        print(f"ssebench run: {exc}", file=err)
+        return 2
+    except RuntimeError as exc:
+        display.fail("setup", str(exc))
+        display.stop()
+        print(f"ssebench run: {exc}", file=err)
+        return 2
+    display.stop()
+    if data is not None:
+        display.summary(data, results)
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False) if data is not None else "null")
+    return code
+
+
+def _run_process(args: argparse.Namespace, task: Any, results: Path, command: list[str], prompt: str,
+                 env: dict[str, str], display: Display) -> tuple[int, dict | None]:
+    from ssebench.container.entrypoint import Entrypoint
+    from ssebench.container.settings import from_environment
+
+    display.start("setup", "private tree and HOME")
+    if args.tree:
+        tree = Path(args.tree).absolute()
+    else:
+        tree = results / "tree"
+        shutil.copytree(task.source, tree, symlinks=True)
+    port = args.port or free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    agent_env: dict[str, str] = {}
+    dialog = None
+    if args.agent:
+        home = private_home(results)
+        agent_env.update(home_env(home))
+        install_agent(args.agent, url, {**env, **agent_env}, results / "install.log")
+        plan = recipe_plan(args.agent, prompt, url=url, home=home, env={**env, **agent_env})
+        command, dialog = plan.command, plan.dialog
+        agent_env.update(plan.env)
+    display.done("setup", f"tree {tree}")
+    settings = from_environment(env, task=str(task.file), tree=str(tree), results_dir=str(results),
+                                mcp_port=str(port), agent_timeout=args.agent_timeout,
+                                mcp_timeout=args.mcp_timeout, dialog=dialog, prompt=prompt)
+    outcome = Entrypoint(settings, command, on_stage=display.on_stage, agent_env=agent_env).run()
+    return outcome.exit_code, outcome.results
+
+
+def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, command: list[str], prompt: str,
+                env: dict[str, str], display: Display) -> tuple[int, dict | None]:
+    from ssebench.container import docker
+
+    extra: dict[str, str] = {"SSE_PROMPT": prompt}
+    if args.agent_timeout:
+        extra["SSE_AGENT_TIMEOUT"] = str(args.agent_timeout)
+    if args.mcp_timeout:
+        extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
+    if args.agent:
+        home = Path("/root")
+        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env=extra)
+        command = plan.command
+        extra.update(plan.env)
+        if plan.dialog:
+            extra["SSE_DIALOG"] = plan.dialog
+    current: list[str] = []
+
+    def progress(stage: str) -> None:
+        if current:
+            display.done(current[-1], "")
+        current.append(stage)
+        display.start(stage, "")
+
+    try:
+        result = docker.run_in_docker(task_dir=task.file.parent, agent=args.agent, agent_command=command,
+                                      results_dir=results, difficulty=level, env=extra, progress=progress)
+    except docker.DockerRunError as exc:
+        if current:
+            display.fail(current[-1], str(exc))
+        raise RuntimeError(str(exc)) from None
+    if current:
+        display.done(current[-1], "")
+    return result.exit_code, result.results
+
+
+class Display:
+    """The live stage table (rich): one row per stage, its state, detail and time."""
+
+    MARKS = {"start": "…", "done": "✓", "failed": "✗", "skipped": "–"}
+
+    def __init__(self, console_file: Any) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.console = Console(file=console_file, highlight=False)
+        self.rows: dict[str, list[Any]] = {}
+        self.started: dict[str, float] = {}
+        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def on_stage(self, stage: str, state: str, detail: str) -> None:
+        {"start": self.start, "done": self.done, "failed": self.fail, "skipped": self.skip}.get(
+            state, self.start)(stage, detail)
+
+    def start(self, stage: str, detail: str) -> None:
+        self.started[stage] = time.monotonic()
+        self._set(stage, "start", detail)
+
+    def done(self, stage: str, detail: str) -> None:
+        self._set(stage, "done", detail)
+
+    def fail(self, stage: str, detail: str) -> None:
+        self._set(stage, "failed", detail.splitlines()[0] if detail else "")
+
+    def skip(self, stage: str, detail: str) -> None:
+        self._set(stage, "skipped", detail)
+
+    def _set(self, stage: str, state: str, detail: str) -> None:
+        took = time.monotonic() - self.started.get(stage, time.monotonic())
+        old = self.rows.get(stage)
+        self.rows[stage] = [state, detail or (old[1] if old else ""), took]
+        self.live.update(self._table())
+
+    def _table(self):  # noqa: ANN202
+        from rich.table import Table
+
+        table = Table(title="ssebench run", show_header=True, header_style="bold")
+        for column in ("stage", "state", "detail", "time"):
+            table.add_column(column)
+        for stage, (state, detail, took) in self.rows.items():
+            style = {"done": "green", "failed": "red", "skipped": "dim"}.get(state, "yellow")
+            table.add_row(stage, f"[{style}]{self.MARKS.get(state, state)} {state}[/]", detail,
+                          f"{took:.1f} s")
+        return table
+
+    def stop(self) -> None:
+        self.live.stop()
+
+    def summary(self, data: dict, results: Path) -> None:
+        from rich.table import Table
+
+        table = Table(title="result", show_header=False)
+        table.add_column("key", style="bold")
+        table.add_column("value")
+        agent = data.get("agent") or {}
+        grading = data.get("grading")
+        table.add_row("status", f"{data.get('status')} (exit {data.get('exit_code')})")
+        table.add_row("task", str((data.get("task") or {}).get("id")))
+        difficulty = data.get("difficulty") or {}
+        table.add_row("difficulty", f"{difficulty.get('level')} ({difficulty.get('name')})")
+        table.add_row("agent", f"exit {agent.get('exit_code')}, {agent.get('duration', 0):.1f} s"
+                      + (", timed out" if agent.get("timed_out") else ""))
+        table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[data.get("passed")])
+        for check in _grading_checks(grading):
+            table.add_row(f"  {check[0]}", check[1])
+        if data.get("error"):
+            table.add_row("error", str(data["error"]))
+        table.add_row("results", str(results / "results.json"))
+        if data.get("dialog"):
+            table.add_row("dialog", str(results / data["dialog"]))
+        self.console.print(table)
+
+
+def _grading_checks(grading: Any) -> list[tuple[str, str]]:
+    """Check rows from the grading report, whatever its exact layout."""
+    if not isinstance(grading, dict):
+        return []
+    checks = grading.get("checks")
+    rows = []
+    if isinstance(checks, list):
+        for item in checks:
+            if isinstance(item, dict):
+                rows.append((str(item.get("check")), str(item.get("state"))))
+    elif isinstance(checks, dict):
+        for name, item in checks.items():
+            rows.append((str(name), str(item.get("state") if isinstance(item, dict) else item)))
+    return rows
