@@ -1,5 +1,121 @@
-"""Placeholder: replaced by the part that owns this command."""
+"""``ssebench daemon``: validate everything, then serve the task on a Unix socket.
+
+Everything that can be wrong with the invocation (``SSE_DIFFICULTY``, the task file,
+the tree, the socket) is checked before the socket is bound, so a bad start never
+leaves a half-working daemon that a client could reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HEARTBEAT_VAR = "SSE_DAEMON_HEARTBEAT"
+DEFAULT_HEARTBEAT = 10.0
 
 
-def register(sub) -> None:  # noqa: ANN001
-    pass
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "daemon",
+        help="serve a task's checks on a Unix socket (the SDK daemon)",
+        description="Serve a task's checks on a Unix socket, at the level SSE_DIFFICULTY sets.",
+    )
+    p.add_argument("--task", required=True, metavar="FILE", help="the task file (task.toml)")
+    p.add_argument("--tree", metavar="DIR", help="the agent's source tree (default: the task's source)")
+    p.add_argument("--socket", metavar="PATH",
+                   help="socket path (default: $SSE_DAEMON_SOCKET, else $XDG_RUNTIME_DIR/ssebench/"
+                        "daemon.sock, else /tmp/ssebench-<uid>/daemon.sock)")
+    p.add_argument("--socket-mode", metavar="MODE", default="0600", type=_octal,
+                   help="permissions of the socket file (octal, default 0600)")
+    p.set_defaults(func=run_daemon)
+
+
+def _octal(text: str) -> int:
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an octal mode: {text!r}") from None
+    if not 0 <= mode <= 0o777:
+        raise argparse.ArgumentTypeError(f"not a permission mode: {text!r}")
+    return mode
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"ssebench daemon: {message}", file=sys.stderr)
+    return code
+
+
+def heartbeat_from_env() -> float:
+    raw = os.environ.get(HEARTBEAT_VAR)
+    if raw is None or not raw.strip():
+        return DEFAULT_HEARTBEAT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{HEARTBEAT_VAR} must be a positive number of seconds, got '{raw}'")
+    return value
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    from ssebench.daemon import paths, procs
+    from ssebench.difficulty import DifficultyError, level_from_env
+    from ssebench.task import TaskError, load_task
+
+    try:
+        level = level_from_env()
+    except DifficultyError as exc:
+        print(exc, file=sys.stderr)  # the exact message the spec fixes, nothing around it
+        return exc.exit_code
+    try:
+        task = load_task(args.task)
+    except TaskError as exc:
+        print(exc, file=sys.stderr)
+        return exc.exit_code
+    tree = Path(args.tree).absolute() if args.tree else task.source
+    if not tree.is_dir():
+        return _fail(f"--tree {args.tree}: is not a folder")
+    try:
+        heartbeat = heartbeat_from_env()
+    except ValueError as exc:
+        return _fail(str(exc))
+
+    socket_path = paths.resolve_socket_path(args.socket)
+    default_dir = not args.socket and not os.environ.get(paths.ENV_VAR)
+    try:
+        sock = paths.bind_socket(socket_path, args.socket_mode, default_dir=default_dir)
+    except (paths.SocketError, OSError) as exc:
+        return _fail(str(exc), 1)
+    inode = paths.socket_inode(socket_path)
+
+    procs.enable_subreaper()
+    workspace = Path(tempfile.mkdtemp(prefix="ssebench-daemon-"))
+    try:
+        return _serve(task, tree, level, heartbeat, workspace, sock, socket_path)
+    finally:
+        paths.remove_socket(socket_path, inode)
+        sock.close()
+        procs.sweep_sync("")
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path) -> int:  # noqa: ANN001
+    import uvicorn
+
+    from ssebench.daemon.app import create_app
+    from ssebench.daemon.runner import Runner
+    from ssebench.daemon.server import DaemonServer
+
+    runner = Runner(task, tree, workspace, heartbeat=heartbeat)
+    config = uvicorn.Config(create_app(runner, level), lifespan="off", log_level="warning",
+                            access_log=False, timeout_graceful_shutdown=3, log_config=None)
+    server = DaemonServer(config, on_exit=runner.kill_running)
+    print(f"ssebench daemon: task '{task.id}' at difficulty {level.number} ({level.name}), "
+          f"listening on {socket_path}", file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,222 @@
+"""The daemon's HTTP API (docs/daemon-api.md), served on a Unix socket.
+
+The level is fixed when the app is built and every endpoint enforces it: a withheld
+check is refused with 403 whatever the request says, and the public task view says
+nothing the level does not allow (no PoC paths or contents, no intent diff, no task
+file, no hidden paths — also not in error texts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ssebench import __version__
+from ssebench.daemon.runner import Run, Runner, RunError, task_checks
+from ssebench.difficulty import CHECK_ORDER, Check, Level
+
+MAX_BODY = 64 * 1024
+NDJSON = "application/x-ndjson"
+
+
+class RunQueue:
+    """First come, first served: one run at a time, the others wait in arrival order."""
+
+    def __init__(self) -> None:
+        self._line: deque[asyncio.Future[None]] = deque()
+
+    def join(self) -> asyncio.Future[None]:
+        ticket: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._line.append(ticket)
+        if len(self._line) == 1:
+            ticket.set_result(None)
+        return ticket
+
+    def ahead(self, ticket: asyncio.Future[None]) -> int:
+        """How many runs are ahead of *ticket* (0: it is the running one)."""
+        return self._line.index(ticket) if ticket in self._line else 0
+
+    def leave(self, ticket: asyncio.Future[None]) -> None:
+        if ticket not in self._line:
+            return
+        was_head = self._line[0] is ticket
+        self._line.remove(ticket)
+        if was_head and self._line and not self._line[0].done():
+            self._line[0].set_result(None)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._line)
+
+    @property
+    def queued(self) -> int:
+        return max(0, len(self._line) - 1)
+
+
+class _ClosingStream(StreamingResponse):
+    """A streaming response that always runs *on_close*, even if never iterated."""
+
+    def __init__(self, content: AsyncIterator[bytes], on_close: Callable[[], None]) -> None:
+        super().__init__(content, media_type=NDJSON, headers={"Cache-Control": "no-store"})
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_close()
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, separators=(", ", ": ")) + "\n").encode()
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+def create_app(runner: Runner, level: Level) -> Starlette:
+    """The API for *runner*'s task at *level*."""
+    queue = RunQueue()
+    task = runner.task
+    has = set(task_checks(task))
+
+    def withheld(check: Check) -> JSONResponse:
+        return _error(403, f"check '{check.value}' is not available at difficulty level "
+                           f"{level.number} ({level.name})", level=level.number, name=level.name)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__, "difficulty": level.number,
+                             "busy": queue.busy, "queued": queue.queued})
+
+    async def task_view(request: Request) -> JSONResponse:
+        view: dict[str, Any] = {
+            "id": task.id, "description": task.description,
+            "difficulty": {"level": level.number, "name": level.name},
+            "checks": [c.value for c in CHECK_ORDER if c in has and level.allows(c)],
+            "withheld": [c.value for c in level.withheld],
+        }
+        if level.allows(Check.POCS):
+            view["poc_count"] = task.poc_count
+        return JSONResponse(view)
+
+    async def start_run(request: Request) -> Response:
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return _error(413, "request body too large")
+        checks: list[Check]
+        if body.strip():
+            try:
+                data = json.loads(body)
+            except ValueError:
+                return _error(400, "the request body is not valid JSON")
+            if not isinstance(data, dict) or set(data) - {"checks"}:
+                return _error(400, 'the request body must be an object with only the key "checks"')
+            names = data.get("checks", None)
+            if names is None:
+                checks = [c for c in CHECK_ORDER if level.allows(c)]
+            elif not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                return _error(400, '"checks" must be an array of check names')
+            else:
+                checks = []
+                for name in names:
+                    try:
+                        check = Check(name)
+                    except ValueError:
+                        known = ", ".join(c.value for c in CHECK_ORDER)
+                        return _error(400, f"unknown check {name!r} (known: {known})")
+                    if not level.allows(check):
+                        return withheld(check)
+                    checks.append(check)
+        else:
+            checks = [c for c in CHECK_ORDER if level.allows(c)]
+
+        ticket = queue.join()
+        prepared: list[Run] = []
+        executed: list[Run] = []
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                if (ahead := queue.ahead(ticket)) > 0:
+                    yield _line({"event": "queued", "position": ahead})
+                # The tree is read now, at the moment of the request, even if we wait.
+                prepared.append(await runner.prepare())
+                while not ticket.done():
+                    try:
+                        await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)
+                    except TimeoutError:
+                        yield _line({"event": "heartbeat", "queued": queue.ahead(ticket)})
+                run = prepared[0]
+                executed.append(run)
+                yield _line({"event": "started", "run_id": run.id, "difficulty": level.number})
+                async for event in runner.execute(run, checks):
+                    if event["event"] == "result":
+                        event["difficulty"] = level.number
+                    yield _line(event)
+            except RunError as exc:
+                yield _line({"event": "error", "message": str(exc)})
+            except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
+                traceback.print_exc(file=sys.stderr)
+                yield _line({"event": "error", "message": "internal error in the daemon"})
+
+        def close() -> None:
+            queue.leave(ticket)
+            if prepared and not executed:
+                runner.discard(prepared[0])
+
+        return _ClosingStream(events(), close)
+
+    async def run_log(request: Request) -> Response:
+        name = request.path_params["check"]
+        try:
+            check = Check(name)
+        except ValueError:
+            return _error(404, f"unknown check {name!r}")
+        if not level.allows(check):
+            return withheld(check)
+        run = runner.get(request.path_params["run_id"])
+        if run is None:
+            return _error(404, "no such run (logs are kept for the most recent runs only)")
+        result = run.results.get(check)
+        if result is None or result.log is None:
+            return _error(404, f"the run has no log for check '{check.value}'")
+        log = result.log
+        try:
+            size = log.size()
+        except OSError:
+            return _error(404, "the log is gone")
+
+        async def chunks() -> AsyncIterator[bytes]:
+            pieces = log.chunks()
+            while (piece := await anyio.to_thread.run_sync(next, pieces, None)) is not None:
+                yield piece
+
+        return StreamingResponse(chunks(), media_type="text/plain; charset=utf-8",
+                                 headers={"Content-Length": str(size)})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, str(exc.detail))
+
+    return Starlette(
+        routes=[
+            Route("/health", health, methods=["GET"]),
+            Route("/task", task_view, methods=["GET"]),
+            Route("/runs", start_run, methods=["POST"]),
+            Route("/runs/{run_id}/logs/{check}", run_log, methods=["GET"]),
+        ],
+        exception_handlers={HTTPException: http_error},
+    )

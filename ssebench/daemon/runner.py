@@ -1,0 +1,398 @@
+"""Run a task's checks in copies of the tree, in the spec's order, with its skip rules.
+
+One :class:`Run` is one request: the agent's tree is copied once into a private
+snapshot when the request arrives (``prepare``), and every check then works in its own
+copy of that snapshot, so the agent's tree is only ever read, and a run sees the tree
+as it was when it was asked for. ``execute`` yields progress events (dicts, the NDJSON
+lines of docs/daemon-api.md) and ends with the ``result`` event.
+
+Order and skip rules (test_patch-server.md): build first, in a copy; after a failed
+build nothing else runs (``not_run``); PoCs in order in the built copy, stopping at the
+first that still triggers; intent tests in a fresh copy after ``git apply -p1`` of the
+diff; when they pass, the functional tests count as passed without running, otherwise
+(or when intent is not run) the functional tests run in a fresh copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ssebench.daemon import procs
+from ssebench.difficulty import CHECK_ORDER, Check
+from ssebench.task import Command, Task
+
+PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
+_CHUNK = 1 << 20
+
+
+class RunError(RuntimeError):
+    """The run itself failed (not a check): its message is safe to show the agent."""
+
+
+@dataclass
+class Outcome:
+    """How one process ended."""
+
+    returncode: int | None = None
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class CheckLog:
+    """A check's log: stdout, a blank line, then stderr (the timeout note is in stderr)."""
+
+    stdout: Path
+    stderr: Path
+
+    def _separator(self, out_size: int) -> bytes:
+        if out_size == 0:
+            return b"\n"
+        with open(self.stdout, "rb") as f:
+            f.seek(out_size - 1)
+            return b"\n" if f.read(1) == b"\n" else b"\n\n"
+
+    def size(self) -> int:
+        out = self.stdout.stat().st_size
+        return out + len(self._separator(out)) + self.stderr.stat().st_size
+
+    def chunks(self) -> Iterator[bytes]:
+        """The log in pieces of at most 1 MiB; never the whole log in memory."""
+        out_size = self.stdout.stat().st_size
+        with open(self.stdout, "rb") as f:
+            remaining = out_size  # stop at the size we measured, whatever is appended
+            while remaining > 0 and (data := f.read(min(_CHUNK, remaining))):
+                remaining -= len(data)
+                yield data
+        yield self._separator(out_size)
+        with open(self.stderr, "rb") as f:
+            while data := f.read(_CHUNK):
+                yield data
+
+    def read_text(self) -> str:
+        """The whole log as text: for tests and small logs only."""
+        return b"".join(self.chunks()).decode("utf-8", "replace")
+
+
+@dataclass
+class CheckResult:
+    check: Check
+    state: str
+    timed_out: bool = False
+    elapsed: float = 0.0
+    pocs_passed: int | None = None
+    pocs_total: int | None = None
+    covered_by_intent: bool = False
+    log: CheckLog | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "check": self.check.value, "state": self.state, "timed_out": self.timed_out,
+            "elapsed": round(self.elapsed, 3),
+        }
+        if self.check is Check.POCS:
+            data["pocs_passed"] = self.pocs_passed
+            data["pocs_total"] = self.pocs_total
+        data["covered_by_intent"] = self.covered_by_intent
+        data["has_log"] = self.log is not None
+        data["log_bytes"] = self.log.size() if self.log else 0
+        return data
+
+
+@dataclass
+class Run:
+    id: str
+    dir: Path
+    snapshot: Path
+    results: dict[Check, CheckResult] = field(default_factory=dict)
+
+
+def task_checks(task: Task) -> tuple[Check, ...]:
+    """The checks a task has, in run order (every task has build and PoCs)."""
+    has = {Check.BUILD: True, Check.POCS: True, Check.INTENT: task.intent is not None,
+           Check.FUNCTIONAL: task.functional is not None}
+    return tuple(c for c in CHECK_ORDER if has[c])
+
+
+class Runner:
+    """Runs checks for one task; the caller serializes runs (one at a time)."""
+
+    def __init__(self, task: Task, tree: Path, workspace: Path, *, heartbeat: float = 10.0,
+                 keep_runs: int = 8, env: dict[str, str] | None = None) -> None:
+        self.task = task
+        self.tree = tree
+        self.workspace = workspace
+        self.heartbeat = heartbeat
+        self.keep_runs = keep_runs
+        self.base_env = dict(os.environ if env is None else env)
+        self._counter = itertools.count(1)
+        self._runs: dict[str, Run] = {}
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._closing = False
+
+    # -- runs -----------------------------------------------------------------------
+
+    async def prepare(self) -> Run:
+        """Create a run and snapshot the agent's tree into it (the tree is only read)."""
+        run_id = f"r-{next(self._counter)}-{secrets.token_hex(4)}"
+        run_dir = self.workspace / run_id
+        os.mkdir(run_dir, 0o700)
+        os.mkdir(run_dir / "logs", 0o700)
+        run = Run(run_id, run_dir, run_dir / "snapshot")
+        try:
+            await self._copy(self.tree, run.snapshot, run.dir / "logs" / "snapshot")
+        except BaseException:
+            self._remove_later(run.dir)
+            raise
+        return run
+
+    def get(self, run_id: str) -> Run | None:
+        return self._runs.get(run_id)
+
+    def discard(self, run: Run) -> None:
+        """Drop a prepared run that will never execute (its client went away)."""
+        self._remove_later(run.dir)
+
+    async def execute(self, run: Run, checks: Iterable[Check]) -> AsyncIterator[dict[str, Any]]:
+        """Run *checks* (plus the build, which every run starts with); yield events.
+
+        The last event is ``{"event": "result", ...}``. Checks the task lacks are left
+        out, except PoCs (a task without PoCs passes that step).
+        """
+        wanted = set(checks)
+        if wanted:
+            wanted.add(Check.BUILD)
+        plan = [c for c in task_checks(self.task) if c in wanted]
+        self._runs[run.id] = run
+        self._prune()
+        try:
+            async for event in self._execute(run, plan):
+                yield event
+            yield {"event": "result", "run_id": run.id,
+                   "checks": [run.results[c].to_json() for c in plan]}
+        finally:
+            self._remove_trees_later(run)
+
+    async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
+        built: Path | None = None
+        intent_passed = False
+        # Each fresh copy comes from the snapshot; the last check that needs one may
+        # take the snapshot itself instead of copying it.
+        fresh_users = [c for c in plan if c in (Check.BUILD, Check.INTENT, Check.FUNCTIONAL)]
+        for check in plan:
+            if Check.BUILD in run.results and run.results[Check.BUILD].state != PASSED:
+                result = CheckResult(check, NOT_RUN)
+            elif check is Check.FUNCTIONAL and intent_passed:
+                result = CheckResult(check, PASSED, covered_by_intent=True)
+            else:
+                if self._closing:
+                    raise RunError("the daemon is shutting down")
+                yield {"event": "check_started", "check": check.value}
+                result = CheckResult(check, FAILED)
+                start = asyncio.get_running_loop().time()
+                if check is Check.POCS:
+                    assert built is not None
+                    async for event in self._pocs(run, built, result):
+                        yield event
+                else:
+                    tree = await self._fresh_copy(run, check, take_snapshot=check is fresh_users[-1])
+                    if check is Check.BUILD:
+                        built = tree
+                    async for event in self._check(run, check, tree, result):
+                        yield event
+                result.elapsed = asyncio.get_running_loop().time() - start
+                if check is Check.INTENT:
+                    intent_passed = result.state == PASSED
+            run.results[check] = result
+            yield {"event": "check_finished", **result.to_json()}
+
+    # -- checks ---------------------------------------------------------------------
+
+    async def _check(self, run: Run, check: Check, tree: Path,
+                     result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+        log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
+        result.log = log
+        if check is Check.BUILD:
+            command = self.task.build
+        elif check is Check.FUNCTIONAL:
+            assert self.task.functional is not None
+            command = self.task.functional
+        else:
+            assert self.task.intent is not None
+            command = self.task.intent.command
+            if not await self._apply_intent(tree, log):
+                result.state = FAILED
+                return
+        outcome = Outcome()
+        async for event in self._command(check, command, tree, log, outcome,
+                                         append=check is Check.INTENT):
+            yield event
+        result.state = PASSED if outcome.ok else FAILED
+        result.timed_out = outcome.timed_out
+
+    async def _pocs(self, run: Run, tree: Path, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+        pocs = self.task.pocs
+        result.pocs_total = len(pocs.files) if pocs else 0
+        result.pocs_passed = 0
+        if pocs is None or not pocs.files:
+            result.state = PASSED
+            return
+        for index, poc in enumerate(pocs.files, start=1):
+            log = CheckLog(run.dir / "logs" / f"poc-{index}.out", run.dir / "logs" / f"poc-{index}.err")
+            result.log = log
+            outcome = Outcome()
+            async for event in self._command(Check.POCS, pocs.command, tree, log, outcome,
+                                             extra_env={"SSE_POC": str(poc)}):
+                yield event
+            if not outcome.ok:
+                result.state = FAILED
+                result.timed_out = outcome.timed_out
+                return
+            result.pocs_passed = index
+        result.state = PASSED
+
+    async def _apply_intent(self, tree: Path, log: CheckLog) -> bool:
+        """``git apply -p1`` the intent diff; git's own output is the log when it fails."""
+        assert self.task.intent is not None
+        env = self._env(tree)
+        # Never let git find a repository above the copy (it would apply relative to it).
+        env["GIT_CEILING_DIRECTORIES"] = str(tree.parent)
+        outcome = Outcome()
+        argv = ["git", "apply", "-p1", "--", str(self.task.intent.diff)]
+        async for _ in self._supervise(Check.INTENT, argv, tree, env, log, outcome, timeout=None):
+            pass
+        return outcome.ok
+
+    async def _command(self, check: Check, command: Command, tree: Path, log: CheckLog,
+                       outcome: Outcome, *, extra_env: dict[str, str] | None = None,
+                       append: bool = False) -> AsyncIterator[dict[str, Any]]:
+        env = self._env(tree)
+        env.update(extra_env or {})
+        argv = ["bash", "-c", command.run]
+        async for event in self._supervise(check, argv, tree, env, log, outcome,
+                                           timeout=command.timeout, append=append):
+            yield event
+        if outcome.timed_out:
+            with open(log.stderr, "ab") as f:
+                f.write(f"\n[ssebench] timed out after {command.timeout:g} s: the command and "
+                        "every process it started were killed.\n".encode())
+
+    def _env(self, tree: Path) -> dict[str, str]:
+        env = dict(self.base_env)
+        env["SSE_TASK_DIR"] = str(self.task.dir)
+        env["SSE_TREE"] = str(tree)
+        env.pop("SSE_POC", None)
+        return env
+
+    async def _supervise(self, check: Check, argv: list[str], cwd: Path, env: dict[str, str],
+                         log: CheckLog, outcome: Outcome, *, timeout: float | None,
+                         append: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel."""
+        token = secrets.token_hex(8)
+        env[procs.TOKEN_VAR] = token
+        loop = asyncio.get_running_loop()
+        proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append)
+        self._running.add(proc)
+        waiter = loop.create_task(procs.wait_exit(proc))
+        start = loop.time()
+        deadline = None if timeout is None else start + timeout
+        next_beat = start + self.heartbeat
+        finished = False
+        try:
+            while True:
+                until = next_beat if deadline is None else min(next_beat, deadline)
+                done, _ = await asyncio.wait({waiter}, timeout=max(0.0, until - loop.time()))
+                if done:
+                    outcome.returncode = waiter.result()
+                    break
+                if deadline is not None and loop.time() >= deadline:
+                    outcome.timed_out = True
+                    procs.kill_group(proc.pid)
+                    outcome.returncode = await waiter
+                    break
+                if self._closing:
+                    procs.kill_group(proc.pid)
+                    outcome.returncode = await waiter
+                    break
+                next_beat += self.heartbeat
+                yield {"event": "heartbeat", "check": check.value,
+                       "elapsed": round(loop.time() - start, 1)}
+            finished = True
+        finally:
+            self._running.discard(proc)
+            if finished:
+                procs.kill_group(proc.pid)
+                await procs.sweep(token)
+            else:  # cancelled (client went away) or failed: kill without awaiting
+                waiter.cancel()
+                procs.kill_now(proc, token)
+        if self._closing and not outcome.ok:
+            raise RunError("the daemon is shutting down")
+
+    # -- copies -----------------------------------------------------------------------
+
+    async def _copy(self, src: Path, dst: Path, log_base: Path) -> None:
+        log = CheckLog(log_base.with_suffix(".out"), log_base.with_suffix(".err"))
+        outcome = Outcome()
+        argv = ["cp", "-a", "--reflink=auto", "--", str(src), str(dst)]
+        async for _ in self._supervise(Check.BUILD, argv, self.workspace, self._env(dst), log,
+                                       outcome, timeout=None):
+            pass
+        if not outcome.ok:
+            detail = log.stderr.read_text("utf-8", "replace").strip().splitlines()
+            raise RunError("could not copy the source tree: " + (detail[-1] if detail else "cp failed"))
+
+    async def _fresh_copy(self, run: Run, check: Check, *, take_snapshot: bool) -> Path:
+        dst = run.dir / check.value
+        if take_snapshot:
+            os.rename(run.snapshot, dst)
+        else:
+            await self._copy(run.snapshot, dst, run.dir / "logs" / f"copy-{check.value}")
+        return dst
+
+    # -- housekeeping -------------------------------------------------------------------
+
+    def kill_running(self) -> None:
+        """Stop for shutdown: kill the running command's group; no new check starts."""
+        self._closing = True
+        for proc in list(self._running):
+            procs.kill_group(proc.pid)
+
+    def _prune(self) -> None:
+        """Keep the logs of the last ``keep_runs`` runs."""
+        while len(self._runs) > self.keep_runs:
+            old_id = next(iter(self._runs))
+            old = self._runs.pop(old_id)
+            self._remove_later(old.dir)
+
+    def _remove_trees_later(self, run: Run) -> None:
+        for name in ("snapshot", *(c.value for c in CHECK_ORDER)):
+            path = run.dir / name
+            if path.exists():
+                # Rename first so the name is free at once, then delete off the loop.
+                self._remove_later(path)
+
+    def _remove_later(self, path: Path) -> None:
+        trash = path.with_name(f".trash-{path.name}-{secrets.token_hex(4)}")
+        with contextlib.suppress(OSError):
+            os.rename(path, trash)
+            path = trash
+        _in_thread(shutil.rmtree, path, ignore_errors=True)
+
+
+def _in_thread(func: Any, *args: Any, **kwargs: Any) -> None:
+    threading.Thread(target=func, args=args, kwargs=kwargs, daemon=True).start()

@@ -1,0 +1,221 @@
+"""Load and validate a task file (``task.toml``), as docs/task-format.md specifies.
+
+A bad task must stop the daemon before anything listens, with one message that names
+the file, the key and what is wrong, so every fault becomes a :class:`TaskError`
+carrying exactly that message. Unknown keys are refused at every level (top level
+and inside the tables): a misspelt optional key such as ``timout`` would otherwise
+silently fall back to its default, which is the kind of mistake a task author never
+notices until a check hangs for half an hour.
+"""
+
+from __future__ import annotations
+
+import os.path
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_BUILD_TIMEOUT = 1800.0
+DEFAULT_POC_TIMEOUT = 300.0
+DEFAULT_FUNCTIONAL_TIMEOUT = 1800.0
+DEFAULT_INTENT_TIMEOUT = 1800.0
+
+_ID_RE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+class TaskError(ValueError):
+    """The task file cannot be used; ``str(err)`` is the one message for the user."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Command:
+    """A shell command (run with ``bash -c``) and its timeout in seconds."""
+
+    run: str
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Pocs:
+    command: Command
+    files: tuple[Path, ...]  # absolute, in run order
+
+
+@dataclass(frozen=True)
+class Intent:
+    command: Command
+    diff: Path  # absolute
+
+
+@dataclass(frozen=True)
+class Task:
+    file: Path  # absolute path of task.toml
+    id: str
+    source: Path  # absolute
+    description: str
+    build: Command
+    pocs: Pocs | None
+    functional: Command | None
+    intent: Intent | None
+
+    @property
+    def dir(self) -> Path:
+        """The folder of task.toml (``SSE_TASK_DIR``)."""
+        return self.file.parent
+
+    @property
+    def poc_count(self) -> int:
+        return len(self.pocs.files) if self.pocs else 0
+
+
+# The keys task-format.md defines; anything else is refused (see the module docstring).
+_TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent"}
+_TABLE_KEYS = {
+    "build": {"run", "timeout"},
+    "pocs": {"run", "files", "timeout"},
+    "functional": {"run", "timeout"},
+    "intent": {"diff", "run", "timeout"},
+}
+
+
+class _Reader:
+    """Typed access to the parsed TOML that raises one precise TaskError per fault."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.base = file.parent
+
+    def fail(self, key: str, fault: str) -> TaskError:
+        return TaskError(f"{self.file}: key '{key}': {fault}")
+
+    def unknown(self, table: dict[str, Any], allowed: set[str], prefix: str) -> None:
+        for key in table:
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                raise self.fail(prefix + key, f"unknown key (known keys: {known})")
+
+    def string(self, table: dict[str, Any], key: str, prefix: str, *, required: bool,
+               default: str = "", nonempty: bool = False) -> str:
+        if key not in table:
+            if required:
+                raise self.fail(prefix + key, "missing (required)")
+            return default
+        value = table[key]
+        if not isinstance(value, str):
+            raise self.fail(prefix + key, f"must be a string, got {_kind(value)}")
+        if nonempty and not value.strip():
+            raise self.fail(prefix + key, "must not be empty")
+        return value
+
+    def timeout(self, table: dict[str, Any], prefix: str, default: float) -> float:
+        if "timeout" not in table:
+            return default
+        value = table["timeout"]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(prefix + "timeout", f"must be a number of seconds, got {_kind(value)}")
+        if not value > 0 or value != value or value == float("inf"):
+            raise self.fail(prefix + "timeout", f"must be a positive number of seconds, got {value}")
+        return float(value)
+
+    def table(self, data: dict[str, Any], key: str, *, required: bool) -> dict[str, Any] | None:
+        if key not in data:
+            if required:
+                raise self.fail(key, "missing (required table)")
+            return None
+        value = data[key]
+        if not isinstance(value, dict):
+            raise self.fail(key, f"must be a table, got {_kind(value)}")
+        self.unknown(value, _TABLE_KEYS[key], key + ".")
+        return value
+
+    def path(self, raw: str, key: str, *, want_dir: bool) -> Path:
+        path = Path(raw)
+        if not path.is_absolute():
+            path = self.base / path
+        path = Path(_normalize(path))
+        if want_dir:
+            if not path.is_dir():
+                fault = "is not a folder" if path.exists() else "does not exist"
+                raise self.fail(key, f"folder '{raw}' {fault} (resolved to {path})")
+        elif not path.is_file():
+            fault = "is not a file" if path.exists() else "does not exist"
+            raise self.fail(key, f"file '{raw}' {fault} (resolved to {path})")
+        return path
+
+    def command(self, table: dict[str, Any], prefix: str, default_timeout: float) -> Command:
+        run = self.string(table, "run", prefix, required=True, nonempty=True)
+        return Command(run, self.timeout(table, prefix, default_timeout))
+
+
+def _kind(value: object) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
+             list: "an array", dict: "a table"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _normalize(path: Path) -> str:
+    """Absolute path with ``..`` folded but symlinks kept (what the author wrote)."""
+    return os.path.normpath(os.path.abspath(path))
+
+
+def load_task(path: str | Path) -> Task:
+    """Read, validate and resolve a task file; raises :class:`TaskError`."""
+    file = Path(_normalize(Path(path)))
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise TaskError(f"{file}: the task file does not exist") from None
+    except IsADirectoryError:
+        raise TaskError(f"{file}: is a folder, not a task file") from None
+    except OSError as exc:
+        raise TaskError(f"{file}: cannot read the task file: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TaskError(f"{file}: not valid TOML: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{file}: not valid TOML: {exc}") from None
+
+    r = _Reader(file)
+    r.unknown(data, _TOP_KEYS, "")
+
+    task_id = r.string(data, "id", "", required=True)
+    if not _ID_RE.fullmatch(task_id):
+        raise r.fail("id", f"must match [A-Za-z0-9._-]+, got {task_id!r}")
+    source = r.path(r.string(data, "source", "", required=True, nonempty=True), "source", want_dir=True)
+    description = r.string(data, "description", "", required=False)
+
+    build_table = r.table(data, "build", required=True)
+    assert build_table is not None
+    build = r.command(build_table, "build.", DEFAULT_BUILD_TIMEOUT)
+
+    pocs = None
+    if (t := r.table(data, "pocs", required=False)) is not None:
+        command = r.command(t, "pocs.", DEFAULT_POC_TIMEOUT)
+        if "files" not in t:
+            raise r.fail("pocs.files", "missing (required in [pocs])")
+        files = t["files"]
+        if not isinstance(files, list):
+            raise r.fail("pocs.files", f"must be an array of strings, got {_kind(files)}")
+        resolved = []
+        for i, item in enumerate(files):
+            if not isinstance(item, str):
+                raise r.fail(f"pocs.files[{i}]", f"must be a string, got {_kind(item)}")
+            resolved.append(r.path(item, f"pocs.files[{i}]", want_dir=False))
+        pocs = Pocs(command, tuple(resolved))
+
+    functional = None
+    if (t := r.table(data, "functional", required=False)) is not None:
+        functional = r.command(t, "functional.", DEFAULT_FUNCTIONAL_TIMEOUT)
+
+    intent = None
+    if (t := r.table(data, "intent", required=False)) is not None:
+        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True), "intent.diff", want_dir=False)
+        intent = Intent(r.command(t, "intent.", DEFAULT_INTENT_TIMEOUT), diff)
+
+    return Task(file=file, id=task_id, source=source, description=description, build=build,
+                pocs=pocs, functional=functional, intent=intent)

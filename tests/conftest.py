@@ -1,0 +1,64 @@
+"""Shared fixtures: write a task, start a real daemon subprocess.
+
+- ``task_factory(**kw)`` -> ``TaskFiles``: :func:`tests.helpers.tasks.make_task` into a
+  fresh folder under ``tmp_path`` (each call gets its own folder).
+- ``daemon_factory(task_file, difficulty="2", tree=None, heartbeat=0.2, env=None,
+  args=(), wait=True)`` -> ``DaemonProcess``: :func:`tests.helpers.daemon.start_daemon`;
+  every daemon it started is stopped at teardown (SIGTERM, then SIGKILL), asserting
+  that no process of it survives and its socket is gone.
+- ``demo_task``: the shipped example task file (examples/tasks/demo-overflow/task.toml).
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.daemon import DaemonProcess, start_daemon
+from tests.helpers.tasks import TaskFiles, make_task
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_TASK = REPO / "examples" / "tasks" / "demo-overflow" / "task.toml"
+
+
+@pytest.fixture
+def task_factory(tmp_path: Path) -> Callable[..., TaskFiles]:
+    counter = itertools.count(1)
+
+    def factory(**kwargs: Any) -> TaskFiles:
+        return make_task(tmp_path / f"task-{next(counter)}", **kwargs)
+
+    return factory
+
+
+@pytest.fixture
+def daemon_factory() -> Iterator[Callable[..., DaemonProcess]]:
+    started: list[DaemonProcess] = []
+
+    def factory(task_file: Path | str, **kwargs: Any) -> DaemonProcess:
+        daemon = start_daemon(task_file, **kwargs)
+        started.append(daemon)
+        return daemon
+
+    yield factory
+    errors = []
+    for daemon in started:
+        try:
+            if daemon.proc.poll() is None:
+                daemon.stop()
+                assert not daemon.socket.exists(), f"socket left behind: {daemon.socket}"
+        except AssertionError as exc:
+            errors.append(str(exc))
+        finally:
+            shutil.rmtree(daemon.stderr_file.parent, ignore_errors=True)
+    assert not errors, errors
+
+
+@pytest.fixture
+def demo_task() -> Path:
+    return DEMO_TASK
