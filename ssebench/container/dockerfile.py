@@ -106,3 +106,25 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
         task_image=task_image,
         node_major=NODE_MAJOR,
     )
+
+
+EXAMPLES_DIR = CHECKOUT / "configs" / "examples" / "docker"
+
+
+def rendered_examples() -> dict[str, str]:
+    """File name → text of every rendered Dockerfile checked in under configs/examples/docker/."""
+    examples = {"task.Dockerfile": render_task_dockerfile()}
+    for agent in AGENT_CLIS:
+        examples[f"{agent}.Dockerfile"] = render_agent_dockerfile(agent)
+    return examples
+
+
+def write_examples(folder: Path = EXAMPLES_DIR) -> None:
+    """Regenerate the checked-in examples: python -m ssebench.container.dockerfile."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in rendered_examples().items():
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_examples()

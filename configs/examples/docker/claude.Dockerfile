@@ -1,0 +1,20 @@
+# ssebench agent layer for claude: @anthropic-ai/claude-code@2.1.332 on top of the task image,
+# registered with the test_patch server by `ssebench agents install claude`.
+# Rendered from configs/docker/agent.Dockerfile.j2; do not edit the rendered copy.
+#
+# Build context (made by ssebench.container.docker.build_agent_image):
+#   node           the host's Node 20 binary (Debian bookworm's nodejs is 18;
+#                  Gemini CLI needs 20, and nodejs.org is not reachable offline)
+#   cli/           `npm install @anthropic-ai/claude-code@2.1.332` done on the host (pin: tests/e2e/package.json)
+FROM ssebench-task:latest
+
+LABEL org.ssebench.image="agent" \
+      org.ssebench.agent="claude" \
+      org.ssebench.agent-package="@anthropic-ai/claude-code@2.1.332"
+
+COPY node /usr/local/bin/node
+COPY cli/ /opt/ssebench-agent/
+RUN ln -s /opt/ssebench-agent/node_modules/.bin/claude /usr/local/bin/claude \
+ && claude --version
+
+RUN ssebench agents install claude

@@ -1,0 +1,20 @@
+# ssebench agent layer for codex: @openai/codex@0.171.0 on top of the task image,
+# registered with the test_patch server by `ssebench agents install codex`.
+# Rendered from configs/docker/agent.Dockerfile.j2; do not edit the rendered copy.
+#
+# Build context (made by ssebench.container.docker.build_agent_image):
+#   node           the host's Node 20 binary (Debian bookworm's nodejs is 18;
+#                  Gemini CLI needs 20, and nodejs.org is not reachable offline)
+#   cli/           `npm install @openai/codex@0.171.0` done on the host (pin: tests/e2e/package.json)
+FROM ssebench-task:latest
+
+LABEL org.ssebench.image="agent" \
+      org.ssebench.agent="codex" \
+      org.ssebench.agent-package="@openai/codex@0.171.0"
+
+COPY node /usr/local/bin/node
+COPY cli/ /opt/ssebench-agent/
+RUN ln -s /opt/ssebench-agent/node_modules/.bin/codex /usr/local/bin/codex \
+ && codex --version
+
+RUN ssebench agents install codex

@@ -1,0 +1,20 @@
+# ssebench agent layer for gemini: @google/gemini-cli@0.61.0 on top of the task image,
+# registered with the test_patch server by `ssebench agents install gemini`.
+# Rendered from configs/docker/agent.Dockerfile.j2; do not edit the rendered copy.
+#
+# Build context (made by ssebench.container.docker.build_agent_image):
+#   node           the host's Node 20 binary (Debian bookworm's nodejs is 18;
+#                  Gemini CLI needs 20, and nodejs.org is not reachable offline)
+#   cli/           `npm install @google/gemini-cli@0.61.0` done on the host (pin: tests/e2e/package.json)
+FROM ssebench-task:latest
+
+LABEL org.ssebench.image="agent" \
+      org.ssebench.agent="gemini" \
+      org.ssebench.agent-package="@google/gemini-cli@0.61.0"
+
+COPY node /usr/local/bin/node
+COPY cli/ /opt/ssebench-agent/
+RUN ln -s /opt/ssebench-agent/node_modules/.bin/gemini /usr/local/bin/gemini \
+ && gemini --version
+
+RUN ssebench agents install gemini

@@ -1,0 +1,70 @@
+"""The Dockerfiles ssebench renders: checked-in examples stay in step with the templates,
+and each agent layer installs exactly the CLI version the end-to-end tests pin."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ssebench.container import dockerfile
+from ssebench.container.dockerfile import (
+    AGENT_CLIS,
+    EXAMPLES_DIR,
+    DockerfileError,
+    render_agent_dockerfile,
+    render_task_dockerfile,
+    rendered_examples,
+)
+
+REGENERATE = "regenerate with: .venv/bin/python -m ssebench.container.dockerfile"
+
+
+@pytest.mark.parametrize("name", sorted(rendered_examples()))
+def test_checked_in_example_matches_rendering(name: str) -> None:
+    checked_in = (EXAMPLES_DIR / name).read_text(encoding="utf-8")
+    assert checked_in == rendered_examples()[name], f"configs/examples/docker/{name} drifted; {REGENERATE}"
+
+
+def test_no_stale_examples() -> None:
+    on_disk = {path.name for path in EXAMPLES_DIR.iterdir()}
+    assert on_disk == set(rendered_examples()), REGENERATE
+
+
+def test_task_image_runs_the_entrypoint_from_wheels_without_network() -> None:
+    text = render_task_dockerfile("ssebench-base:test")
+    instructions = [line for line in text.splitlines() if re.match(r"^[A-Z]+ ", line)]
+    assert instructions[0] == "FROM ssebench-base:test"
+    assert instructions[-1] == 'ENTRYPOINT ["ssebench", "entrypoint"]'
+    assert "WORKDIR /task" in instructions
+    assert "--no-index" in text  # every package comes from the build context
+    assert "apt-get" not in text and "curl" not in text
+
+
+@pytest.mark.parametrize("agent", sorted(AGENT_CLIS))
+def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> None:
+    pins = json.loads((Path(dockerfile.PINS_FILE)).read_text(encoding="utf-8"))["dependencies"]
+    cli = AGENT_CLIS[agent]
+    text = render_agent_dockerfile(agent, "ssebench-task:test")
+    lines = text.splitlines()
+    assert "FROM ssebench-task:test" in lines
+    assert f'      org.ssebench.agent-package="{cli.package}@{pins[cli.package]}"' in lines
+    assert f"RUN ln -s /opt/ssebench-agent/node_modules/.bin/{cli.bin} /usr/local/bin/{cli.bin} \\" in lines
+    assert lines[-1] == f"RUN ssebench agents install {agent}"
+
+
+def test_unknown_agent_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(DockerfileError) as error:
+        render_agent_dockerfile("vscode")
+    assert str(error.value) == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode"
+
+
+def test_missing_pin_names_the_file_and_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pins = tmp_path / "package.json"
+    pins.write_text('{"dependencies": {"@openai/codex": "^0.171.0"}}', encoding="utf-8")
+    monkeypatch.setattr(dockerfile, "PINS_FILE", pins)
+    with pytest.raises(DockerfileError) as error:
+        render_agent_dockerfile("codex")
+    assert str(error.value) == f'{pins}: "dependencies" has no exact version for @openai/codex'
