@@ -1,5 +1,213 @@
-"""Placeholder: replaced by the part that owns this command."""
+"""``ssebench serve``, ``ssebench up`` and ``ssebench demo``.
+
+``SSE_DIFFICULTY`` is validated before FastMCP is even imported, so a bad value
+exits 2 with its message in a few milliseconds and before any port is bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from ssebench.difficulty import DifficultyError, Level, level_from_env, parse_level
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 3000
+DEFAULT_PATH = "/mcp"
+DEMO_TASK = Path("examples") / "tasks" / "demo-overflow" / "task.toml"
+# Level 2 is what an agent gets by default (the vulnerable tree passes: the point of
+# the spec's first example); level 0 shows the PoCs catching the bug.
+DEMO_LEVELS = "2,0"
 
 
-def register(sub) -> None:  # noqa: ANN001
-    pass
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    serve = sub.add_parser(
+        "serve",
+        help="serve the test_patch MCP tool over Streamable HTTP",
+        description="Serve the test_patch MCP tool (Streamable HTTP), backed by a running SDK daemon.",
+    )
+    _server_options(serve)
+    serve.add_argument(
+        "--daemon-socket",
+        metavar="PATH",
+        help="the daemon's socket (default: $SSE_DAEMON_SOCKET, else the daemon's default)",
+    )
+    serve.set_defaults(func=_serve)
+
+    up = sub.add_parser(
+        "up",
+        help="start a daemon and the MCP server together, until Ctrl-C",
+        description="Start the SDK daemon (private socket) and the test_patch server on one task.",
+    )
+    up.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
+    up.add_argument("--tree", metavar="DIR", help="the source tree under test (default: the task's source)")
+    _server_options(up)
+    up.set_defaults(func=_up)
+
+    demo = sub.add_parser(
+        "demo",
+        help="call test_patch on the example task, unfixed and fixed",
+        description=(
+            "Start daemon + server on the example task, call test_patch through a real MCP "
+            "client on the unfixed tree and on a copy with fix.patch applied, print both, stop."
+        ),
+    )
+    demo.add_argument("--task", metavar="FILE", help=f"the task.toml (default: {DEMO_TASK} of the checkout)")
+    demo.add_argument(
+        "--levels",
+        default=DEMO_LEVELS,
+        metavar="N,N",
+        help=f"difficulty levels to show, comma-separated (default: {DEMO_LEVELS})",
+    )
+    demo.set_defaults(func=_demo)
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default: {DEFAULT_HOST})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default: {DEFAULT_PORT})")
+    p.add_argument("--path", default=DEFAULT_PATH, help=f"the MCP endpoint's path (default: {DEFAULT_PATH})")
+    p.add_argument(
+        "--log-dir",
+        metavar="DIR",
+        help="where full long logs go (default: $MCP_LOG_DIR, else /tmp/mcp/logs)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="another Host header value to accept (the guard accepts localhost names only by default)",
+    )
+    p.add_argument(
+        "--heartbeat",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds between progress heartbeats during a call (default: 15)",
+    )
+
+
+def _level_or_exit() -> Level | None:
+    try:
+        return level_from_env()
+    except DifficultyError as exc:
+        print(exc, file=sys.stderr)
+        return None
+
+
+def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str) -> int:
+    """Serve until SIGTERM/SIGINT; both end it cleanly with status 0."""
+    import asyncio
+
+    from .app import DEFAULT_HEARTBEAT, create_server
+    from .longlog import LogDir
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("ssebench").setLevel(logging.INFO)
+    log_dir = LogDir.prepare(args.log_dir)
+    mcp = create_server(
+        level,
+        daemon_socket,
+        log_dir,
+        heartbeat=args.heartbeat if args.heartbeat is not None else DEFAULT_HEARTBEAT,
+    )
+    # uvicorn restores the handlers it found and re-raises the signal after its
+    # graceful shutdown: ours turns that into a normal return instead of a kill.
+    stopped: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda s, _f: stopped.append(s))
+    asyncio.run(
+        mcp.run_http_async(
+            transport="http",
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            show_banner=False,
+            json_response=False,  # SSE responses: progress notifications need them
+            host_origin_protection=True,
+            allowed_hosts=args.allowed_host,
+            log_level="warning",
+        )
+    )
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    level = _level_or_exit()
+    if level is None:
+        return 2
+    from ssebench.daemon.paths import resolve_socket_path
+
+    return _run_server(args, level, str(resolve_socket_path(args.daemon_socket)))
+
+
+def _up(args: argparse.Namespace) -> int:
+    level = _level_or_exit()
+    if level is None:
+        return 2
+    from .stack import StackError, start, stop, ssebench_argv, wait_daemon
+
+    workdir = Path(tempfile.mkdtemp(prefix="ssebench-up-"))  # 0700, ours
+    sock = workdir / "daemon.sock"
+    argv = ["daemon", "--task", args.task, "--socket", str(sock)]
+    if args.tree:
+        argv += ["--tree", args.tree]
+    daemon = start(ssebench_argv(*argv))
+    try:
+        try:
+            wait_daemon(sock, daemon)
+        except StackError as exc:
+            print(f"ssebench up: {exc}", file=sys.stderr)
+            return daemon.poll() or 1
+        host = "localhost" if args.host in ("127.0.0.1", "::1", "localhost") else args.host
+        print(
+            f"ssebench: serving test_patch at http://{host}:{args.port}{args.path} "
+            f"(difficulty {level.number}, {level.name}); Ctrl-C stops.\n"
+            "Point Claude Code at it with:\n"
+            f"  claude mcp add ssebench http://{host}:{args.port}{args.path} --transport http --scope user",
+            flush=True,
+        )
+        return _run_server(args, level, str(sock))
+    finally:
+        stop(daemon)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _default_demo_task() -> Path:
+    import ssebench
+
+    return Path(ssebench.__file__).resolve().parent.parent / DEMO_TASK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    task = Path(args.task) if args.task else _default_demo_task()
+    try:
+        levels = [parse_level(raw) for raw in args.levels.split(",")]
+    except DifficultyError as exc:
+        print(f"ssebench demo: --levels: {exc}", file=sys.stderr)
+        return 2
+    if not task.is_file():
+        print(f"ssebench demo: task file not found: {task}", file=sys.stderr)
+        return 2
+    from ssebench.task import TaskError, load_task
+
+    try:
+        loaded = load_task(task)
+    except TaskError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    fix = loaded.dir / "fix.patch"
+    if not fix.is_file():
+        print(f"ssebench demo: {fix} not found (the demo applies it to show the fixed tree)", file=sys.stderr)
+        return 2
+
+    from .demo import run_demo
+
+    return run_demo(task, Path(loaded.source), fix, levels)
+
+
+__all__ = ["register"]

@@ -1,0 +1,203 @@
+"""The FastMCP server: one tool, ``test_patch``, and a health route.
+
+A call queues behind earlier calls (FIFO lock), asks the daemon for exactly the
+checks the level enables, relays the run as MCP progress notifications (each check's
+start and end, and a heartbeat so clients with idle timeouts keep waiting), fetches
+the log of the check the headline names, and renders the spec's text. Testing
+failures are logged here with their traceback and reach the agent only as the
+spec's one internal-failure sentence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from fastmcp import Context, FastMCP
+from mcp.types import ToolAnnotations
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from ssebench.difficulty import CHECK_ORDER, Check, Level
+
+from .daemon_client import DaemonClient, DaemonError, parse_result
+from .longlog import LogDir, capture
+from .report import INTERNAL_FAILURE, LogSection, failed_check, render
+
+log = logging.getLogger("ssebench.server")
+
+SERVER_NAME = "ssebench"
+TOOL_NAME = "test_patch"
+HEALTH_PATH = "/healthz"
+# Claude Code gives up on a tool call silent for 5 minutes, opencode after 60 s.
+DEFAULT_HEARTBEAT = 15.0
+
+
+def tool_description(level: Level) -> str:
+    enabled = [c.label for c in CHECK_ORDER if level.allows(c)]
+    at_level = (
+        f"At this server's difficulty level ({level.number}, {level.name}) it runs: "
+        f"{', '.join(enabled)}; the other checks are not available."
+        if enabled
+        else f"At this server's difficulty level ({level.number}, {level.name}) no checks are available."
+    )
+    return (
+        "Check your work on the task: builds the project and runs the task's checks on the "
+        "current state of the source tree, including every uncommitted change you have made "
+        "(nothing needs to be committed or saved elsewhere). The checks, in order: the build; "
+        "the proofs of concept (PoCs), which pass when they no longer trigger the "
+        "vulnerability; the intent tests that came with the upstream fix; the project's "
+        f"functional tests. {at_level} Returns a text report of which checks ran and how each "
+        "ended, with the log of the failed check. Takes no arguments. A call runs a full build "
+        "and test cycle and can take many minutes; calls run one at a time, in order."
+    )
+
+
+def _clock(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class _Progress:
+    """Progress notifications for one call: a monotonic counter and a status line."""
+
+    def __init__(self, ctx: Context, heartbeat: float) -> None:
+        self.ctx = ctx
+        self.heartbeat = heartbeat
+        self.count = 0
+        self.status = "queued"
+        self.since = time.monotonic()
+
+    def set(self, status: str) -> None:
+        self.status = status
+        self.since = time.monotonic()
+
+    async def send(self, message: str) -> None:
+        self.count += 1
+        try:
+            await self.ctx.report_progress(self.count, None, message)
+        except Exception:  # the client may be gone; the run goes on or is cancelled
+            log.debug("progress notification failed", exc_info=True)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            await self.send(f"{self.status}, {_clock(time.monotonic() - self.since)}")
+
+    @contextlib.asynccontextmanager
+    async def ticking(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(self._tick())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+class TestPatch:
+    """The tool's work, one call at a time."""
+
+    def __init__(self, level: Level, daemon: DaemonClient, log_dir: LogDir, heartbeat: float) -> None:
+        self.level = level
+        self.daemon = daemon
+        self.log_dir = log_dir
+        self.heartbeat = heartbeat
+        self._lock = asyncio.Lock()  # FIFO: calls are served in arrival order
+
+    async def __call__(self, ctx: Context) -> str:
+        progress = _Progress(ctx, self.heartbeat)
+        async with progress.ticking():
+            if self._lock.locked():
+                progress.set("queued behind another test_patch call")
+            async with self._lock:
+                try:
+                    return await self._run(progress)
+                except Exception:
+                    log.exception("test_patch failed internally")
+                    return INTERNAL_FAILURE
+
+    async def _run(self, progress: _Progress) -> str:
+        requested = [c for c in CHECK_ORDER if self.level.allows(c)]
+        if not requested:
+            return render(self.level, [])
+        result = None
+        progress.set("starting")
+        async with contextlib.aclosing(self.daemon.run(requested)) as events:
+            async for event in events:
+                check = event.check
+                if event.kind == "queued":
+                    progress.set("queued in the daemon")
+                elif event.kind == "check_started" and check is not None:
+                    progress.set(f"{check.label}: running")
+                    await progress.send(f"{check.label}: started")
+                elif event.kind == "check_finished" and check is not None:
+                    state = str(event.data.get("state", "")).replace("_", " ")
+                    progress.set(f"{check.label}: {state}")
+                    await progress.send(f"{check.label}: {state}")
+                elif event.kind == "result":
+                    result = parse_result(event, requested)
+        if result is None:  # the client raises first; this keeps the guarantee local
+            raise DaemonError("run stream ended without a result")
+        failed = failed_check(result.checks)
+        section: LogSection | None = None
+        if failed is not None:
+            progress.set(f"{failed.label}: fetching the log")
+            async with self.daemon.log(result.run_id, failed) as chunks:
+                section = await capture(chunks, self.log_dir, failed)
+        return render(self.level, result.checks, section)
+
+
+def create_server(
+    level: Level,
+    daemon_socket: str,
+    log_dir: LogDir,
+    *,
+    heartbeat: float = DEFAULT_HEARTBEAT,
+) -> FastMCP:
+    daemon = DaemonClient(daemon_socket)
+    tool = TestPatch(level, daemon, log_dir, heartbeat)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: FastMCP) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await daemon.aclose()
+            log_dir.close()
+
+    mcp = FastMCP(SERVER_NAME, lifespan=lifespan)
+
+    async def test_patch(ctx: Context) -> str:
+        return await tool(ctx)
+
+    mcp.tool(
+        test_patch,
+        name=TOOL_NAME,
+        description=tool_description(level),
+        output_schema=None,  # plain text: with a schema, clients show the model {"result": ...}
+        annotations=ToolAnnotations(
+            title="Test the patch",
+            readOnlyHint=True,
+            destructiveHint=False,
+            idempotentHint=True,
+            openWorldHint=False,
+        ),
+    )
+
+    @mcp.custom_route(HEALTH_PATH, methods=["GET"])
+    async def health(_request: Request) -> JSONResponse:
+        try:
+            await daemon.health()
+            daemon_state = "ok"
+        except DaemonError:
+            daemon_state = "unreachable"
+        return JSONResponse({"status": "ok", "difficulty": level.number, "daemon": daemon_state})
+
+    return mcp
+
+
+__all__ = ["create_server", "tool_description", "TOOL_NAME", "SERVER_NAME", "HEALTH_PATH", "Check"]
