@@ -1,0 +1,536 @@
+"""Config-file handling, written once for every client.
+
+Two layers. The *format editors* (JSON/JSONC, TOML, YAML) turn a text into a text with one
+entry set or removed, keeping every other byte where the format allows it. The *file layer*
+reads, locks, diffs, backs up and atomically replaces: a user's config is never half-written,
+never truncated by a concurrent writer, and a malformed file is reported (file and line) and
+left untouched.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import io
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ssebench.agents import jsonc
+
+BOM = "\ufeff"
+
+
+class ConfigError(Exception):
+    """A config file we must not touch: malformed, or a key of the wrong type."""
+
+    def __init__(self, path: Path, message: str, line: int | None = None) -> None:
+        self.path, self.message, self.line = path, message, line
+        where = f"{path}, line {line}" if line else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+class FormatError(ValueError):
+    """Raised by an editor; the file layer adds the file name."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
+class Editor(Protocol):
+    """One config format. ``path`` is the key path of the entry, e.g. ("mcpServers", "ssebench");
+    the keys before the last are its containers."""
+
+    suffix: str
+
+    def get(self, text: str, path: Sequence[str]) -> Any: ...
+    def set(self, text: str | None, path: Sequence[str], value: Any) -> str: ...
+    def remove(self, text: str, path: Sequence[str]) -> str | None: ...
+
+
+# --------------------------------------------------------------------------- JSON / JSONC
+
+
+class JsonEditor:
+    """JSON with comments, trailing commas and JSON5 syntax kept (see ``jsonc``)."""
+
+    suffix = "json"
+
+    def _doc(self, text: str) -> jsonc.Document:
+        try:
+            return jsonc.Document.parse(text)
+        except jsonc.JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def get(self, text: str, path: Sequence[str]) -> Any:
+        try:
+            return self._doc(text).get(path)
+        except jsonc.JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
+        if text is None or text.strip() == "":
+            return jsonc.new_text(path, value)
+        try:
+            return self._doc(text).set(path, value)
+        except jsonc.JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def remove(self, text: str, path: Sequence[str]) -> str | None:
+        if text.strip() == "":
+            return text
+        try:
+            return self._doc(text).remove(path, prune=len(path) - 1)
+        except jsonc.JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+
+# --------------------------------------------------------------------------- TOML
+
+_HEADER = re.compile(r"^[ \t]*(\[\[?)([^\[\]]+)\]\]?[ \t]*(#.*)?$")
+
+
+class TomlEditor:
+    """TOML through tomlkit, with the entry's table added or cut as a text block.
+
+    tomlkit keeps comments and formatting, but adding then deleting a table leaves the blank
+    line it added, so the text around the entry would drift. The entry's ``[a.b]`` block is
+    therefore appended or cut as text, and the result is checked by parsing it again: if that
+    check fails (an entry written as an inline table or dotted keys, a header inside a
+    multi-line string...), tomlkit's own edit is used instead.
+    """
+
+    suffix = "toml"
+
+    def _parse(self, text: str):  # noqa: ANN202
+        import tomlkit
+        from tomlkit.exceptions import ParseError
+
+        try:
+            return tomlkit.parse(text)
+        except ParseError as exc:
+            raise FormatError(str(exc).split(" at line ")[0], exc.line) from None
+
+    def _walk(self, doc, text: str, keys: Sequence[str]):  # noqa: ANN001, ANN202
+        node = doc
+        for i, key in enumerate(keys):
+            if key not in node:
+                return None
+            node = node[key]
+            if not isinstance(node, dict):
+                raise FormatError(f'"{".".join(keys[:i + 1])}" is not a table', _toml_line(text, keys[i]))
+        return node
+
+    def get(self, text: str, path: Sequence[str]) -> Any:
+        doc = self._parse(text)
+        container = self._walk(doc, text, path[:-1])
+        if container is None or path[-1] not in container:
+            return None
+        value = container[path[-1]]
+        return value.unwrap() if hasattr(value, "unwrap") else value
+
+    def _render(self, path: Sequence[str], value: dict[str, Any]) -> str:
+        import tomlkit
+
+        table = tomlkit.table()
+        for k, v in value.items():
+            table.add(k, v)
+        doc = tomlkit.document()
+        node: Any = doc
+        for key in path[:-1]:
+            sub = tomlkit.table(is_super_table=True)
+            node.add(key, sub)
+            node = node[key]
+        node.add(path[-1], table)
+        return tomlkit.dumps(doc)
+
+    def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
+        text = text or ""
+        doc = self._parse(text)
+        container = self._walk(doc, text, path[:-1])
+        expected = doc.unwrap()
+        _put(expected, path, value)
+        if container is not None and path[-1] in container:
+            current = container[path[-1]]
+            if (current.unwrap() if hasattr(current, "unwrap") else current) == value:
+                return text
+            span = _toml_block(text, path)
+            if span is not None:
+                candidate = text[:span[0]] + self._render(path, value) + text[span[1]:]
+                if self._same(candidate, expected):
+                    return candidate
+        else:
+            base = text if text.endswith("\n") or text == "" else text + "\n"
+            candidate = base + ("\n" if base.strip() else "") + self._render(path, value)
+            if self._same(candidate, expected):
+                return candidate
+        return self._fallback_set(doc, path, value)
+
+    def _fallback_set(self, doc, path: Sequence[str], value: Any) -> str:  # noqa: ANN001
+        import tomlkit
+
+        node = doc
+        for key in path[:-1]:
+            if key not in node:
+                node.add(key, tomlkit.table(is_super_table=True))
+            node = node[key]
+        node[path[-1]] = value
+        return tomlkit.dumps(doc)
+
+    def _same(self, candidate: str, expected: dict[str, Any]) -> bool:
+        try:
+            got = self._parse(candidate).unwrap()
+        except FormatError:
+            return False
+        return _prune_empty(got) == _prune_empty(expected)
+
+    def remove(self, text: str, path: Sequence[str]) -> str | None:
+        doc = self._parse(text)
+        container = self._walk(doc, text, path[:-1])
+        if container is None or path[-1] not in container:
+            return text
+        expected = doc.unwrap()
+        _drop(expected, path)
+        result = None
+        span = _toml_block(text, path)
+        if span is not None:
+            start, end = span
+            if text[:start].endswith("\n\n"):  # the one blank line install put before it
+                start -= 1
+            elif start == 0 and text[end:end + 1] == "\n":  # first in the file: the blank line after it
+                end += 1
+            candidate = text[:start] + text[end:]
+            if self._same(candidate, expected):
+                result = candidate
+        if result is None:
+            import tomlkit
+
+            del container[path[-1]]
+            _drop_empty_super_tables(doc, path[:-1])
+            result = tomlkit.dumps(doc)
+        return None if result.strip() == "" else result
+
+
+def _toml_line(text: str, key: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"^\s*(\[+\s*)?[\"']?{re.escape(key)}\b", line):
+            return number
+    return None
+
+
+def _header_path(inner: str) -> tuple[str, ...] | None:
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        node: Any = tomlkit.parse(f"[{inner}]\n").unwrap()
+    except ParseError:
+        return None
+    keys: list[str] = []
+    while isinstance(node, dict) and len(node) == 1:
+        key = next(iter(node))
+        keys.append(key)
+        node = node[key]
+    return tuple(keys)
+
+
+def _toml_block(text: str, path: Sequence[str]) -> tuple[int, int] | None:
+    """Offsets of the ``[path]`` block (with its sub-tables): from its header line to the end
+    of its last key line. Comments just before the next header belong to that header."""
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    start_line = None
+    end_line = len(lines)
+    target = tuple(path)
+    for i, line in enumerate(lines):
+        match = _HEADER.match(line.rstrip("\r\n"))
+        if not match:
+            continue
+        header = _header_path(match.group(2))
+        if header is None:
+            continue
+        if start_line is None:
+            if header == target and match.group(1) == "[":
+                start_line = i
+        elif header[:len(target)] != target:
+            end_line = i
+            break
+    if start_line is None:
+        return None
+    while end_line > start_line + 1:
+        stripped = lines[end_line - 1].strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        end_line -= 1
+    return offsets[start_line], offsets[end_line]
+
+
+def _put(data: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    for key in path[:-1]:
+        data = data.setdefault(key, {})
+    data[path[-1]] = copy.deepcopy(value)
+
+
+def _drop(data: dict[str, Any], path: Sequence[str]) -> None:
+    for key in path[:-1]:
+        data = data[key]
+    del data[path[-1]]
+
+
+def _prune_empty(data: Any) -> Any:
+    if isinstance(data, dict):
+        return {k: _prune_empty(v) for k, v in data.items() if not (isinstance(v, dict) and not _prune_empty(v))}
+    return data
+
+
+def _drop_empty_super_tables(doc, keys: Sequence[str]) -> None:  # noqa: ANN001
+    for depth in range(len(keys), 0, -1):
+        node = doc
+        for key in keys[:depth - 1]:
+            node = node[key]
+        child = node.get(keys[depth - 1])
+        if isinstance(child, dict) and len(child) == 0 and getattr(child, "is_super_table", lambda: False)():
+            del node[keys[depth - 1]]
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class YamlEditor:
+    """YAML through ruamel.yaml's round-trip mode (comments, key order, quoting and the file's
+    indentation kept). ruamel attaches a comment to the key before it, so a comment that sat
+    below the last entry of a mapping ends up above an entry appended after it; uninstall puts
+    the text back as it was."""
+
+    suffix = "yaml"
+
+    def _yaml(self, text: str):  # noqa: ANN202
+        from ruamel.yaml import YAML
+        from ruamel.yaml.util import load_yaml_guess_indent
+
+        yaml = YAML(typ="rt")
+        yaml.preserve_quotes = True
+        yaml.width = 4096
+        indent, block_seq = 2, 0
+        if text.strip():
+            try:
+                _, guessed, guessed_seq = load_yaml_guess_indent(text)
+            except Exception:  # noqa: BLE001 - reported by _load below
+                guessed, guessed_seq = None, None
+            indent = guessed or 2
+            block_seq = guessed_seq or 0
+        yaml.indent(mapping=indent, sequence=indent + block_seq, offset=block_seq)
+        return yaml
+
+    def _load(self, text: str):  # noqa: ANN202
+        from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+        yaml = self._yaml(text)
+        try:
+            data = yaml.load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or exc.context or "invalid YAML"
+            raise FormatError(problem, mark.line + 1 if mark else None) from None
+        except YAMLError as exc:
+            raise FormatError(str(exc).splitlines()[0]) from None
+        if data is not None and not isinstance(data, dict):
+            raise FormatError("the top level is not a mapping", 1)
+        return yaml, data
+
+    def _walk(self, data, keys: Sequence[str]):  # noqa: ANN001, ANN202
+        node = data
+        for i, key in enumerate(keys):
+            if node is None or key not in node or node[key] is None:
+                return None
+            child = node[key]
+            if not isinstance(child, dict):
+                line = node.lc.key(key)[0] + 1 if hasattr(node, "lc") else None
+                raise FormatError(f'"{".".join(keys[:i + 1])}" is not a mapping', line)
+            node = child
+        return node
+
+    def _dump(self, yaml, data) -> str:  # noqa: ANN001
+        out = io.StringIO()
+        yaml.dump(data, out)
+        return out.getvalue()
+
+    def get(self, text: str, path: Sequence[str]) -> Any:
+        _, data = self._load(text)
+        container = self._walk(data, path[:-1])
+        if container is None or path[-1] not in container:
+            return None
+        return _plain(container[path[-1]])
+
+    def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
+        from ruamel.yaml.comments import CommentedMap
+
+        text = text or ""
+        yaml, data = self._load(text)
+        if data is None:  # empty, or only comments: append below them
+            base = text if text.endswith("\n") or text == "" else text + "\n"
+            nested: Any = copy.deepcopy(value)
+            for key in reversed(path):
+                nested = {key: nested}
+            return base + self._dump(yaml, nested)
+        container = self._walk(data, path[:-1])
+        if container is not None and path[-1] in container and _plain(container[path[-1]]) == value:
+            return text
+        node = data
+        for key in path[:-1]:
+            if node.get(key) is None:
+                node[key] = CommentedMap()
+            node = node[key]
+        node[path[-1]] = copy.deepcopy(value)
+        return self._dump(yaml, data)
+
+    def remove(self, text: str, path: Sequence[str]) -> str | None:
+        yaml, data = self._load(text)
+        container = self._walk(data, path[:-1])
+        if container is None or path[-1] not in container:
+            return text
+        del container[path[-1]]
+        for depth in range(len(path) - 1, 0, -1):
+            parent = self._walk(data, path[:depth - 1])
+            child = parent.get(path[depth - 1]) if parent is not None else None
+            if isinstance(child, dict) and len(child) == 0:
+                del parent[path[depth - 1]]
+        if len(data) == 0 and "#" not in text:
+            return None
+        return self._dump(yaml, data)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+EDITORS: dict[str, Editor] = {"json": JsonEditor(), "toml": TomlEditor(), "yaml": YamlEditor()}
+
+
+# --------------------------------------------------------------------------- the file layer
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an edit does to one file; ``None`` text means "no file"."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        if not self.changed:
+            return ""
+        before = (self.before or "").splitlines(keepends=True)
+        after = (self.after or "").splitlines(keepends=True)
+        lines = difflib.unified_diff(
+            before, after,
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path) if self.after is not None else "/dev/null",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (BOM removed), or None when there is no file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigError(path, "is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(path, "cannot be read (permission denied)") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, "is not UTF-8 text", data.count(b"\n", 0, exc.start) + 1) from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def real_path(path: Path) -> Path:
+    """Write through a symlink (dotfile managers link config files), never replace the link."""
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def lock_for(path: Path):  # noqa: ANN201
+    """An inter-process lock for ``path``, kept in a folder we own rather than next to the
+    config (Claude Code keeps its own ``~/.claude.json.lock`` there, and a project-scope lock
+    file would show up in the project's tree)."""
+    from filelock import FileLock
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench" / "locks"
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
+    return FileLock(str(base / f"{digest}.lock"), timeout=60)
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def edit(path: Path, transform: Callable[[str | None], str | None], *, dry_run: bool = False) -> Change:
+    """Read ``path``, apply ``transform`` (text → text, None meaning no file), and unless
+    ``dry_run`` write the result: under a lock, the previous content kept as ``NAME.bak``,
+    the new content put in place by an atomic rename with the file's mode kept. Nothing is
+    written when the text does not change."""
+    target = real_path(path)
+    if dry_run:
+        before = read_text(target)
+        return Change(path, before, transform(before))
+    with lock_for(target):
+        raw = target.read_bytes() if target.exists() else None
+        before = read_text(target)
+        change = Change(path, before, transform(before))
+        if not change.changed:
+            return change
+        mode = target.stat().st_mode & 0o7777 if raw is not None else 0o666 & ~_umask()
+        if raw is not None:
+            _atomic_write(target.with_name(target.name + ".bak"), raw, mode)
+        if change.after is None:
+            target.unlink()
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            bom = BOM.encode() if raw is not None and raw.startswith(BOM.encode()) else b""
+            _atomic_write(target, bom + change.after.encode("utf-8"), mode)
+        return change
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

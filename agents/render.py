@@ -1,0 +1,65 @@
+"""The human-facing texts, from the jinja2 templates in configs/: what `show` prints and the
+clients table in docs/adding-an-agent.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ssebench.agents import actions
+from ssebench.agents.base import Client, Scope, Settings
+
+
+def configs_dir() -> Path:
+    """configs/ of a source checkout, or ssebench/configs inside an installed wheel."""
+    import ssebench
+
+    here = Path(ssebench.__file__).resolve().parent
+    for candidate in (here / "configs", here.parent / "configs"):
+        if (candidate / "show.txt.j2").is_file():
+            return candidate
+    raise FileNotFoundError("ssebench's configs/ folder (jinja2 templates) was not found")
+
+
+def _env():  # noqa: ANN202
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(configs_dir())),
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        autoescape=False,  # plain text and Markdown, never HTML
+        undefined=jinja2.StrictUndefined,
+    )
+
+
+def show(client: Client, settings: Settings) -> str:
+    return _env().get_template("show.txt.j2").render(
+        client=client,
+        settings=settings,
+        user_path=client.describe_path(Scope.USER),
+        project_path=client.describe_path(Scope.PROJECT),
+        snippet=actions.snippet(client, settings).rstrip("\n"),
+        notes=client.notes(settings),
+    )
+
+
+def timeout_cell(client: Client, settings: Settings) -> str:
+    if client.timeout_key is None:
+        return "no timeout key"
+    unit = "ms" if client.timeout_unit is not None and client.timeout_unit.value == "ms" else "s"
+    return f"`{client.timeout_key}` in {unit} (writes {client.timeout_value(settings.timeout)})"
+
+
+def clients_table(clients: list[Client], settings: Settings) -> str:
+    rows = [
+        {
+            "name": c.name,
+            "title": c.title,
+            "user_path": c.describe_path(Scope.USER),
+            "project_path": c.describe_path(Scope.PROJECT),
+            "entry_key": ".".join(c.entry_path(settings)),
+            "timeout": timeout_cell(c, settings),
+        }
+        for c in clients
+    ]
+    return _env().get_template("clients-table.md.j2").render(rows=rows)
