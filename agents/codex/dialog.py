@@ -67,8 +67,8 @@ class CodexDialog(StreamConverter):
             yield ev.tool_finished(item_id, "file_change", ok=item.get("status") != "failed", output=summary)
         elif itype == "web_search" and done:
             yield ev.tool_finished(item_id, "web_search", ok=True, output=str(item.get("query", "")))
-        elif itype == "error" and done:
-            yield ev.message(f"error: {item.get('message', '')}")
+        elif itype == "error":
+            pass  # Codex's non-fatal warnings: they stay in the raw stream only
         elif itype not in ("agent_message", "reasoning", "todo_list", "file_change", "web_search", "error") and done:
             yield ev.tool_finished(item_id, str(itype), ok=True, output=json.dumps(item, ensure_ascii=False))
 
