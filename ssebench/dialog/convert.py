@@ -114,6 +114,9 @@ class DialogPipeline:
             raise RuntimeError("dialog already closed")
         self._closed = True
         self._emit_all(self.converter.finish())
+        if not self._prompt_written and self._prompt is not None:
+            self._prompt_written = True
+            self._write(ev.prompt(self._prompt))
         for tool_id, name in list(self._open_tools.items()):
             self._write(ev.tool_finished(tool_id, name, ok=False,
                                          output="(the session ended before the tool returned)"))
@@ -149,31 +152,34 @@ class DialogPipeline:
         if kind != "init" and not self._prompt_written and self._prompt is not None:
             self._prompt_written = True
             yield ev.prompt(self._prompt)
-        if kind in ("message", "thinking") or (kind == "tool" and event["status"] == "running"):
-            if self._new_turn:
-                self.turns += 1
-                self._new_turn = False
         if kind == "tool":
             tool_id = event["id"]
             if event["status"] == "running":
                 if tool_id in self._open_tools or tool_id in self._done_tools:
                     return  # a CLI repeating a start we already logged
+                self._count_turn()
                 self._open_tools[tool_id] = event["name"]
             else:
                 if tool_id in self._done_tools:
                     return
                 if tool_id not in self._open_tools:
                     # Some CLIs report a call only once it ended: log its start first.
-                    if self._new_turn:
-                        self.turns += 1
-                        self._new_turn = False
+                    self._count_turn()
                     yield ev.tool_running(tool_id, event["name"], event.get("input"))
                 else:
                     del self._open_tools[tool_id]
                 event = {k: v for k, v in event.items() if k != "input"}
                 self._done_tools.add(tool_id)
                 self._new_turn = True
+        elif kind in ("message", "thinking"):
+            self._count_turn()
         yield event
+
+    def _count_turn(self) -> None:
+        """Model output after the prompt or after tool results starts a new turn."""
+        if self._new_turn:
+            self.turns += 1
+            self._new_turn = False
 
     def _write(self, event: Event) -> Event:
         return self.writer.write(event)

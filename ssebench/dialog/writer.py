@@ -23,6 +23,17 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+# Characters some readers (Python's str.splitlines, editors) take for line breaks: JSON
+# allows them raw inside strings, so escape them to keep one event on one line for all.
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _one_line(text: str) -> str:
+    for char, escaped in _LINE_BREAKS.items():
+        text = text.replace(char, escaped)
+    return text
+
+
 class DialogWriter:
     """Append events with ``seq`` (from 1) and ``ts``; safe to call from several threads."""
 
@@ -45,7 +56,7 @@ class DialogWriter:
         with self._lock:
             self._seq += 1
             line = {"seq": self._seq, "ts": timestamp(), **event}
-            self._stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self._stream.write(_one_line(json.dumps(line, ensure_ascii=False)) + "\n")
             self._stream.flush()
             return line
 
