@@ -150,10 +150,11 @@ def create_app(runner: Runner, level: Level) -> Starlette:
 
         async def events() -> AsyncIterator[bytes]:
             try:
+                # The tree is read now, at the moment of the request, even if the run
+                # waits: the first line tells the client that this has happened.
+                prepared.append(await runner.prepare())
                 if (ahead := queue.ahead(ticket)) > 0:
                     yield _line({"event": "queued", "position": ahead})
-                # The tree is read now, at the moment of the request, even if we wait.
-                prepared.append(await runner.prepare())
                 while not ticket.done():
                     try:
                         await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)

@@ -204,3 +204,20 @@ def run_ssebench(*args: str, env: Mapping[str, str] | None = None, timeout: floa
     full_env.update(env or {})
     return subprocess.run([SSEBENCH, *args], env=full_env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+def marked_processes(marker: str, *, exclude: Sequence[int] = ()) -> list[psutil.Process]:
+    """Live processes whose environment has ``SSE_TEST_MARK=<marker>``.
+
+    Start a daemon with ``env={"SSE_TEST_MARK": marker}``: every check it runs, and
+    everything those start, inherit the variable, so this finds whatever is left.
+    """
+    found = []
+    skip = {os.getpid(), *exclude}
+    for p in psutil.process_iter():
+        if p.pid in skip:
+            continue
+        with contextlib.suppress(psutil.Error):
+            if p.environ().get("SSE_TEST_MARK") == marker and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+    return found
