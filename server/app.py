@@ -16,11 +16,14 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
+import anyio
 from fastmcp import Context, FastMCP
+from fastmcp.server.dependencies import get_http_request
 from mcp.types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from ssebench import __version__
 from ssebench.difficulty import CHECK_ORDER, Check, Level
 
 from .daemon_client import DaemonClient, DaemonError, parse_result
@@ -110,15 +113,27 @@ class TestPatch:
 
     async def __call__(self, ctx: Context) -> str:
         progress = _Progress(ctx, self.heartbeat)
-        async with progress.ticking():
-            if self._lock.locked():
-                progress.set("queued behind another test_patch call")
-            async with self._lock:
-                try:
-                    return await self._run(progress)
-                except Exception:
-                    log.exception("test_patch failed internally")
-                    return INTERNAL_FAILURE
+        request = _http_request()
+        text: str | None = None
+        async with progress.ticking(), anyio.create_task_group() as group:
+            if request is not None:
+                group.start_soon(_cancel_on_disconnect, request, group.cancel_scope)
+            text = await self._serve(progress)
+            group.cancel_scope.cancel()
+        if text is None:  # the client went away: the run was stopped, nobody reads this
+            log.info("test_patch: the client disconnected; the run was stopped")
+            return INTERNAL_FAILURE
+        return text
+
+    async def _serve(self, progress: _Progress) -> str:
+        if self._lock.locked():
+            progress.set("queued behind another test_patch call")
+        async with self._lock:
+            try:
+                return await self._run(progress)
+            except Exception:
+                log.exception("test_patch failed internally")
+                return INTERNAL_FAILURE
 
     async def _run(self, progress: _Progress) -> str:
         requested = [c for c in CHECK_ORDER if self.level.allows(c)]
@@ -151,6 +166,25 @@ class TestPatch:
         return render(self.level, result.checks, section)
 
 
+def _http_request() -> Request | None:
+    try:
+        return get_http_request()
+    except RuntimeError:
+        return None
+
+
+async def _cancel_on_disconnect(request: Request, scope: anyio.CancelScope, every: float = 0.5) -> None:
+    """Stop the call when its HTTP client goes away.
+
+    MCP treats a dropped stream as resumable, not as a cancel, so FastMCP keeps the
+    call running; but nothing will read its result, and a check left running would
+    hold the daemon for the next call.
+    """
+    while not await request.is_disconnected():
+        await anyio.sleep(every)
+    scope.cancel()
+
+
 def create_server(
     level: Level,
     daemon_socket: str,
@@ -169,7 +203,7 @@ def create_server(
             await daemon.aclose()
             log_dir.close()
 
-    mcp = FastMCP(SERVER_NAME, lifespan=lifespan)
+    mcp = FastMCP(SERVER_NAME, version=__version__, lifespan=lifespan)
 
     async def test_patch(ctx: Context) -> str:
         return await tool(ctx)
