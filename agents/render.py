@@ -26,7 +26,7 @@ def _env():  # noqa: ANN202
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(configs_dir())),
         keep_trailing_newline=True,
-        trim_blocks=False,
+        trim_blocks=True,
         autoescape=False,  # plain text and Markdown, never HTML
         undefined=jinja2.StrictUndefined,
     )
