@@ -1,0 +1,91 @@
+"""Run recipes for Gemini CLI and opencode (``gemini -p``, ``opencode run``).
+
+Gemini CLI (measured, 0.61): with ``GOOGLE_GEMINI_BASE_URL`` set it takes the "gateway"
+auth type from the environment and refuses a headless run ("Invalid auth method selected.")
+unless ``security.auth.selectedType = "gemini-api-key"`` is in its settings; a system
+settings file (``GEMINI_CLI_SYSTEM_SETTINGS_PATH``) is skipped when any parent folder is
+world-writable (``/tmp``), so :meth:`GeminiRecipe.prepare` sets the key in the user's
+settings, where ``agents install`` put the server. A folder must be trusted
+(``GEMINI_CLI_TRUST_WORKSPACE=true``) and the server entry ``trust: true`` for the tool to be
+offered. Its per-call limit is the entry's ``timeout``; progress does not extend it.
+
+opencode (measured, 1.18): the model API is the ``anthropic`` provider with
+``options.baseURL``, given as ``OPENCODE_CONFIG_CONTENT`` (merged over the user's config, so
+the MCP entry stays where ``agents install`` put it); ``OPENCODE_DISABLE_MODELS_FETCH=1``
+keeps it from fetching the model list; ``opencode run`` waits for stdin unless it is empty.
+Its 60 s default per-call limit is reset by progress, and the entry's ``timeout`` raises it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ssebench.agents import files
+from ssebench.agents.recipe import GEMINI_STREAM_JSON, OPENCODE_JSON, Launch, Recipe, model_from, pick
+
+GEMINI_AUTH_KEY = ("security", "auth", "selectedType")
+GEMINI_AUTH_TYPE = "gemini-api-key"
+
+
+@dataclass(frozen=True)
+class GeminiRecipe:
+    agent: str = "gemini"
+    dialog: str = "gemini"
+    stream_format: str = GEMINI_STREAM_JSON
+    binary: str = "gemini"
+
+    def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
+        argv = [self.binary, "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"]
+        model = model_from(env, None)
+        if model:
+            argv += ["--model", model]
+        added = {**pick(env, "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
+                 "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
+                      timeouts={"timeout": "from agents install (default 3600000 ms), not reset by progress"})
+
+    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
+        """Select API-key auth in ``~/.gemini/settings.json`` unless the user chose one."""
+        editor = files.EDITORS["json"]
+        path = home / ".gemini" / "settings.json"
+
+        def select(text: str | None) -> str | None:
+            if text is not None and editor.get(text, GEMINI_AUTH_KEY) is not None:
+                return text
+            return editor.set(text, GEMINI_AUTH_KEY, GEMINI_AUTH_TYPE)
+
+        files.edit(path, select)
+
+
+@dataclass(frozen=True)
+class OpencodeRecipe:
+    agent: str = "opencode"
+    dialog: str = "opencode"
+    stream_format: str = OPENCODE_JSON
+    binary: str = "opencode"
+    default_provider: str = "anthropic"
+
+    def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
+        argv = [self.binary, "run", "--format", "json"]
+        model = model_from(env, None)
+        if model:
+            argv += ["--model", model if "/" in model else f"{self.default_provider}/{model}"]
+        argv.append(prompt)
+        added = {**pick(env, "ANTHROPIC_API_KEY"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                 "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+        base_url = (env.get("ANTHROPIC_BASE_URL") or "").strip().rstrip("/")
+        if base_url:
+            # opencode's anthropic provider wants the versioned root; ANTHROPIC_BASE_URL has none
+            options = {"baseURL": base_url if base_url.endswith("/v1") else base_url + "/v1"}
+            added["OPENCODE_CONFIG_CONTENT"] = json.dumps({"provider": {"anthropic": {"options": options}}})
+        return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
+                      timeouts={"timeout": "from agents install (default 3600000 ms), reset by progress"})
+
+    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
+        return None
+
+
+RECIPES: dict[str, Recipe] = {"gemini": GeminiRecipe(), "opencode": OpencodeRecipe()}
