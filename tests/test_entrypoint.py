@@ -1,0 +1,291 @@
+"""``ssebench entrypoint`` end to end: a real daemon, a real server, a real MCP client as the agent.
+
+Every test runs the entrypoint as a subprocess with a marker variable in its
+environment, and afterwards checks that no process carrying the marker survives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+AGENT = Path(__file__).parent / "fixtures" / "agents" / "call_test_patch.py"
+STREAMS = Path(__file__).parent / "fixtures" / "streams"
+ENTRY = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]
+
+LEVEL2_UNFIXED = (
+    "test_patch result: FAILED. One or more functionality test(s) failed. Please reassess your patch and make "
+    "sure it fixes the vulnerability without compromising the program's functionality.\n\n"
+    "Checks:\n- build: passed\n- functional tests: FAILED\n\n"
+    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them.\n\n"
+    "Full log (functional tests):\n"
+)
+LEVEL2_FIXED = (
+    "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n- functional tests: passed\n\n"
+    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. "
+    "Without the PoCs, this result does not show whether the vulnerability is fixed.\n"
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def survivors(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("SSE_TEST_MARKER") == marker:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+class Runner:
+    """Runs the entrypoint with a task, a results folder and a marker; checks for leftovers."""
+
+    def __init__(self, tmp_path: Path, task_file: Path) -> None:
+        self.results = tmp_path / "results"
+        self.marker = uuid.uuid4().hex
+        self.port = free_port()
+        self.env = {**os.environ, "SSE_TASK": str(task_file), "SSE_RESULTS_DIR": str(self.results),
+                    "SSE_MCP_PORT": str(self.port), "SSE_TEST_MARKER": self.marker,
+                    "MCP_LOG_DIR": str(tmp_path / "mcp-logs")}
+        self.env.pop("SSE_DIFFICULTY", None)
+
+    def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([*ENTRY, *args], env={**self.env, **env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def run(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*ENTRY, *args], env={**self.env, **env}, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def results_json(self) -> dict:
+        return json.loads((self.results / "results.json").read_text())
+
+    def assert_nothing_left(self) -> None:
+        deadline = time.monotonic() + 5
+        while survivors(self.marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = survivors(self.marker)
+        for proc in left:
+            proc.kill()
+        assert not left, [p.cmdline() for p in left]
+
+
+@pytest.fixture
+def fixable_task(task_factory):
+    """Build passes; the functional tests pass once the tree holds a file ``fixed``."""
+    return task_factory(build="true", functional="test -f fixed || { echo 'no fix yet'; exit 1; }")
+
+
+@pytest.fixture
+def runner(tmp_path: Path, fixable_task) -> Iterator[Runner]:
+    r = Runner(tmp_path, fixable_task.file)
+    yield r
+    r.assert_nothing_left()
+
+
+def agent(*args: str) -> list[str]:
+    return ["--", sys.executable, str(AGENT), *args]
+
+
+def test_agent_fixes_the_tree_and_grading_passes(runner: Runner, fixable_task):
+    result = runner.run(*agent("--write", "fixed", "yes"))
+    assert result.returncode == 0, result.stderr
+    # what the agent received through test_patch: the spec's text at level 2
+    assert (runner.results / "agent-stdout.log").read_text() == LEVEL2_FIXED
+    data = runner.results_json()
+    assert data["status"] == "passed" and data["exit_code"] == 0 and data["passed"] is True
+    assert data["error"] is None
+    assert data["task"] == {"id": "test-task", "file": str(fixable_task.file), "tree": str(fixable_task.tree)}
+    assert data["difficulty"] == {"level": 2, "name": "NO_FUTURE_TEST"}
+    assert data["mode"] == "process" and data["mcp_url"] == f"http://127.0.0.1:{runner.port}/mcp"
+    assert data["agent"]["exit_code"] == 0 and data["agent"]["timed_out"] is False
+    assert data["agent"]["timeout"] == 3600
+    assert [data["stages"][s]["state"] for s in ("daemon", "server", "agent", "grading")] == ["done"] * 4
+    assert data["grading"] is not None and data["dialog"] is None
+    assert (fixable_task.tree / "fixed").read_text() == "yes"
+    assert f"ssebench entrypoint: passed (exit 0); results in {runner.results / 'results.json'}" in result.stderr
+
+
+def test_unfixed_tree_fails_grading_with_status_1(runner: Runner):
+    result = runner.run(*agent())
+    assert result.returncode == 1, result.stderr
+    assert (runner.results / "agent-stdout.log").read_text().startswith(LEVEL2_UNFIXED)
+    data = runner.results_json()
+    assert (data["status"], data["passed"], data["agent"]["exit_code"]) == ("checks_failed", False, 0)
+
+
+def test_level_comes_from_sse_difficulty(runner: Runner):
+    result = runner.run(*agent("--write", "fixed", "yes"), SSE_DIFFICULTY="3")
+    assert result.returncode == 0, result.stderr
+    assert (runner.results / "agent-stdout.log").read_text() == (
+        "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n\n"
+        "Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. Nothing is "
+        "reported about them. Without the PoCs, this result does not show whether the vulnerability is fixed.\n")
+    assert runner.results_json()["difficulty"] == {"level": 3, "name": "BUILD_ONLY"}
+
+
+def test_agent_failure_still_grades(runner: Runner):
+    result = runner.run(*agent("--write", "fixed", "yes", "--exit", "3"))
+    assert result.returncode == 6, result.stderr
+    data = runner.results_json()
+    assert data["status"] == "agent_failed" and data["agent"]["exit_code"] == 3
+    assert data["error"] == "the agent exited with status 3"
+    assert data["passed"] is True  # the tree was fixed before the agent failed
+
+
+def test_agent_that_cannot_start(runner: Runner, tmp_path: Path):
+    missing = str(tmp_path / "no-such-agent")
+    result = runner.run("--", missing)
+    assert result.returncode == 6
+    data = runner.results_json()
+    assert data["agent"]["exit_code"] == 127
+    assert data["error"] == f"the agent command could not start: No such file or directory: {missing}"
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "0", "-1", "", "  ", "١٢", "1e3", "+5"])
+def test_bad_mcp_timeout_stops_before_anything_starts(runner: Runner, value: str):
+    started = time.monotonic()
+    result = runner.run(*agent(), SSE_MCP_TIMEOUT=value)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (f"ssebench entrypoint: SSE_MCP_TIMEOUT must be a whole number of seconds (1 or more), "
+                             f"got '{value}'\n")
+    assert not runner.results.exists() or not any(runner.results.iterdir())
+
+
+def test_good_mcp_timeout_with_spaces_is_accepted(runner: Runner):
+    result = runner.run(*agent("--write", "fixed", "yes"), SSE_MCP_TIMEOUT=" 60 ")
+    assert result.returncode == 0, result.stderr
+
+
+def test_bad_agent_timeout_and_difficulty(runner: Runner):
+    result = runner.run(*agent(), SSE_AGENT_TIMEOUT="10m")
+    assert (result.returncode, result.stderr) == (
+        2, "ssebench entrypoint: SSE_AGENT_TIMEOUT must be a whole number of seconds (1 or more), got '10m'\n")
+    result = runner.run(*agent(), SSE_DIFFICULTY="5")
+    assert (result.returncode, result.stderr) == (
+        2, "ssebench entrypoint: SSE_DIFFICULTY must be an integer from 0 to 4, got '5'\n")
+
+
+def test_no_agent_command(runner: Runner):
+    result = runner.run()
+    assert result.returncode == 2
+    assert result.stderr == ("ssebench entrypoint: no agent command: give it after '--', "
+                             "e.g. ssebench entrypoint -- claude -p ...\n")
+
+
+def test_results_folder_with_old_results_is_refused(runner: Runner):
+    runner.results.mkdir()
+    old = runner.results / "results.json"
+    old.write_text('{"old": true}\n')
+    result = runner.run(*agent())
+    assert result.returncode == 2
+    assert result.stderr == (f"ssebench entrypoint: SSE_RESULTS_DIR: {runner.results} already holds results.json; "
+                             "use an empty folder for each run\n")
+    assert old.read_text() == '{"old": true}\n'
+
+
+def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
+    with socket.socket() as squatter:  # the port is taken: the server cannot bind it and exits
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.0.1", runner.port))
+        squatter.listen(1)
+        started = time.monotonic()
+        result = runner.run(*agent(), SSE_MCP_TIMEOUT="120")
+        took = time.monotonic() - started
+    assert result.returncode == 4
+    assert took < 30  # not the 120 s budget
+    url = f"http://127.0.0.1:{runner.port}/mcp"
+    assert f"ssebench entrypoint: server: failed: the MCP server ({url}) exited with status" in result.stderr
+    assert "Last lines of its log:\n  " in result.stderr
+    server_log = (runner.results / "server.log").read_text()
+    last = server_log.rstrip("\n").split("\n")[-1]
+    assert f"\n  {last}\n" in result.stderr
+    data = runner.results_json()
+    assert data["status"] == "server_failed" and data["exit_code"] == 4 and data["passed"] is None
+    assert data["agent"]["exit_code"] is None and "agent" not in data["stages"]
+    assert not (runner.results / "agent-stdout.log").exists()
+
+
+def test_daemon_that_cannot_start(runner: Runner, tmp_path: Path):
+    socket_path = tmp_path / "missing-folder" / "daemon.sock"
+    result = runner.run(*agent(), SSE_DAEMON_SOCKET=str(socket_path))
+    assert result.returncode == 3
+    assert f"the daemon (socket {socket_path}) exited with status" in result.stderr
+    data = runner.results_json()
+    assert data["status"] == "daemon_failed"
+    assert data["error"].startswith(f"the daemon (socket {socket_path}) exited with status")
+
+
+def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
+    script = "sleep 300 & sleep 301 & echo started; wait"
+    started = time.monotonic()
+    result = runner.run("--", "bash", "-c", script, SSE_AGENT_TIMEOUT="2")
+    assert time.monotonic() - started < 40
+    assert result.returncode == 5, result.stderr
+    data = runner.results_json()
+    assert data["status"] == "agent_timeout" and data["agent"]["timed_out"] is True
+    assert data["stages"]["agent"] == {"state": "failed", "detail": "timed out after 2 s"}
+    assert data["agent"]["signal"] in ("SIGTERM", "SIGKILL")
+    assert 2 <= data["agent"]["duration"] < 15
+    assert data["stages"]["grading"]["state"] == "done"  # graded anyway
+    # the sleeps were in the agent's group: gone (checked by the fixture too)
+    assert not survivors(runner.marker)
+
+
+def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
+    marker = tmp_path / "got-signal"
+    ready = tmp_path / "agent-ready"
+    script = (f"trap 'echo TERM > {marker}; exit 0' TERM; sleep 300 & touch {ready}; wait")
+    proc = runner.popen("--", "bash", "-c", script)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert marker.read_text() == "TERM\n"
+    data = runner.results_json()
+    assert data["status"] == "interrupted" and data["error"] == "interrupted by SIGTERM"
+    assert data["stages"]["grading"] == {"state": "skipped", "detail": "interrupted by SIGTERM"}
+    assert data["grading"] is None and data["passed"] is None
+
+
+def test_dialog_from_the_agent_stream(runner: Runner):
+    """--dialog: the agent's stdout (here a replayed real Codex stream) becomes dialog.jsonl."""
+    replay = f"import sys; sys.stdout.write(open({str(STREAMS / 'codex.jsonl')!r}).read())"
+    result = runner.run("--dialog", "codex", "--prompt", "Fix the bug. Use test_patch.", "--",
+                        sys.executable, "-c", replay)
+    assert result.returncode == 1, result.stderr  # the tree was not fixed
+    lines = [json.loads(x) for x in (runner.results / "dialog.jsonl").read_text().splitlines()]
+    assert [(e["seq"], e["type"]) for e in lines] == [
+        (1, "init"), (2, "prompt"), (3, "tool"), (4, "tool"), (5, "message"), (6, "complete")]
+    assert lines[-1]["status"] == "success" and lines[-1]["exit_code"] == 0
+    assert (runner.results / "agent-stdout.log").read_text() == (STREAMS / "codex.jsonl").read_text()
+    assert runner.results_json()["dialog"] == "dialog.jsonl"
