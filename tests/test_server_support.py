@@ -30,6 +30,7 @@ SLOW_BUILD = "SLOW_BUILD"  # the build sleeps this many seconds (content)
 MARKERS = (BREAK_BUILD, BREAK_FUNCTIONAL, BREAK_INTENT, VULN_P2, LONG_BUILD, SLOW_BUILD)
 
 BUILD = r"""
+echo "start $$" >> "$SSE_TASK_DIR/builds.log"; trap 'echo "end $$" >> "$SSE_TASK_DIR/builds.log"' EXIT
 echo "building"
 if [ -e SLOW_BUILD ]; then echo $$ > "$SSE_TASK_DIR/build.pid"; sleep "$(cat SLOW_BUILD)"; fi
 if [ -e LONG_BUILD ]; then seq 1 30000 | sed 's/^/line /'; echo "the end" >&2; exit 1; fi

@@ -1,0 +1,296 @@
+"""The server's behaviour over real HTTP: tool listing, progress, queue, cancel,
+daemon outages, long logs, the Host/Origin guard. Real daemon and server processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastmcp import Client
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from test_report import SPEC_LEVEL_2, SPEC_REASONS
+from test_server_support import (
+    BREAK_BUILD,
+    LONG_BUILD,
+    SLOW_BUILD,
+    Served,
+    call,
+    call_sync,
+    post_mcp,
+    serve_task,
+    set_markers,
+)
+
+from ssebench.difficulty import Check
+from ssebench.server.report import INTERNAL_FAILURE
+from ssebench.server.stack import stop
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def kill_leftover(pid_file: Path) -> None:
+    if pid_file.exists():
+        pid = int(pid_file.read_text())
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        pid_file.unlink()
+
+
+async def wait_for(path: Path, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture(scope="module")
+def level2() -> Iterator[Served]:
+    """A level-2 stack with a fast heartbeat, shared by the tests that leave it clean."""
+    with serve_task("2", server_args=("--heartbeat", "0.3")) as served:
+        yield served
+
+
+@pytest.fixture
+def clean(level2: Served) -> Iterator[Served]:
+    set_markers(level2.tree)
+    (level2.task.parent / "builds.log").unlink(missing_ok=True)
+    yield level2
+    kill_leftover(level2.task.parent / "build.pid")
+    set_markers(level2.tree)
+
+
+async def test_tool_listing_through_the_mcp_sdk(clean: Served) -> None:
+    async with streamable_http_client(clean.stack.url) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "ssebench"
+            tools = (await session.list_tools()).tools
+            assert [t.name for t in tools] == ["test_patch"]
+            tool = tools[0]
+            assert tool.input_schema.get("properties", {}) == {} and not tool.input_schema.get("required")
+            assert tool.output_schema is None
+            for phrase in ("uncommitted change", "many minutes", "build", "PoCs", "intent tests", "functional tests"):
+                assert phrase in (tool.description or "")
+            result = await session.call_tool("test_patch", {})
+            assert [c.type for c in result.content] == ["text"]
+            assert result.content[0].text == SPEC_LEVEL_2
+            assert result.structured_content is None
+
+
+async def test_progress_at_each_check_and_heartbeats(clean: Served) -> None:
+    set_markers(clean.tree, **{SLOW_BUILD: "1.5"})
+    result = await call(clean.stack.url)
+    assert result.text == SPEC_LEVEL_2
+    values = [p[0] for p in result.progress]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    messages = [p[2] for p in result.progress]
+    assert messages[0] == "build: started"
+    heartbeats = [m for m in messages if m and m.startswith("build: running, ")]
+    assert len(heartbeats) >= 3, messages
+    assert heartbeats[-1] in ("build: running, 1s", "build: running, 2s")
+    tail = messages[messages.index("build: passed") :]
+    assert [m for m in tail if not m.startswith("functional tests: running")] == [
+        "build: passed",
+        "functional tests: started",
+        "functional tests: passed",
+    ]
+
+
+async def test_calls_queue_in_arrival_order_each_with_its_own_result(clean: Served) -> None:
+    set_markers(clean.tree, **{SLOW_BUILD: "1"})
+    first = asyncio.create_task(call(clean.stack.url))
+    await wait_for(clean.task.parent / "build.pid")
+    # The first build is running on its copy; the second call sees the tree broken.
+    set_markers(clean.tree, **{BREAK_BUILD: True})
+    second = asyncio.create_task(call(clean.stack.url))
+    third_started = asyncio.Event()
+
+    async def third_call() -> str:
+        await asyncio.sleep(0.3)
+        third_started.set()
+        return (await call(clean.stack.url)).text
+
+    third = asyncio.create_task(third_call())
+    a, b = await first, await second
+    c = await third
+    assert a.text == SPEC_LEVEL_2
+    assert b.text.startswith(f"test_patch result: FAILED. {SPEC_REASONS[Check.BUILD]}")
+    assert c == b.text
+    # A queued call tells its client it is waiting.
+    assert any("queued" in (m or "") for _, _, m in b.progress)
+    lines = (clean.task.parent / "builds.log").read_text().split()
+    events = list(zip(lines[::2], lines[1::2]))
+    assert [e[0] for e in events] == ["start", "end"] * 3  # never two builds at once
+    assert [e[1] for e in events[::2]] == [e[1] for e in events[1::2]]
+
+
+async def test_cancelled_call_stops_the_check_and_frees_the_daemon(clean: Served) -> None:
+    set_markers(clean.tree, **{SLOW_BUILD: "120"})
+    pid_file = clean.task.parent / "build.pid"
+    async with Client(clean.stack.url, timeout=120) as client:
+        running = asyncio.create_task(client.call_tool("test_patch", {}))
+        await wait_for(pid_file)
+        pid = int(pid_file.read_text())
+        assert alive(pid)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    assert await asyncio.to_thread(wait_gone, pid)
+    pid_file.unlink()
+    set_markers(clean.tree)
+    started = time.monotonic()
+    assert (await call(clean.stack.url)).text == SPEC_LEVEL_2
+    assert time.monotonic() - started < 30
+
+
+def test_disconnected_client_stops_the_check(clean: Served) -> None:
+    set_markers(clean.tree, **{SLOW_BUILD: "120"})
+    pid_file = clean.task.parent / "build.pid"
+    script = (
+        "import asyncio, sys\n"
+        "from fastmcp import Client\n"
+        "async def main():\n"
+        "    async with Client(sys.argv[1], timeout=600) as c:\n"
+        "        await c.call_tool('test_patch', {})\n"
+        "asyncio.run(main())\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", script, clean.stack.url], stderr=subprocess.DEVNULL)
+    try:
+        asyncio.run(wait_for(pid_file))
+        pid = int(pid_file.read_text())
+        client.kill()  # gone without a word: no cancel notification, no DELETE
+        client.wait()
+        assert wait_gone(pid)
+    finally:
+        client.kill()
+        client.wait()
+    pid_file.unlink()
+    set_markers(clean.tree)
+    assert call_sync(clean.stack.url).text == SPEC_LEVEL_2
+
+
+def test_daemon_down_then_up() -> None:
+    with serve_task("2", start_daemon=False) as served:
+        health = httpx.get(served.stack.health_url, timeout=5).json()
+        assert health == {"status": "ok", "difficulty": 2, "daemon": "unreachable"}
+        assert call_sync(served.stack.url).text == INTERNAL_FAILURE
+        assert call_sync(served.stack.url).text == INTERNAL_FAILURE  # still serving
+        env = {**os.environ, "SSE_DIFFICULTY": "2"}
+        served.stack.start_daemon(served.task, None, env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert call_sync(served.stack.url).text == SPEC_LEVEL_2
+        assert httpx.get(served.stack.health_url, timeout=5).json()["daemon"] == "ok"
+        # The traceback went to the server's own log, never to the agent.
+        log = (served.workdir / "server.out").read_text()
+        assert "Traceback" in log and "test_patch failed internally" in log
+
+
+def test_daemon_dying_mid_run_is_an_internal_failure(tmp_path: Path) -> None:
+    with serve_task("2") as served:
+        set_markers(served.tree, **{SLOW_BUILD: "120"})
+        pid_file = served.task.parent / "build.pid"
+
+        async def scenario() -> str:
+            running = asyncio.create_task(call(served.stack.url))
+            await wait_for(pid_file)
+            assert served.stack.daemon is not None
+            os.killpg(served.stack.daemon.pid, signal.SIGKILL)
+            return (await running).text
+
+        try:
+            assert asyncio.run(scenario()) == INTERNAL_FAILURE
+        finally:
+            kill_leftover(pid_file)  # the check ran in its own session
+        assert served.stack.daemon is not None
+        served.stack.daemon.wait()
+        set_markers(served.tree)
+        env = {**os.environ, "SSE_DIFFICULTY": "2"}
+        served.stack.start_daemon(served.task, None, env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert call_sync(served.stack.url).text == SPEC_LEVEL_2
+
+
+def _long_log() -> bytes:
+    return b"building\n" + b"".join(b"line %d\n" % i for i in range(1, 30001)) + b"\nthe end\n"
+
+
+def test_long_log_is_saved_and_its_tail_returned() -> None:
+    with serve_task("3") as served:
+        set_markers(served.tree, **{LONG_BUILD: True})
+        text = call_sync(served.stack.url).text
+        head, _, rest = text.partition("\n\nTruncated log (build):\n")
+        assert head == (
+            f"test_patch result: FAILED. {SPEC_REASONS[Check.BUILD]}\n\nChecks:\n- build: FAILED\n\n"
+            "Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. "
+            "Nothing is reported about them."
+        )
+        tail, _, last = rest.rpartition("\n\n")
+        full = _long_log()
+        assert tail == "\n".join(full.decode().splitlines()[-100:])
+        assert last.startswith(f"Full log available at {served.log_dir}/") and last.endswith(".txt")
+        saved = Path(last.removeprefix("Full log available at "))
+        assert saved.read_bytes() == full
+        assert stat.S_IMODE(saved.stat().st_mode) == 0o644
+        assert stat.S_IMODE(served.log_dir.stat().st_mode) == 0o755
+        # A short failed log is returned whole and leaves no file behind.
+        set_markers(served.tree, **{BREAK_BUILD: True})
+        assert call_sync(served.stack.url).text.endswith("Full log (build):\nbuilding\n\nbuild broke")
+        assert sorted(served.log_dir.iterdir()) == [saved]
+
+
+def test_unsafe_log_folder_gives_the_save_failure_line(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (tmp_path / "mcp").symlink_to(target)  # e.g. planted by the agent in /tmp
+    with serve_task("3", log_dir=tmp_path / "mcp" / "logs") as served:
+        set_markers(served.tree, **{LONG_BUILD: True})
+        text = call_sync(served.stack.url).text
+        assert text.endswith("line 30000\n\nthe end\n\n(Full log could not be saved due to an internal error)")
+        assert "Truncated log (build):\n" in text
+        assert list(target.iterdir()) == []
+        assert "symlink" in (served.workdir / "server.out").read_text()
+
+
+def test_host_and_origin_guard(clean: Served) -> None:
+    url = clean.stack.url
+    port = clean.stack.port
+    assert post_mcp(url, {"Origin": "http://evil.example"}).status_code == 403
+    assert post_mcp(url, {"Host": "evil.example"}).status_code == 421
+    assert post_mcp(url, {"Host": f"evil.example:{port}"}).status_code == 421
+    assert httpx.get(clean.stack.health_url, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert post_mcp(url, {}).status_code == 200
+    assert post_mcp(url, {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}).status_code == 200
+
+
+def test_sigterm_stops_the_server_cleanly() -> None:
+    with serve_task("2") as served:
+        assert served.stack.server is not None
+        started = time.monotonic()
+        assert stop(served.stack.server, grace=10) == 0
+        assert time.monotonic() - started < 8
