@@ -216,6 +216,16 @@ class DockerEngine:
     def has_image(self, image: str) -> bool:
         return self.docker("image", "inspect", image).returncode == 0
 
+    def remove_older(self, tag: str) -> None:
+        """Remove the other tags of TAG's repository (a new build replaced them), so each code
+        change does not leave another agent layer of hundreds of MB behind. Never forced:
+        an image a container still uses stays."""
+        repository = tag.rsplit(":", 1)[0]
+        listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+        older = [name for name in listed if name != tag]
+        if older:
+            self.docker("image", "rm", *older)
+
     def build(self, tag: str, context: Path, dockerfile: str) -> None:
         """docker build with no network at all: the context holds everything the image needs."""
         (context / "Dockerfile").write_text(dockerfile, encoding="utf-8")
@@ -226,6 +236,7 @@ class DockerEngine:
             ).returncode
             if status != 0:
                 raise DockerRunError(f"docker build of {tag} failed (exit {status}); last lines:\n{_tail(log)}")
+        self.remove_older(tag)
 
     def run_container(
         self,

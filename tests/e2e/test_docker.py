@@ -1,0 +1,257 @@
+"""Task containers end to end: a real Claude Code in the agent image, driven by the scripted
+Anthropic model on the host, calls test_patch through the server the entrypoint started;
+the container grades the tree and leaves results.json and dialog.jsonl in /results.
+
+Two ways in, sharing the images: a compose file run by pytest-docker (how a user runs many
+containers on an existing engine) and ``ssebench run --docker`` (the product command).
+
+The engine is ssebench's private dockerd (scripts/docker-engine.sh), started here when it
+is not running and stopped at the end of the session; the base image is built offline by
+scripts/docker-base-image.sh (cached). Where no engine can start, the tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
+BASE_IMAGE_SCRIPT = ROOT / "scripts" / "docker-base-image.sh"
+COMPOSE_FILE = Path(__file__).resolve().parent / "docker" / "docker-compose.yml"
+TASK_DIR = ROOT / "examples" / "tasks" / "demo-overflow"
+AGENT = "claude"
+PROMPT = "Fix the stack overflow in the name parser. Check your work with test_patch."
+CONTAINER_TIMEOUT = 300  # seconds for one container run (build of the task included)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models import AnthropicModel  # noqa: E402  (tests/e2e/models: the scripted model APIs)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+
+# What the model receives from test_patch at the default level 2 on the unfixed tree
+# (spec: test_patch-server.md, "Examples").
+LEVEL_2_UNFIXED = (
+    "test_patch result: every check that ran passed.\n"
+    "\n"
+    "Checks:\n"
+    "- build: passed\n"
+    "- functional tests: passed\n"
+    "\n"
+    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported "
+    "about them. Without the PoCs, this result does not show whether the vulnerability is fixed."
+)
+
+
+def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=timeout, check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _timed(label: str, started: float) -> None:
+    print(f"[docker e2e] {label}: {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> Iterator[str]:
+    """DOCKER_HOST of an engine that answers; ours is started here and stopped at the end."""
+    started_here = False
+    if os.environ.get("DOCKER_HOST"):
+        host = os.environ["DOCKER_HOST"]
+        if _script("docker", "version", env={"DOCKER_HOST": host}, timeout=30).returncode != 0:
+            pytest.skip(f"DOCKER_HOST={host} is set but no Docker engine answers there")
+    else:
+        if shutil.which("dockerd") is None or shutil.which("docker") is None:
+            pytest.skip("no Docker engine: dockerd is not installed (scripts/docker-engine.sh install)")
+        status = _script(ENGINE_SCRIPT, "status", timeout=30)
+        if status.returncode != 0:
+            began = time.monotonic()
+            start = _script(ENGINE_SCRIPT, "start", timeout=120)
+            if start.returncode != 0:
+                pytest.skip(f"no Docker engine could start: {start.stderr.strip()}")
+            _timed("engine start", began)
+            started_here = True
+            status = start
+        host = status.stdout.strip().splitlines()[-1].removeprefix("DOCKER_HOST=")
+    previous = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = host  # docker-compose, ssebench run --docker and docker.py use it
+    try:
+        yield host
+    finally:
+        if previous is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = previous
+        if started_here:
+            _script(ENGINE_SCRIPT, "stop", timeout=60)
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_host: str) -> str:
+    began = time.monotonic()
+    result = _script(BASE_IMAGE_SCRIPT, timeout=900)
+    if result.returncode != 0:
+        if shutil.which("debootstrap") is None:
+            pytest.skip("no base image and no debootstrap to build one (scripts/docker-engine.sh install)")
+        pytest.fail(f"scripts/docker-base-image.sh failed:\n{result.stderr}")
+    _timed("base image", began)
+    return result.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="session")
+def agent_image(base_image: str) -> str:
+    """The claude layer on the task image, built from the templates (reused when unchanged)."""
+    from ssebench.container import docker
+
+    began = time.monotonic()
+    engine = docker.DockerEngine.locate()
+    image = docker.build_agent_image(engine, AGENT, docker.build_task_image(engine, base_image))
+    _timed("task image + claude layer", began)
+    return image
+
+
+def _launch(model: AnthropicModel) -> tuple[list[str], dict[str, str]]:
+    """Claude's run recipe (the product's), for the container: HOME /root, server on :3000."""
+    from ssebench.agents.recipe import get_recipe
+
+    model_env = {"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"}
+    launch = get_recipe(AGENT).launch(prompt=PROMPT, mcp_url="http://127.0.0.1:3000/mcp",
+                                      home=Path("/root"), env=model_env)
+    return list(launch.argv), {**model_env, **launch.env}
+
+
+# --- pytest-docker: the compose file runs one task container --------------------------------
+
+
+@pytest.fixture(scope="session")
+def compose_run(agent_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Everything the compose file interpolates, and the scripted model the agent talks to."""
+    import shlex
+
+    folder = tmp_path_factory.mktemp("compose")
+    task_copy, results = folder / "task", folder / "results"
+    shutil.copytree(TASK_DIR, task_copy, symlinks=True)
+    results.mkdir()
+    model = AnthropicModel().start()
+    argv, env = _launch(model)
+    env_file = folder / "container.env"
+    env_file.write_text(
+        "".join(f"{key}={value}\n" for key, value in {
+            "SSE_TASK": "/task/task.toml", "SSE_DIFFICULTY": "2", "SSE_DIALOG": AGENT,
+            "SSE_PROMPT": PROMPT, "SSE_AGENT_TIMEOUT": "240", **env,
+        }.items()),
+        encoding="utf-8",
+    )
+    variables = {
+        "SSEBENCH_IMAGE": agent_image,
+        "SSEBENCH_TASK_COPY": str(task_copy),
+        "SSEBENCH_RESULTS": str(results),
+        "SSEBENCH_ENV_FILE": str(env_file),
+        "SSEBENCH_AGENT_COMMAND": shlex.join(["--", *argv]),
+    }
+    os.environ.update(variables)
+    try:
+        yield {"results": results, "model": model, "task_copy": task_copy}
+    finally:
+        model.stop()
+        for key in variables:
+            os.environ.pop(key, None)
+
+
+@pytest.fixture(scope="session")
+def docker_compose_command() -> str:
+    if shutil.which("docker-compose"):
+        return "docker-compose"
+    if _script("docker", "compose", "version", timeout=30).returncode == 0:
+        return "docker compose"
+    pytest.skip("no Docker Compose (docker-compose or the compose plugin); scripts/docker-engine.sh install")
+
+
+@pytest.fixture(scope="session")
+def docker_compose_file(compose_run: dict) -> str:
+    return str(COMPOSE_FILE)
+
+
+@pytest.fixture(scope="session")
+def docker_compose_project_name() -> str:
+    return f"ssebench-e2e-{os.getpid()}"
+
+
+@pytest.fixture(scope="session")
+def docker_setup() -> list[str]:
+    return ["up --no-build -d"]  # the image is built from the templates, not by compose
+
+
+def _dialog(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _assert_claude_session(results: Path, model: AnthropicModel, report: dict) -> None:
+    """What the container left: graded results, the dialog, and the text the model got."""
+    assert report["status"] == "checks_failed", json.dumps(report, indent=2)
+    assert report["exit_code"] == 1
+    assert report["passed"] is False
+    assert report["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/task/src"}
+    assert report["difficulty"] == {"level": 2, "name": "NO_FUTURE_TEST"}
+    assert [report["stages"][s]["state"] for s in ("daemon", "server", "agent", "grading")] == ["done"] * 4
+    assert report["agent"]["exit_code"] == 0
+    assert report["dialog"] == "dialog.jsonl"
+
+    [result] = model.tool_results()
+    assert result.text == LEVEL_2_UNFIXED, model.describe()
+
+    events = _dialog(results / "dialog.jsonl")
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["type"] == "init"
+    assert {"type": "prompt", "text": PROMPT}.items() <= events[1].items()
+    tools = [e for e in events if e["type"] == "tool"]
+    assert [(t["name"], t["status"]) for t in tools] == [
+        ("mcp__ssebench__test_patch", "running"), ("mcp__ssebench__test_patch", "success")]
+    assert tools[0]["id"] == tools[1]["id"]
+    assert events[-1]["type"] == "complete" and events[-1]["status"] == "success"
+
+
+def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: dict) -> None:  # noqa: ANN001
+    results: Path = compose_run["results"]
+    began = time.monotonic()
+    docker_services.wait_until_responsive(
+        check=lambda: (results / "results.json").is_file(), timeout=CONTAINER_TIMEOUT, pause=1.0)
+    _timed("compose container run", began)
+    report = json.loads((results / "results.json").read_text(encoding="utf-8"))
+    _assert_claude_session(results, compose_run["model"], report)
+    # The container changed only its own copy of the task.
+    assert (TASK_DIR / "task.toml").read_bytes() == (compose_run["task_copy"] / "task.toml").read_bytes()
+
+
+# --- ssebench run --docker: the product command ---------------------------------------------
+
+
+def test_ssebench_run_docker_with_claude(agent_image: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    before = {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()}
+    with AnthropicModel() as model:
+        began = time.monotonic()
+        run = _script(
+            ROOT / ".venv" / "bin" / "ssebench", "run", "--docker", "--agent", AGENT,
+            "--task", TASK_DIR, "--difficulty", "2", "--prompt", PROMPT, "--results", results, "--json",
+            env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"},
+            timeout=CONTAINER_TIMEOUT + 120,
+        )
+        _timed("ssebench run --docker", began)
+        assert run.returncode == 1, run.stderr
+        report = json.loads((results / "results.json").read_text(encoding="utf-8"))
+        assert json.loads(run.stdout) == report
+        _assert_claude_session(results, model, report)
+    assert (results / "container.log").is_file()
+    # The user's task folder is byte for byte what it was.
+    assert {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()} == before
