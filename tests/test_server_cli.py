@@ -1,0 +1,133 @@
+"""The commands: ``serve`` refusing a bad level, ``up`` serving until Ctrl-C, ``demo``."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from test_report import SPEC_LEVEL_2, SPEC_REASONS
+from test_server_support import VULN_P2, call_sync, set_markers, write_task
+
+from ssebench.difficulty import Check
+from ssebench.server.cli import _default_demo_task
+from ssebench.server.stack import free_port, ssebench_argv, stop, wait_server
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.mark.parametrize("raw", ["", " ", "5", "-1", "two", "2.0", "02", "+2", "\u0662", "0x2", "2 2"])
+def test_serve_refuses_a_bad_difficulty_before_importing_fastmcp(raw: str) -> None:
+    port = free_port()
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", *ssebench_argv("serve", "--port", str(port))[1:]],
+        env={**os.environ, "SSE_DIFFICULTY": raw},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2
+    message = f"SSE_DIFFICULTY must be an integer from 0 to 4, got '{raw}'"
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
+    assert lines == [message]
+    assert proc.stdout == ""
+    # Nothing that binds a port was even loaded.
+    assert not re.search(r"\| +(fastmcp|uvicorn|mcp)(\.|$)", proc.stderr, re.M)
+    assert elapsed < 3  # "well under a second" of its own; the rest is interpreter start-up
+
+
+def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "task")
+    port = free_port()
+    proc = subprocess.Popen(
+        ssebench_argv("up", "--task", str(task), "--port", str(port)),
+        env={**os.environ, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "logs")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_server(f"http://127.0.0.1:{port}/healthz", proc)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the daemon runs as a child of up"
+        assert call_sync(f"http://127.0.0.1:{port}/mcp").text == SPEC_LEVEL_2
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(15) == 0
+        out = proc.stdout.read() if proc.stdout else ""
+        assert f"  claude mcp add ssebench http://localhost:{port}/mcp --transport http --scope user\n" in out
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert alive == []
+    finally:
+        stop(proc)
+
+
+def test_up_with_a_bad_task_exits_with_the_daemons_message(tmp_path: Path) -> None:
+    bad = tmp_path / "task.toml"
+    bad.write_text('id = "x"\n')
+    proc = subprocess.run(
+        ssebench_argv("up", "--task", str(bad), "--port", str(free_port())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert str(bad) in proc.stderr and "source" in proc.stderr
+
+
+FIX_REMOVING_THE_BUG = """\
+diff --git a/vuln-p2 b/vuln-p2
+deleted file mode 100644
+--- a/vuln-p2
++++ /dev/null
+@@ -1 +0,0 @@
+-x
+"""
+
+
+@pytest.mark.slow
+def test_demo_shows_unfixed_and_fixed_results(tmp_path: Path) -> None:
+    task = write_task(tmp_path / "task")
+    set_markers(task.parent / "src", **{VULN_P2: True})
+    (task.parent / "fix.patch").write_text(FIX_REMOVING_THE_BUG)
+    before = (task.parent / "src" / VULN_P2).read_bytes()
+    proc = subprocess.run(
+        ssebench_argv("demo", "--task", str(task), "--levels", "0"),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    unfixed, _, fixed = proc.stdout.partition("--- test_patch after applying fix.patch")
+    assert "--- test_patch on the unfixed tree" in unfixed
+    assert f"test_patch result: FAILED. {SPEC_REASONS[Check.POCS]}" in unfixed
+    assert "- PoCs: FAILED (passed 1 of 2; stopped at the first that still triggers the bug)" in unfixed
+    assert "test_patch result: every check passed." in fixed
+    # The task's own tree is untouched.
+    assert (task.parent / "src" / VULN_P2).read_bytes() == before
+
+
+@pytest.mark.slow
+def test_demo_on_the_example_task() -> None:
+    task = _default_demo_task()
+    assert task.is_file(), f"the example task is missing: {task}"
+    proc = subprocess.run(ssebench_argv("demo"), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    sections = proc.stdout.split("======== difficulty level ")
+    level2 = next(s for s in sections if s.startswith("2, NO_FUTURE_TEST"))
+    level0 = next(s for s in sections if s.startswith("0, FULL_ASSISTANCE"))
+    # At the default level the vulnerable tree passes everything it is shown...
+    assert level2.count("test_patch result: every check that ran passed.") == 2
+    # ...at level 0 the PoCs catch the bug, and the fix passes every check.
+    unfixed0, _, fixed0 = level0.partition("--- test_patch after applying fix.patch")
+    assert f"test_patch result: FAILED. {SPEC_REASONS[Check.POCS]}" in unfixed0
+    assert "test_patch result: every check passed." in fixed0
