@@ -287,9 +287,14 @@ class Runner:
                                            timeout=command.timeout, append=append):
             yield event
         if outcome.timed_out:
-            with open(log.stderr, "ab") as f:
-                f.write(f"\n[ssebench] timed out after {command.timeout:g} s: the command and "
-                        "every process it started were killed.\n".encode())
+            note = (f"[ssebench] timed out after {command.timeout:g} s: the command and "
+                    "every process it started were killed.\n").encode()
+            with open(log.stderr, "ab+") as f:
+                if f.tell() > 0:
+                    f.seek(-1, os.SEEK_END)
+                    if f.read(1) != b"\n":
+                        note = b"\n" + note
+                f.write(note)
 
     def _env(self, tree: Path) -> dict[str, str]:
         env = dict(self.base_env)

@@ -136,11 +136,13 @@ def short_tempdir() -> Path:
 def start_daemon(task_file: Path | str, *, difficulty: str | None = "2", tree: Path | None = None,
                  socket: Path | None = None, heartbeat: float | None = 0.2,
                  env: Mapping[str, str] | None = None, args: Sequence[str] = (),
-                 wait: bool = True, ready_timeout: float = 15.0) -> DaemonProcess:
+                 wait: bool = True, ready_timeout: float = 15.0, pass_socket: bool = True) -> DaemonProcess:
     """Start ``ssebench daemon --task FILE`` and (with *wait*) wait until /health answers.
 
     ``difficulty=None`` leaves SSE_DIFFICULTY unset; ``heartbeat`` sets
     SSE_DAEMON_HEARTBEAT (``None``: unset); ``env`` adds or overrides variables.
+    ``pass_socket=False`` leaves out ``--socket`` (the daemon then picks the socket
+    from the environment; ``socket`` must name where it will be, for waiting).
     """
     folder = short_tempdir()
     sock = socket or folder / "d.sock"
@@ -152,7 +154,9 @@ def start_daemon(task_file: Path | str, *, difficulty: str | None = "2", tree: P
     if heartbeat is not None:
         full_env["SSE_DAEMON_HEARTBEAT"] = str(heartbeat)
     full_env.update(env or {})
-    argv = [SSEBENCH, "daemon", "--task", str(task_file), "--socket", str(sock), *args]
+    argv = [SSEBENCH, "daemon", "--task", str(task_file), *args]
+    if pass_socket:
+        argv += ["--socket", str(sock)]
     if tree is not None:
         argv += ["--tree", str(tree)]
     stderr_file = folder / "stderr.txt"
