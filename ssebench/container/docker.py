@@ -131,7 +131,12 @@ def run_in_docker(
             image=image,
             command=["--", *agent_command],
             mounts={task_copy: CONTAINER_TASK_DIR, results_dir.resolve(): CONTAINER_RESULTS_DIR},
-            env={"SSE_DIFFICULTY": str(difficulty), **(env or {})},
+            env={
+                **(env or {}),
+                "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml",
+                "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR,
+                "SSE_DIFFICULTY": str(difficulty),
+            },
             network=network,
             timeout=timeout,
             log_path=log_path,

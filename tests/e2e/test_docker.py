@@ -243,7 +243,7 @@ def test_ssebench_run_docker_with_claude(agent_image: str, tmp_path: Path) -> No
         began = time.monotonic()
         run = _script(
             ROOT / ".venv" / "bin" / "ssebench", "run", "--docker", "--agent", AGENT,
-            "--task", TASK_DIR, "--difficulty", "2", "--prompt", PROMPT, "--results", results, "--json",
+            "--task", TASK_DIR / "task.toml", "--difficulty", "2", "--prompt", PROMPT, "--results", results, "--json",
             env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"},
             timeout=CONTAINER_TIMEOUT + 120,
         )
