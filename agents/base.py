@@ -6,14 +6,14 @@ in which unit), the notes a user must see. Reading, merging and removing the ent
 same for every client and live in ``files`` (one editor per format); a client never touches a
 file itself.
 
-Run recipes (how ssebench launches the agent headless, see ``ssebench.agents.recipe``) hang
-off the same object: ``Client.recipe_module`` names the module that holds the client's recipe
-and ``Client.recipe()`` imports it lazily, so registering a client does not import its recipe.
+Run recipes (how ssebench launches the agent headless) live in ``ssebench.agents.recipe``,
+keyed by the same AGENT name: ``Client.recipe()`` looks the client's recipe up there, lazily,
+so registering a client never imports a recipe, and a client without one (VS Code, Zed...) can
+still be registered, just not launched by ``ssebench run``.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import sys
@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ssebench.agents.recipe import Recipe
 
 DEFAULT_URL = "http://localhost:3000/mcp"
 DEFAULT_NAME = "ssebench"
@@ -88,7 +90,6 @@ class Client:
     timeout_unit: Unit | None = None
     timeout_behaviour: str = ""  # one sentence: the client's default limit and whether progress resets it
     binaries: tuple[str, ...] = ()  # programs whose presence means the client is installed
-    recipe_module: str | None = None  # the module holding the run recipe, if ssebench can run it
     extra_notes: tuple[str, ...] = field(default=())
     path_note: str = ""  # how the user-scope path moves, e.g. "or $CODEX_HOME/config.toml"
 
@@ -186,9 +187,9 @@ class Client:
 
     # -- run recipe hook (engineer D) ---------------------------------------------------------
 
-    def recipe(self) -> ModuleType | None:
-        """The module with this client's run recipe, imported on first use; None if ssebench
-        has no recipe for it (it can still be registered, just not launched by `ssebench run`)."""
-        if self.recipe_module is None:
-            return None
-        return importlib.import_module(self.recipe_module)
+    def recipe(self) -> Recipe | None:
+        """This client's run recipe, looked up by name in ``ssebench.agents.recipe``; None if
+        ssebench cannot launch this client."""
+        from ssebench.agents.recipe import AGENTS, get_recipe
+
+        return get_recipe(self.name) if self.name in AGENTS else None

@@ -13,9 +13,6 @@ import json
 import sys
 from pathlib import Path
 
-AGENTS = ("claude", "codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose", "zed",
-          "claude-desktop", "generic")
-
 
 def _positive_int(text: str) -> int:
     try:
@@ -29,13 +26,16 @@ def _positive_int(text: str) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
+    from ssebench.agents.registry import CLIENTS  # plain data: cheap to import at start-up
+
+    names = tuple(CLIENTS)
 
     agents = sub.add_parser("agents", help="register the ssebench MCP server with an agent / MCP client",
                             description="Register the ssebench MCP server with an agent or MCP client.")
     verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser, *, entry: bool) -> None:
-        p.add_argument("agent", metavar="AGENT", choices=AGENTS, help=" | ".join(AGENTS))
+        p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
         p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
         if entry:
             p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")

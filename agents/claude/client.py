@@ -40,5 +40,4 @@ CLIENT = ClaudeCode(
     ),
     path_note="(or $CLAUDE_CONFIG_DIR/.claude.json)",
     binaries=("claude",),
-    recipe_module="ssebench.agents.claude.recipe",
 )

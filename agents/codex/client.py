@@ -42,5 +42,4 @@ CLIENT = Codex(
     timeout_behaviour="Codex does not extend it on progress, so it must cover the whole call.",
     path_note="(or $CODEX_HOME/config.toml)",
     binaries=("codex",),
-    recipe_module="ssebench.agents.codex.recipe",
 )

@@ -31,6 +31,5 @@ CLIENT = Gemini(
     timeout_unit=Unit.MILLISECONDS,
     timeout_behaviour="Gemini CLI's default is 10 minutes and progress does not extend it.",
     binaries=("gemini",),
-    recipe_module="ssebench.agents.generic.recipes",
     extra_notes=("trust: true lets Gemini CLI call the tool without asking (needed headless).",),
 )

@@ -35,5 +35,4 @@ CLIENT = OpenCode(
     timeout_unit=Unit.MILLISECONDS,
     timeout_behaviour="opencode's default is 60 s; the server's progress notifications reset it.",
     binaries=("opencode",),
-    recipe_module="ssebench.agents.generic.recipes",
 )
