@@ -99,13 +99,20 @@ def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
         raise RuntimeError(f"ssebench agents install {agent} failed (exit {code}):\n" + "\n".join(tail))
 
 
-def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str]) -> Plan:
-    """The bundled agent's run recipe (engineer D's agents/recipe.py), as a Plan."""
+def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str],
+                prepare: bool = True) -> Plan:
+    """The bundled agent's run recipe (agents/recipe.py) as a Plan.
+
+    *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
+    container the setup runs inside, where the agent's HOME is).
+    """
     from ssebench.agents.recipe import get_recipe
 
     recipe = get_recipe(agent)
+    if prepare:
+        recipe.prepare(home=home, env=env)
     launch = recipe.launch(prompt=prompt, mcp_url=url, home=home, env=env)
-    return Plan(command=list(launch.argv), env=dict(launch.env), dialog=getattr(recipe, "dialog", agent))
+    return Plan(command=list(launch.argv), env=dict(launch.env), dialog=recipe.dialog)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -206,7 +213,8 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
         extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
     if args.agent:
         home = Path("/root")
-        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env=extra)
+        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**env, **extra},
+                           prepare=False)
         command = plan.command
         extra.update(plan.env)
         if plan.dialog:
@@ -306,6 +314,7 @@ class Display:
         table.add_row("results", str(results / "results.json"))
         if data.get("dialog"):
             table.add_row("dialog", str(results / data["dialog"]))
+        self.console.print()
         self.console.print(table)
 
 

@@ -1,0 +1,99 @@
+"""``ssebench run -- CMD`` in process mode: a whole run with a scripted MCP-client agent."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+AGENT = Path(__file__).parent / "fixtures" / "agents" / "call_test_patch.py"
+RUN = [sys.executable, "-c", "from ssebench.cli import main; main()", "run"]
+
+
+def run(*args: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SSE_")}
+    return subprocess.run([*RUN, *args], env={**base, "COLUMNS": "120", **env}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def tree_digest(tree: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(tree.rglob("*")):
+        digest.update(str(path.relative_to(tree)).encode())
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def task(task_factory):
+    return task_factory(build="true", functional="test -f fixed")
+
+
+def test_run_a_command_end_to_end(task, tmp_path: Path):
+    results = tmp_path / "run"
+    before = tree_digest(task.tree)
+    result = run("--task", str(task.file), "--results", str(results), "--difficulty", "1", "--json", "--",
+                 sys.executable, str(AGENT), "--write", "fixed", "yes")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)  # --json: stdout is results.json, nothing else
+    assert data == json.loads((results / "results.json").read_text())
+    assert data["status"] == "passed" and data["passed"] is True
+    assert data["difficulty"] == {"level": 1, "name": "NO_INTENT_TEST"}
+    # the agent worked in a copy: the task's own tree is untouched
+    assert data["task"]["tree"] == str(results / "tree")
+    assert (results / "tree" / "fixed").read_text() == "yes"
+    assert tree_digest(task.tree) == before
+    # what the agent got from test_patch at level 1 on a task without PoCs
+    assert (results / "agent-stdout.log").read_text() == (
+        "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n"
+        "- PoCs: passed (the task has none)\n- functional tests: passed\n\n"
+        "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about them.\n")
+    # the live display went to stderr, with the final stage table and the summary
+    for stage in ("setup", "daemon", "server", "agent", "grading"):
+        assert f"│ {stage}" in result.stderr
+    assert "passed (exit 0)" in result.stderr
+
+
+def test_run_reports_a_failed_check_in_the_table(task, tmp_path: Path):
+    results = tmp_path / "run"
+    result = run("--task", str(task.file), "--results", str(results), "--", sys.executable, str(AGENT))
+    assert result.returncode == 1, result.stderr
+    assert "checks_failed (exit 1)" in result.stdout
+    assert f"{results / 'results.json'}" in result.stdout
+    assert json.loads((results / "results.json").read_text())["passed"] is False
+
+
+def test_run_needs_an_agent_or_a_command_not_both(task):
+    result = run("--task", str(task.file), "--agent", "claude", "--", "true")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "ssebench run: give either --agent NAME or a command after '--', not both or neither\n"
+    result = run("--task", str(task.file))
+    assert result.returncode == 2
+
+
+def test_run_refuses_a_results_folder_in_use(task, tmp_path: Path):
+    results = tmp_path / "used"
+    results.mkdir()
+    (results / "keep.txt").write_text("mine")
+    result = run("--task", str(task.file), "--results", str(results), "--", "true")
+    assert result.returncode == 2
+    assert result.stderr == f"ssebench run: --results {results}: exists and is not an empty folder\n"
+    assert [p.name for p in results.iterdir()] == ["keep.txt"]
+
+
+def test_run_refuses_a_bad_difficulty_and_a_bad_task(task, tmp_path: Path):
+    result = run("--task", str(task.file), "--difficulty", "02", "--results", str(tmp_path / "r"), "--", "true")
+    assert (result.returncode, result.stderr) == (2, "ssebench run: SSE_DIFFICULTY must be an integer from 0 to 4, "
+                                                     "got '02'\n")
+    assert not (tmp_path / "r").exists()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('id = "x"\n')
+    result = run("--task", str(bad), "--", "true")
+    assert result.returncode == 2
+    assert result.stderr == f"ssebench run: {bad}: key 'source': missing (required)\n"
