@@ -83,6 +83,27 @@ class CheckLog:
             while data := f.read(_CHUNK):
                 yield data
 
+    def tail(self, max_bytes: int = 64 * 1024) -> bytes:
+        """The last *max_bytes* of the log, read from the ends of the files."""
+        out_size = self.stdout.stat().st_size
+        sep = self._separator(out_size)
+        with open(self.stderr, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            err_size = f.tell()
+            f.seek(max(0, err_size - max_bytes))
+            err = f.read()
+        want = max_bytes - len(err)
+        if want <= 0:
+            return err
+        head = sep[-want:] if want < len(sep) else sep
+        want -= len(head)
+        out = b""
+        if want > 0 and out_size:
+            with open(self.stdout, "rb") as f:
+                f.seek(max(0, out_size - want))
+                out = f.read(min(want, out_size))
+        return out + head + err
+
     def read_text(self) -> str:
         """The whole log as text: for tests and small logs only."""
         return b"".join(self.chunks()).decode("utf-8", "replace")
