@@ -53,6 +53,9 @@ def _entrypoint(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         print(f"ssebench entrypoint: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # a second Ctrl-C before the agent ran: everything is stopped
+        print("ssebench entrypoint: interrupted", file=sys.stderr)
+        return 130
     results = outcome.results
     print(f"ssebench entrypoint: {results['status']} (exit {outcome.exit_code}); results in {outcome.results_file}",
           file=sys.stderr)

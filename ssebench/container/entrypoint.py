@@ -205,6 +205,9 @@ class Entrypoint:
             graded_ok: bool | None = None
         else:
             grading, grade_error, graded_ok = self._grade(tree)
+            if self._signal is not None:  # interrupted while grading
+                name = signal.Signals(self._signal).name
+                return 128 + self._signal, f"interrupted by {name} while grading", grading
         # the exit status: agent first, then grading
         if agent.timed_out:
             return EXIT_AGENT_TIMEOUT, None, grading

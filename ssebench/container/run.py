@@ -164,6 +164,10 @@ def _run(args: argparse.Namespace) -> int:
         display.stop()
         print(f"ssebench run: {exc}", file=err)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C before the agent ran: everything is stopped
+        display.stop()
+        print("ssebench run: interrupted", file=err)
+        return 130
     display.stop()
     if data is not None:
         display.summary(data, results)
