@@ -1,0 +1,242 @@
+"""End-to-end fixtures: the real agent CLIs from npm, a private HOME, the real stack.
+
+- ``agent_clis`` (session): ``npm install`` of tests/e2e/package.json + its lock into a cache folder outside
+  the repository (``$SSEBENCH_E2E_CACHE`` or ``~/.cache/ssebench/e2e-node``, one folder per
+  hash of the lock file), done once and reused; returns the ``node_modules/.bin`` folder.
+  Skipped, with the reason, only where npm is absent; a failing install fails the tests.
+- ``agent_run``: one whole run of a CLI against ``ssebench serve`` + ``ssebench daemon`` on a
+  task, the way ssebench runs agents: ``ssebench agents install CLI --url URL`` into a fresh
+  HOME, then the CLI's run recipe (agents/*/recipe.py), headless, against a scripted model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+E2E = Path(__file__).resolve().parent
+REPO = E2E.parent.parent
+SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
+CLIS = ("claude", "codex", "gemini", "opencode")
+INSTALL_TIMEOUT = 900
+PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
+
+# The model variables the recipes read, per CLI, pointing at a scripted model at URL.
+MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
+    "claude": lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e"},
+    "opencode": lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e",
+                             "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5"},
+    # a model name Codex has no metadata for: Codex then offers MCP tools directly instead
+    # of deferring them behind its tool_search tool (which a two-turn script cannot drive)
+    "codex": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e",
+                          "SSE_AGENT_MODEL": "scripted-model"},
+    "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
+}
+
+# Variables of the machine that would point a CLI somewhere else than the test says.
+_LEAKY = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE_", "OPENCODE_",
+          "SSE_", "MCP_", "XDG_", "NODE_OPTIONS", "npm_")
+
+
+# -- the CLIs --------------------------------------------------------------------------------
+
+
+def _cache_root() -> Path:
+    configured = os.environ.get("SSEBENCH_E2E_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "ssebench" / "e2e-node"
+
+
+def install_clis(report: Callable[[str], None] = print) -> Path:
+    """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``."""
+    from filelock import FileLock
+
+    lock_bytes = (E2E / "package-lock.json").read_bytes()
+    digest = hashlib.sha256((E2E / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
+    target = _cache_root() / digest
+    stamp = target / "installed.json"
+    bin_dir = target / "node_modules" / ".bin"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target.parent / f"{digest}.lock"), timeout=INSTALL_TIMEOUT + 60):
+        if stamp.is_file() and all((bin_dir / c).exists() for c in CLIS):
+            return bin_dir
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(mode=0o700)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copyfile(E2E / name, target / name)
+        started = time.monotonic()
+        # not `npm ci`: the lock names opencode's optional binaries for every platform, the
+        # registry mirror here serves only this platform's, and `npm ci` refuses a lock with
+        # a missing optional entry; `npm install --no-save` installs the locked versions
+        proc = subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund",
+                               "--loglevel=error"], cwd=target,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=INSTALL_TIMEOUT)
+        if proc.returncode != 0:
+            raise RuntimeError(f"npm install in {target} failed (exit {proc.returncode}):\n"
+                               f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        seconds = time.monotonic() - started
+        size = sum(p.stat().st_size for p in (target / "node_modules").rglob("*")
+                   if p.is_file() and not p.is_symlink())
+        stamp.write_text(json.dumps({"seconds": round(seconds, 1), "bytes": size}))
+        report(f"e2e: installed the agent CLIs into {target} in {seconds:.0f} s "
+               f"({size / 2**20:.0f} MiB)")
+    return bin_dir
+
+
+@pytest.fixture(scope="session")
+def agent_clis() -> Path:
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.skip("npm/node not found on PATH: the agent CLIs cannot be installed, so the "
+                    "end-to-end tests with real agent CLIs do not run here")
+    return install_clis(lambda line: print(line, file=sys.stderr))
+
+
+# -- one run ----------------------------------------------------------------------------------
+
+
+def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
+    """The machine's environment without anything that points a CLI elsewhere, HOME private."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
+    env.update(HOME=str(home), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+               XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"),
+               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
+               NO_COLOR="1", CI="true")
+    return env
+
+
+def copy_task(task_file: Path, dest: Path, *, fix: Path | None = None,
+              count_builds_to: Path | None = None) -> Path:
+    """A copy of a task folder, optionally with a patch applied to its source tree and its
+    build step also appending a line to ``count_builds_to`` (so a test counts the runs the
+    daemon really made). Returns the copy's task.toml."""
+    import tomlkit
+
+    shutil.copytree(task_file.parent, dest, symlinks=True)
+    copy = dest / task_file.name
+    doc = tomlkit.parse(copy.read_text())
+    if fix is not None:
+        tree = dest / str(doc["source"])
+        subprocess.run(["patch", "-p1", "--quiet", "-i", str(fix)], cwd=tree, check=True,
+                       stdin=subprocess.DEVNULL)
+    if count_builds_to is not None:
+        doc["build"]["run"] = f'echo build >> {json.dumps(str(count_builds_to))} && {doc["build"]["run"]}'
+    copy.write_text(tomlkit.dumps(doc))
+    return copy
+
+
+@dataclass
+class AgentRun:
+    """What one run left behind."""
+
+    cli: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    model: object  # the scripted model (tests.e2e.models), stopped, with its record
+    builds: int  # how many times the daemon ran the build step
+    home: Path
+    server_output: str
+    config: dict[str, str] = field(default_factory=dict)  # the files agents install wrote
+
+    def explain(self) -> str:
+        return (f"{self.cli} exit {self.exit_code} after {self.seconds:.1f} s, builds={self.builds}\n"
+                f"--- stdout (tail)\n{self.stdout[-3000:]}\n--- stderr (tail)\n{self.stderr[-3000:]}\n"
+                f"--- model requests\n{self.model.describe()}\n"  # type: ignore[attr-defined]
+                f"--- server output (tail)\n{self.server_output[-2000:]}")
+
+
+def run_group(argv: list[str], *, env: Mapping[str, str], cwd: Path,
+              timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a CLI in its own process group with empty stdin; whatever it started is killed
+    when it ends or times out (a CLI may leave helpers behind), so no test leaks processes."""
+    proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        out, err = proc.communicate()
+        raise AssertionError(f"{argv[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}") from None
+    finally:
+        _kill_group(proc.pid)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _read_tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        return path.read_bytes()[-4000:].decode("utf-8", "replace")
+    return ""
+
+
+def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix: Path | None = None,
+              workdir: Path, cli_timeout: float = 240, extra_env: Mapping[str, str] | None = None,
+              install_args: tuple[str, ...] = ()) -> AgentRun:
+    """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it."""
+    from ssebench.agents.recipe import get_recipe
+    from ssebench.server.stack import running_stack
+    from tests.e2e.models import for_cli
+
+    counter = workdir / "builds.count"
+    task = copy_task(task_file, workdir / "task", fix=fix, count_builds_to=counter)
+    import tomlkit
+
+    tree = task.parent / str(tomlkit.parse(task.read_text())["source"])
+    home = workdir / "home"
+    home.mkdir(mode=0o700)
+    env = clean_env(home, bin_dir)
+    stack_dir = Path(tempfile.mkdtemp(prefix="sse-e2e-", dir="/tmp"))  # short: Unix socket path
+    try:
+        with running_stack(task, stack_dir, tree=tree, difficulty=str(difficulty),
+                           env={**env, **(extra_env or {})}) as stack:
+            install = subprocess.run([SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
+                                     env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True,
+                                     text=True, timeout=60)
+            assert install.returncode == 0, f"agents install {cli}: {install.stdout}\n{install.stderr}"
+            recipe = get_recipe(cli)
+            with for_cli(cli, final_text="I ran test_patch; see its result above.") as model:
+                model_env = {**env, **MODEL_ENV[cli](model.url), **(extra_env or {})}
+                recipe.prepare(home=home, env=model_env)
+                launch = recipe.launch(prompt=PROMPT, mcp_url=stack.url, home=home, env=model_env)
+                started = time.monotonic()
+                proc = run_group(list(launch.argv), env={**model_env, **launch.env}, cwd=tree,
+                                 timeout=cli_timeout)
+                seconds = time.monotonic() - started
+            server_output = _read_tail(stack_dir / "server.out")
+    finally:
+        shutil.rmtree(stack_dir, ignore_errors=True)
+    builds = len(counter.read_text().splitlines()) if counter.exists() else 0
+    return AgentRun(cli, proc.returncode, proc.stdout, proc.stderr, seconds, model, builds, home,
+                    server_output)
+
+
+@pytest.fixture
+def agent_run(agent_clis: Path, tmp_path: Path) -> Iterator[Callable[..., AgentRun]]:
+    """``agent_run(cli, task_file, difficulty=N, fix=PATCH)`` -> :class:`AgentRun`."""
+    count = iter(range(1, 100))
+
+    def run(cli: str, task_file: Path, **kw: object) -> AgentRun:
+        workdir = tmp_path / f"run-{next(count)}"
+        workdir.mkdir()
+        return run_agent(cli, agent_clis, task_file, workdir=workdir, **kw)  # type: ignore[arg-type]
+
+    yield run
