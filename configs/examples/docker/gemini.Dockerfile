@@ -17,4 +17,8 @@ COPY cli/ /opt/ssebench-agent/
 RUN ln -s /opt/ssebench-agent/node_modules/.bin/gemini /usr/local/bin/gemini \
  && gemini --version
 
-RUN ssebench agents install gemini
+# Register the test_patch server (user scope, http://localhost:3000/mcp), then the run
+# recipe's one-time setup in the agent's HOME (agents/recipe.py: e.g. Gemini's API-key auth).
+RUN ssebench agents install gemini \
+ && python3 -c "import os, pathlib; from ssebench.agents.recipe import get_recipe; \
+get_recipe('gemini').prepare(home=pathlib.Path.home(), env=dict(os.environ))"
