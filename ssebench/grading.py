@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TAIL_LINES = 30
+TAIL_LINES = 40
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
