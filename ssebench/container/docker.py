@@ -106,6 +106,13 @@ def run_in_docker(
     Raises DockerRunError with one clear message when no engine answers, the base image is
     missing, or a build fails (with the build's last lines).
     """
+    if not (task_dir / "task.toml").is_file():
+        raise DockerRunError(f"{task_dir}: no task.toml in this folder")
+    if agent is not None:
+        try:
+            agent_cli(agent)
+        except DockerfileError as error:
+            raise DockerRunError(str(error)) from None
     stage = progress or (lambda _name: None)
     stage("engine")
     engine = DockerEngine.locate()
@@ -167,8 +174,6 @@ def _read_results(path: Path) -> dict | None:
 @contextmanager
 def _task_copy(task_dir: Path) -> Iterator[Path]:
     """A private copy of the task for the container to change; the user's folder stays as it is."""
-    if not (task_dir / "task.toml").is_file():
-        raise DockerRunError(f"{task_dir}: no task.toml in this folder")
     holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
     try:
         copy = holder / "task"

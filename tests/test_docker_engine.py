@@ -1,0 +1,78 @@
+"""ssebench.container.docker without an engine: what a user sees when Docker is not there
+or the input is wrong, before anything is built or written."""
+
+from __future__ import annotations
+
+import socket
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ssebench.container import docker
+from ssebench.container.docker import DockerEngine, DockerRunError, run_in_docker
+
+
+def _task(folder: Path) -> Path:
+    (folder / "src").mkdir(parents=True)
+    (folder / "task.toml").write_text('id = "t"\nsource = "src"\n[build]\nrun = "true"\n', encoding="utf-8")
+    return folder
+
+
+def test_folder_without_task_file_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
+    with pytest.raises(DockerRunError) as error:
+        run_in_docker(task_dir=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r",
+                      difficulty=2)
+    assert str(error.value) == f"{tmp_path}: no task.toml in this folder"
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
+    with pytest.raises(DockerRunError) as error:
+        run_in_docker(task_dir=_task(tmp_path / "task"), agent="cursor", agent_command=[],
+                      results_dir=tmp_path / "r", difficulty=2)
+    assert str(error.value) == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode"
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real Unix socket that nobody serves HTTP on: docker's answer is a connection error.
+    path = tmp_path / "dead.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.close()
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    if docker.shutil.which("docker") is None:
+        with pytest.raises(DockerRunError, match="^the docker command is not installed"):
+            DockerEngine.locate()
+        return
+    with pytest.raises(DockerRunError) as error:
+        run_in_docker(task_dir=_task(tmp_path / "task"), agent=None, agent_command=["true"],
+                      results_dir=tmp_path / "r", difficulty=2)
+    assert str(error.value) == (
+        f"no Docker engine answers at unix://{path}; start ssebench's own with "
+        "scripts/docker-engine.sh start, or set DOCKER_HOST"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_requirements_come_from_the_wheel_metadata_without_extras(tmp_path: Path) -> None:
+    wheel = tmp_path / "x-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("x-1.0.dist-info/METADATA", (
+            "Metadata-Version: 2.3\nName: x\nVersion: 1.0\n"
+            "Requires-Dist: httpx>=0.27\nRequires-Dist: fastmcp<5,>=4.2\n"
+            "Provides-Extra: test\nRequires-Dist: pytest>=8; extra == 'test'\n"
+        ))
+    assert docker._requirements(wheel) == ["fastmcp<5,>=4.2", "httpx>=0.27"]
+
+
+def test_image_tags_change_with_any_input(tmp_path: Path) -> None:
+    one, two = tmp_path / "a.whl", tmp_path / "b.whl"
+    one.write_bytes(b"wheel")
+    two.write_bytes(b"wheel")
+    assert docker._digest(b"FROM x", one) == docker._digest(b"FROM x", one)
+    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM y", one)
+    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)  # the name counts
+    one.write_bytes(b"wheel2")
+    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)
