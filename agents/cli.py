@@ -110,7 +110,7 @@ def _run_edit(args: argparse.Namespace, install: bool) -> int:
         _error(str(exc))
         return 2
     except files.ConfigError as exc:
-        _error(f"{exc}. The file was not changed.")
+        _error(f"{str(exc).rstrip('.')}. The file was not changed.")
         return 1
     except OSError as exc:
         _error(f"{exc.filename or ''}: {exc.strerror or exc}. The file was not changed.")

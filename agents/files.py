@@ -62,15 +62,15 @@ class JsonEditor:
 
     suffix = "json"
 
-    def _doc(self, text: str) -> jsonc.Document:
+    def _doc(self, text: str, path: Sequence[str]) -> jsonc.Document:
         try:
-            return jsonc.Document.parse(text)
+            return jsonc.Document.parse(text, path)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
     def get(self, text: str, path: Sequence[str]) -> Any:
         try:
-            return self._doc(text).get(path)
+            return self._doc(text, path).get(path)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
@@ -78,7 +78,7 @@ class JsonEditor:
         if text is None or text.strip() == "":
             return jsonc.new_text(path, value)
         try:
-            return self._doc(text).set(path, value)
+            return self._doc(text, path).set(path, value)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
@@ -86,7 +86,7 @@ class JsonEditor:
         if text.strip() == "":
             return text
         try:
-            return self._doc(text).remove(path, prune=len(path) - 1)
+            return self._doc(text, path).remove(path, prune=len(path) - 1)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 

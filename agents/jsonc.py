@@ -2,17 +2,22 @@
 
 Why not json-five's round-trip model (``ModelLoader``/``ModelDumper``)? It keeps comments and
 layout, but it builds a node per token in pure Python: 3 s for a 780 kB file, and Claude
-Code's ``~/.claude.json`` grows to megabytes of project history. So this module uses
-json-five's *tokenizer* (fast, and it knows comments, trailing commas, single quotes and
-identifiers) and a small recursive-descent pass that records where each member starts and
-ends. Edits are then text splices: insert a member after the last one, replace a member's
-value, or cut a member out. Everything outside the splice is byte-identical by construction.
+Code's ``~/.claude.json`` grows to megabytes of project history. So this module records only
+where each member of the objects on the edited path starts and ends, and edits are text
+splices: insert a member after the last one, replace a member's value, or cut a member out.
+Everything outside the splice is byte-identical by construction.
+
+Two ways to find the members. A file that is strict JSON (``json.loads`` accepts it, in C) is
+walked with the C decoder skipping every value off the path: milliseconds for megabytes. Any
+other file (comments, trailing commas, JSON5) goes through json-five's tokenizer and a small
+recursive-descent pass over its tokens; those files (editor settings) are small.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,9 +189,22 @@ class Document:
     text: str
     root: Value
     comment_starts: list[int]
+    path: tuple[str, ...] | None = None  # set when parsed by the fast path: the only path walked
 
     @classmethod
-    def parse(cls, text: str) -> Document:
+    def parse(cls, text: str, path: Sequence[str] | None = None) -> Document:
+        """Parse ``text``. With ``path``, a strict-JSON text has only the objects on that key
+        path split into members (the fast path); other objects are spans without members."""
+        if path is not None:
+            try:
+                json.loads(text)
+            except ValueError:
+                pass
+            else:
+                root = _fast_value(text, _skip_ws(text, 0), tuple(path))
+                if root.kind != "object":
+                    raise JsonSyntaxError("the top level is not an object", _line_of(text, root.start))
+                return cls(text, root, [], tuple(path))
         parser = _Parser(text)
         root = parser.document()
         if root.kind != "object":
@@ -329,7 +347,7 @@ class Document:
                 if inner.members or doc.has_comment(inner.start, inner.end):
                     break
             text = doc._cut(obj, member)
-            doc = Document.parse(text)
+            doc = Document.parse(text, self.path)
         root = doc.root
         if not root.members and not doc.has_comment(0, len(text)) and text[:root.start].strip() == "" \
                 and text[root.end:].strip() == "":
@@ -367,6 +385,43 @@ class Document:
         for _, (start, end, new) in sorted(enumerate(cuts), key=lambda c: (c[1][0], c[0]), reverse=True):
             text = text[:start] + new + text[end:]
         return text
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_KEY = re.compile(r'"(?:[^"\\]|\\.)*"')
+_DECODER = json.JSONDecoder()
+
+
+def _skip_ws(text: str, i: int) -> int:
+    return _WS.match(text, i).end()  # type: ignore[union-attr]
+
+
+def _fast_value(text: str, i: int, path: tuple[str, ...]) -> Value:
+    """A value of a text known to be strict JSON; objects on ``path`` (and the root) get
+    their members, everything else is skipped by the C decoder."""
+    if text[i] != "{":
+        _, end = _DECODER.raw_decode(text, i)
+        return Value("array" if text[i] == "[" else "scalar", i, end)
+    start, members = i, []
+    i = _skip_ws(text, i + 1)
+    while text[i] != "}":
+        match = _KEY.match(text, i)
+        assert match is not None  # the text is valid JSON
+        key = json.loads(match.group())
+        i = _skip_ws(text, match.end()) + 1  # past the colon
+        i = _skip_ws(text, i)
+        if path and key == path[0] and text[i] == "{":
+            value = _fast_value(text, i, path[1:])
+        else:
+            _, end = _DECODER.raw_decode(text, i)
+            value = Value("object" if text[i] == "{" else "array" if text[i] == "[" else "scalar", i, end)
+        i = _skip_ws(text, value.end)
+        comma_end = None
+        if text[i] == ",":
+            comma_end = i + 1
+            i = _skip_ws(text, i + 1)
+        members.append(Member(key, match.start(), value, comma_end))
+    return Value("object", start, i + 1, members)
 
 
 def _collapse_if_blank(text: str, open_index: int, close_end: int) -> str:
