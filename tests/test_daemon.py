@@ -348,3 +348,21 @@ def test_result_json_is_one_object_per_line(task_factory, daemon_factory):
     lines = raw.split(b"\n")
     assert lines[-1] == b""
     assert all(isinstance(json.loads(line), dict) for line in lines[:-1])
+
+
+# -- the shipped example task ---------------------------------------------------------------------
+
+
+def test_demo_task_at_level_2_passes_what_it_can_see(demo_task, daemon_factory):
+    r = daemon_factory(demo_task, difficulty="2").result()
+    assert states(r) == {"build": "passed", "functional": "passed"}
+
+
+def test_demo_task_at_level_0_shows_the_bug(demo_task, daemon_factory):
+    d = daemon_factory(demo_task, difficulty="0")
+    r = d.result()
+    assert states(r) == {"build": "passed", "pocs": "failed", "intent": "failed", "functional": "passed"}
+    assert (r["pocs"]["pocs_passed"], r["pocs"]["pocs_total"]) == (0, 2)
+    log = d.log(r["_run"], "pocs")
+    assert "ERROR: AddressSanitizer: stack-buffer-overflow" in log
+    assert "FAIL tests/cases/long-name.in" in d.log(r["_run"], "intent")

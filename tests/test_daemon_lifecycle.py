@@ -310,3 +310,53 @@ def test_no_process_left_after_stop(task_factory):
     d.result()
     assert d.stop() == 0
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+# -- big output --------------------------------------------------------------------------------------
+
+
+class RssSampler:
+    """Samples a process's resident set size in a thread until stopped."""
+
+    def __init__(self, pid: int) -> None:
+        self.proc = psutil.Process(pid)
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(self.proc.memory_info().rss)
+            time.sleep(0.02)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.mark.slow
+def test_500_mb_of_output_leaves_the_daemon_rss_flat(task_factory, daemon_factory):
+    size = 500_000_000
+    t = task_factory(build=f"yes 0123456789abcdef | head -c {size}; echo tail-of-stderr >&2")
+    d = daemon_factory(t.file, difficulty="3")
+    d.result()  # warm up: first run imports and allocates what every run needs
+    idle = psutil.Process(d.proc.pid).memory_info().rss
+    with RssSampler(d.proc.pid) as during_run:
+        r = d.result()
+    assert r["build"]["state"] == "passed"
+    # stdout does not end in a newline (500e6 is no multiple of 17): one is added, then the blank line
+    assert r["build"]["log_bytes"] == size + 2 + len("tail-of-stderr\n")
+    received = 0
+    with RssSampler(d.proc.pid) as during_log:
+        with d.client().stream("GET", f"/runs/{r['_run']}/logs/build") as resp:
+            for chunk in resp.iter_bytes():
+                received += len(chunk)
+                last = chunk
+    assert received == r["build"]["log_bytes"]
+    assert last.endswith(b"\n\ntail-of-stderr\n")
+    growth = max(during_run.samples + during_log.samples) - idle
+    assert growth < 30 * 2**20, f"daemon RSS grew by {growth / 2**20:.1f} MiB (idle {idle / 2**20:.1f} MiB)"
