@@ -162,12 +162,15 @@ class TomlEditor:
                 return text
             span = _toml_block(text, path)
             if span is not None:
-                candidate = text[:span[0]] + self._render(path, value) + text[span[1]:]
+                nl = "\r\n" if "\r\n" in text else "\n"
+                candidate = text[:span[0]] + self._render(path, value).replace("\n", nl) + text[span[1]:]
                 if self._same(candidate, expected):
                     return candidate
         else:
-            base = text if text.endswith("\n") or text == "" else text + "\n"
-            candidate = base + ("\n" if base.strip() else "") + self._render(path, value)
+            nl = "\r\n" if "\r\n" in text else "\n"
+            base = text if text.endswith("\n") or text == "" else text + nl
+            block = self._render(path, value).replace("\n", nl)
+            candidate = base + (nl if base.strip() else "") + block
             if self._same(candidate, expected):
                 return candidate
         return self._fallback_set(doc, path, value)
@@ -201,10 +204,11 @@ class TomlEditor:
         span = _toml_block(text, path)
         if span is not None:
             start, end = span
-            if text[:start].endswith("\n\n"):  # the one blank line install put before it
-                start -= 1
-            elif start == 0 and text[end:end + 1] == "\n":  # first in the file: the blank line after it
-                end += 1
+            nl = "\r\n" if "\r\n" in text else "\n"
+            if text[:start].endswith(nl + nl):  # the one blank line install put before it
+                start -= len(nl)
+            elif start == 0 and text[end:end + len(nl)] == nl:  # first in the file: the blank line after it
+                end += len(nl)
             candidate = text[:start] + text[end:]
             if self._same(candidate, expected):
                 result = candidate
@@ -455,21 +459,29 @@ class Change:
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def read_text(path: Path) -> str | None:
-    """The file's text (BOM removed), or None when there is no file."""
+def _read_bytes(path: Path) -> bytes | None:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise ConfigError(path, "is a directory, not a config file") from None
     except PermissionError:
         raise ConfigError(path, "cannot be read (permission denied)") from None
+
+
+def _decode(path: Path, data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(path, "is not UTF-8 text", data.count(b"\n", 0, exc.start) + 1) from None
     return text[1:] if text.startswith(BOM) else text
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (BOM removed), or None when there is no file."""
+    data = _read_bytes(path)
+    return None if data is None else _decode(path, data)
 
 
 def real_path(path: Path) -> Path:
@@ -483,7 +495,8 @@ def lock_for(path: Path):  # noqa: ANN201
     file would show up in the project's tree)."""
     from filelock import FileLock
 
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench" / "locks"
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    base = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "ssebench" / "locks"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
     return FileLock(str(base / f"{digest}.lock"), timeout=60)
@@ -513,8 +526,8 @@ def edit(path: Path, transform: Callable[[str | None], str | None], *, dry_run: 
         before = read_text(target)
         return Change(path, before, transform(before))
     with lock_for(target):
-        raw = target.read_bytes() if target.exists() else None
-        before = read_text(target)
+        raw = _read_bytes(target)
+        before = None if raw is None else _decode(target, raw)
         change = Change(path, before, transform(before))
         if not change.changed:
             return change

@@ -175,11 +175,9 @@ def test_install_twice_gives_the_same_bytes_and_writes_once(user: Home) -> None:
 @pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "opencode", "vscode", "cursor", "windsurf",
                                    "goose", "zed", "claude-desktop"])
 def test_uninstall_after_install_leaves_no_file_where_there_was_none(user: Home, agent: str) -> None:
-    assert user.run("install", agent).returncode == 0
-    listed = json.loads(user.run("list", "--json").stdout)
-    row = next(r for r in listed if r["agent"] == agent and r["scope"] == "user")
-    assert row["registered"] is True
-    path = Path(row["path"])
+    done = user.run("install", agent, "--json")
+    assert done.returncode == 0, done.stderr
+    path = Path(json.loads(done.stdout)["path"])
     assert path.is_file()
     assert user.run("uninstall", agent).returncode == 0
     assert not path.exists()

@@ -49,6 +49,8 @@ TOML_FIXTURES = {
     "explicit-parent": "[mcp_servers]\n\n[mcp_servers.other]\nurl = 'http://x'\n",
     "after-array-of-tables": "[[hooks]]\nname = \"a\"\n\n[[hooks]]\nname = \"b\"\n",
     "odd-spacing": "a=1\n[ profiles . x ]\nb  =  2   # spaced\n",
+    "crlf": "# windows\r\nmodel = \"x\"\r\n\r\n[mcp_servers.a]\r\nurl = \"u\"\r\n",
+    "quoted-keys": '"mcp_servers".other = { url = "x" }\n["profile ü"]\nk = 1\n',
 }
 
 YAML_FIXTURES = {
