@@ -105,6 +105,7 @@ def agent(*args: str) -> list[str]:
     return ["--", sys.executable, str(AGENT), *args]
 
 
+@pytest.mark.slow
 def test_agent_fixes_the_tree_and_grading_passes(runner: Runner, fixable_task):
     result = runner.run(*agent("--write", "fixed", "yes"))
     assert result.returncode == 0, result.stderr
@@ -124,6 +125,7 @@ def test_agent_fixes_the_tree_and_grading_passes(runner: Runner, fixable_task):
     assert f"ssebench entrypoint: passed (exit 0); results in {runner.results / 'results.json'}" in result.stderr
 
 
+@pytest.mark.slow
 def test_unfixed_tree_fails_grading_with_status_1(runner: Runner):
     result = runner.run(*agent())
     assert result.returncode == 1, result.stderr
@@ -132,6 +134,7 @@ def test_unfixed_tree_fails_grading_with_status_1(runner: Runner):
     assert (data["status"], data["passed"], data["agent"]["exit_code"]) == ("checks_failed", False, 0)
 
 
+@pytest.mark.slow
 def test_level_comes_from_sse_difficulty(runner: Runner):
     result = runner.run(*agent("--write", "fixed", "yes"), SSE_DIFFICULTY="3")
     assert result.returncode == 0, result.stderr
@@ -142,6 +145,7 @@ def test_level_comes_from_sse_difficulty(runner: Runner):
     assert runner.results_json()["difficulty"] == {"level": 3, "name": "BUILD_ONLY"}
 
 
+@pytest.mark.slow
 def test_agent_failure_still_grades(runner: Runner):
     result = runner.run(*agent("--write", "fixed", "yes", "--exit", "3"))
     assert result.returncode == 6, result.stderr
@@ -151,6 +155,7 @@ def test_agent_failure_still_grades(runner: Runner):
     assert data["passed"] is True  # the tree was fixed before the agent failed
 
 
+@pytest.mark.slow
 def test_agent_that_cannot_start(runner: Runner, tmp_path: Path):
     missing = str(tmp_path / "no-such-agent")
     result = runner.run("--", missing)
@@ -172,6 +177,7 @@ def test_bad_mcp_timeout_stops_before_anything_starts(runner: Runner, value: str
     assert not runner.results.exists() or not any(runner.results.iterdir())
 
 
+@pytest.mark.slow
 def test_good_mcp_timeout_with_spaces_is_accepted(runner: Runner):
     result = runner.run(*agent("--write", "fixed", "yes"), SSE_MCP_TIMEOUT=" 60 ")
     assert result.returncode == 0, result.stderr
@@ -204,6 +210,7 @@ def test_results_folder_with_old_results_is_refused(runner: Runner):
     assert old.read_text() == '{"old": true}\n'
 
 
+@pytest.mark.slow
 def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
     with socket.socket() as squatter:  # the port is taken: the server cannot bind it and exits
         squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -226,6 +233,7 @@ def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
     assert not (runner.results / "agent-stdout.log").exists()
 
 
+@pytest.mark.slow
 def test_daemon_that_cannot_start(runner: Runner, tmp_path: Path):
     socket_path = tmp_path / "missing-folder" / "daemon.sock"
     result = runner.run(*agent(), SSE_DAEMON_SOCKET=str(socket_path))
@@ -236,6 +244,7 @@ def test_daemon_that_cannot_start(runner: Runner, tmp_path: Path):
     assert data["error"].startswith(f"the daemon (socket {socket_path}) exited with status")
 
 
+@pytest.mark.slow
 def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
     script = "sleep 300 & sleep 301 & echo started; wait"
     started = time.monotonic()
@@ -252,6 +261,7 @@ def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
     assert not survivors(runner.marker)
 
 
+@pytest.mark.slow
 def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
     marker = tmp_path / "got-signal"
     ready = tmp_path / "agent-ready"
@@ -277,6 +287,7 @@ def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
     assert data["grading"] is None and data["passed"] is None
 
 
+@pytest.mark.slow
 def test_dialog_from_the_agent_stream(runner: Runner):
     """--dialog: the agent's stdout (here a replayed real Codex stream) becomes dialog.jsonl."""
     replay = f"import sys; sys.stdout.write(open({str(STREAMS / 'codex.jsonl')!r}).read())"
@@ -289,3 +300,46 @@ def test_dialog_from_the_agent_stream(runner: Runner):
     assert lines[-1]["status"] == "success" and lines[-1]["exit_code"] == 0
     assert (runner.results / "agent-stdout.log").read_text() == (STREAMS / "codex.jsonl").read_text()
     assert runner.results_json()["dialog"] == "dialog.jsonl"
+
+
+@pytest.mark.slow
+def test_sidecar_uses_the_running_daemon_and_leaves_grading_to_it(tmp_path: Path, fixable_task, daemon_factory):
+    """--sidecar: no daemon started, no task file in the agent's container, no grading here."""
+    daemon = daemon_factory(fixable_task.file, difficulty="2", tree=fixable_task.tree)
+    r = Runner(tmp_path, fixable_task.file)
+    r.env.pop("SSE_TASK")
+    result = r.run("--sidecar", *agent("--write", "fixed", "yes"), SSE_DAEMON_SOCKET=str(daemon.socket),
+                   SSE_TREE=str(fixable_task.tree))
+    r.assert_nothing_left()
+    assert result.returncode == 0, result.stderr
+    assert (r.results / "agent-stdout.log").read_text() == LEVEL2_FIXED
+    assert not (r.results / "daemon.log").exists()  # the sidecar's daemon, not ours
+    assert daemon.proc.poll() is None  # and we left it running
+    data = r.results_json()
+    assert (data["mode"], data["status"], data["passed"], data["grading"]) == ("sidecar", "passed", None, None)
+    assert data["task"] == {"id": None, "file": None, "tree": str(fixable_task.tree)}
+    assert data["stages"]["grading"] == {"state": "skipped",
+                                         "detail": "sidecar mode without SSE_TASK: the sidecar grades"}
+
+
+@pytest.mark.slow
+def test_sidecar_daemon_that_never_answers_times_out(tmp_path: Path, fixable_task):
+    r = Runner(tmp_path, fixable_task.file)
+    r.env.pop("SSE_TASK")
+    nowhere = tmp_path / "nobody.sock"
+    started = time.monotonic()
+    result = r.run("--sidecar", *agent(), SSE_DAEMON_SOCKET=str(nowhere), SSE_TREE=str(fixable_task.tree),
+                   SSE_MCP_TIMEOUT="2")
+    assert 2 <= time.monotonic() - started < 20
+    r.assert_nothing_left()
+    assert result.returncode == 3
+    assert f"ssebench entrypoint: daemon: failed: the daemon (socket {nowhere}) did not answer within 2 s\n" \
+        in result.stderr
+    assert r.results_json()["status"] == "daemon_failed"
+
+
+def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
+    r = Runner(tmp_path, fixable_task.file)
+    result = r.run("--sidecar", *agent())
+    assert (result.returncode, result.stderr) == (
+        2, "ssebench entrypoint: --sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves\n")

@@ -35,6 +35,7 @@ def task(task_factory):
     return task_factory(build="true", functional="test -f fixed")
 
 
+@pytest.mark.slow
 def test_run_a_command_end_to_end(task, tmp_path: Path):
     results = tmp_path / "run"
     before = tree_digest(task.tree)
@@ -60,6 +61,7 @@ def test_run_a_command_end_to_end(task, tmp_path: Path):
     assert "passed (exit 0)" in result.stderr
 
 
+@pytest.mark.slow
 def test_run_reports_a_failed_check_in_the_table(task, tmp_path: Path):
     results = tmp_path / "run"
     result = run("--task", str(task.file), "--results", str(results), "--", sys.executable, str(AGENT))

@@ -30,6 +30,7 @@ from ssebench.container.processes import (
     open_log,
     spawn,
     ssebench_argv,
+    stop_all,
     wait_for_exit,
 )
 from ssebench.container.readiness import StartupError, wait_for_daemon, wait_for_mcp
@@ -152,8 +153,7 @@ class Entrypoint:
         try:
             exit_code, error, grading = self._stages_run(task, tree, workdir, agent)
         finally:
-            for child in reversed(self._children):
-                child.stop()
+            stop_all(self._children)
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
         results = self._results(task, tree, agent, grading, exit_code, error, started_at, time.monotonic() - t0)
@@ -194,8 +194,7 @@ class Entrypoint:
         # 3. the agent
         self._run_agent(tree, agent)
         # 4. stop the servers before grading: nothing may change the tree any more
-        for child in reversed(self._children):
-            child.stop()
+        stop_all(self._children)
         if self._signal is not None:
             self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
             return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
