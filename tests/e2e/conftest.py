@@ -190,8 +190,12 @@ def _read_tail(path: Path) -> str:
 
 def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix: Path | None = None,
               workdir: Path, cli_timeout: float = 240, extra_env: Mapping[str, str] | None = None,
-              install_args: tuple[str, ...] = ()) -> AgentRun:
-    """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it."""
+              install_args: tuple[str, ...] = (), server_args: tuple[str, ...] = (),
+              after_install: Callable[[Path], None] | None = None) -> AgentRun:
+    """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it.
+
+    ``extra_env`` goes to the daemon, the server and the CLI; ``after_install(home)`` may
+    change what ``agents install`` wrote (to take one of its settings out of the picture)."""
     from ssebench.agents.recipe import get_recipe
     from ssebench.server.stack import running_stack
     from tests.e2e.models import for_cli
@@ -207,11 +211,13 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
     stack_dir = Path(tempfile.mkdtemp(prefix="sse-e2e-", dir="/tmp"))  # short: Unix socket path
     try:
         with running_stack(task, stack_dir, tree=tree, difficulty=str(difficulty),
-                           env={**env, **(extra_env or {})}) as stack:
+                           env={**env, **(extra_env or {})}, server_args=server_args) as stack:
             install = subprocess.run([SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
                                      env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True,
                                      text=True, timeout=60)
             assert install.returncode == 0, f"agents install {cli}: {install.stdout}\n{install.stderr}"
+            if after_install is not None:
+                after_install(home)
             recipe = get_recipe(cli)
             with for_cli(cli, final_text="I ran test_patch; see its result above.") as model:
                 model_env = {**env, **MODEL_ENV[cli](model.url), **(extra_env or {})}

@@ -1,0 +1,96 @@
+"""The spec's result texts (test_patch-server.md), written out word for word.
+
+Kept apart from the server's own renderer on purpose: a test that built its expectation
+with the code under test could not fail.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "examples" / "tasks" / "demo-overflow"
+DEMO_TASK = DEMO / "task.toml"
+DEMO_FIX = DEMO / "fix.patch"
+
+_NO_POCS_NOTE = "Without the PoCs, this result does not show whether the vulnerability is fixed."
+
+
+def poc_count(task_file: Path) -> int:
+    return len(tomlkit.parse(task_file.read_text())["pocs"]["files"])
+
+
+def level0_all_passed(pocs: int) -> str:
+    """Level 0, a fixed tree: the spec's level-0 example, for a task with ``pocs`` PoCs."""
+    return ("test_patch result: every check passed.\n"
+            "\n"
+            "Checks:\n"
+            "- build: passed\n"
+            f"- PoCs: passed ({pocs} of {pocs})\n"
+            "- intent tests: passed\n"
+            "- functional tests: passed (covered by the intent tests)")
+
+
+# Level 2, a vulnerable tree that builds and passes the project's own tests.
+LEVEL2_ALL_RAN_PASSED = (
+    "test_patch result: every check that ran passed.\n"
+    "\n"
+    "Checks:\n"
+    "- build: passed\n"
+    "- functional tests: passed\n"
+    "\n"
+    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is "
+    f"reported about them. {_NO_POCS_NOTE}"
+)
+
+# Level 3, the build passed.
+LEVEL3_BUILD_PASSED = (
+    "test_patch result: every check that ran passed.\n"
+    "\n"
+    "Checks:\n"
+    "- build: passed\n"
+    "\n"
+    "Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. "
+    f"Nothing is reported about them. {_NO_POCS_NOTE}"
+)
+
+
+# -- what the model was handed, as each CLI wraps a tool result ------------------------------
+
+WALL_TIME = re.compile(r"Wall time: [0-9]+(\.[0-9]+)? seconds\nOutput:")
+
+
+def assert_model_received(cli: str, run: Any, expected: str) -> None:
+    """Exactly one tool result reached the model, and it is ``expected`` as the CLI wraps it."""
+    results = run.model.tool_results()
+    assert len(results) == 1, run.explain()
+    (result,) = results
+    if cli == "claude":  # a tool_result whose content is text blocks
+        assert result.text_blocks == [expected], run.explain()
+        assert not result.is_error
+    elif cli == "opencode":  # a tool_result whose content is the text itself
+        assert result.content == expected, run.explain()
+        assert not result.is_error
+    elif cli == "codex":  # input_text items: a "Wall time" line first, then the text verbatim
+        texts = result.input_texts
+        assert texts is not None and len(texts) == 2, run.explain()
+        assert WALL_TIME.fullmatch(texts[0]), texts[0]
+        assert texts[1] == expected, run.explain()
+    elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
+        assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, \
+            run.explain()
+    else:  # pragma: no cover
+        raise AssertionError(cli)
+
+
+def assert_one_call(run: Any) -> None:
+    assert run.exit_code == 0, run.explain()
+    assert run.model.tool_calls_sent() == 1, run.explain()
+    # the daemon ran the task's checks once: the build step of the copy counts its runs
+    assert run.builds == 1, run.explain()
+    # the model's last turn carried the result and got the final text
+    assert run.model.turns()[-1].answer == "text", run.explain()
