@@ -164,6 +164,7 @@ class Runner:
         self._runs: dict[str, Run] = {}
         self._running: set[subprocess.Popen[bytes]] = set()
         self._closing = False
+        self._pending_sweep: asyncio.Task[int] | None = None
 
     # -- runs -----------------------------------------------------------------------
 
@@ -200,12 +201,17 @@ class Runner:
         plan = [c for c in task_checks(self.task) if c in wanted]
         self._runs[run.id] = run
         self._prune()
+        if self._pending_sweep is not None:
+            await self._pending_sweep
         try:
             async for event in self._execute(run, plan):
                 yield event
             yield {"event": "result", "run_id": run.id,
                    "checks": [run.results[c].to_json() for c in plan]}
         finally:
+            # Processes a check left behind outside its group are killed after the
+            # run, off the client's clock; the next run waits for it.
+            self._pending_sweep = asyncio.get_running_loop().create_task(procs.sweep(""))
             self._remove_trees_later(run)
 
     async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
@@ -327,7 +333,12 @@ class Runner:
     async def _supervise(self, check: Check, argv: list[str], cwd: Path, env: dict[str, str],
                          log: CheckLog, outcome: Outcome, *, timeout: float | None,
                          append: bool = False) -> AsyncIterator[dict[str, Any]]:
-        """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel."""
+        """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel.
+
+        When the process ends by itself, what is left of its process group is killed at
+        once; processes that left the group are swept after the run (see ``execute``).
+        After a timeout or a kill they are swept at once, before the next check.
+        """
         token = secrets.token_hex(8)
         env[procs.TOKEN_VAR] = token
         loop = asyncio.get_running_loop()
@@ -362,7 +373,8 @@ class Runner:
             self._running.discard(proc)
             if finished:
                 procs.kill_group(proc.pid)
-                await procs.sweep(token)
+                if outcome.timed_out or self._closing:
+                    await procs.sweep(token)
             else:  # cancelled (client went away) or failed: kill without awaiting
                 waiter.cancel()
                 procs.kill_now(proc, token)

@@ -1,0 +1,90 @@
+"""Daemon figures: run overhead with `true` checks, and RSS idle / under 500 MB of output.
+
+    .venv/bin/python benchmarks/bench_daemon.py [--runs 50] [--output-mb 500]
+
+Starts a real ``ssebench daemon`` on a temporary socket with a task written to a temp
+folder, and reports:
+- the time of a full ``POST /runs`` round trip (client's view, NDJSON to the result)
+  whose checks are all ``true``, at level 0 (build, 2 PoCs, intent diff + tests) and at
+  level 2 (build + functional): median and p90 of N runs; with ``true`` checks this is
+  the daemon's own overhead (snapshot, copies, process starts, sweeps);
+- the daemon's RSS when idle, and its peak while a check prints N MB (sampled every
+  20 ms) and while that log is streamed back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import psutil  # noqa: E402
+
+from tests.helpers.daemon import running_daemon  # noqa: E402
+from tests.helpers.tasks import make_task  # noqa: E402
+from tests.test_daemon_lifecycle import RssSampler  # noqa: E402
+
+MiB = 2**20
+
+
+def time_runs(task_file: Path, level: str, runs: int) -> list[float]:
+    with running_daemon(task_file, difficulty=level, heartbeat=10) as d:
+        client = d.client()
+        times = []
+        for i in range(runs + 3):
+            start = time.perf_counter()
+            with client.stream("POST", "/runs", json={}) as r:
+                lines = list(r.iter_lines())
+            elapsed = time.perf_counter() - start
+            assert '"event": "result"' in lines[-1] and '"failed"' not in lines[-1], lines[-1]
+            if i >= 3:  # warm-up runs excluded
+                times.append(elapsed)
+        return times
+
+
+def rss_figures(task_file: Path, size: int) -> tuple[int, int, int]:
+    with running_daemon(task_file, difficulty="3", heartbeat=10) as d:
+        d.result()
+        idle = psutil.Process(d.proc.pid).memory_info().rss
+        with RssSampler(d.proc.pid) as run:
+            r = d.result()
+        with RssSampler(d.proc.pid) as log:
+            with d.client().stream("GET", f"/runs/{r['_run']}/logs/build") as resp:
+                got = sum(len(c) for c in resp.iter_bytes())
+        assert got == r["build"]["log_bytes"] >= size
+        return idle, max(run.samples), max(log.samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--output-mb", type=int, default=500)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
+        root = Path(tmp)
+        true_task = make_task(root / "true", pocs=["a", "b"], poc_run="true", intent="true",
+                              functional="true",
+                              tree_files={f"f{i}.c": "int x;\n" * 50 for i in range(20)})
+        big = make_task(root / "big", build=f"yes 0123456789abcdef | head -c {args.output_mb * 10**6}")
+        for level, what in (("0", "build, 2 PoCs, intent (git apply + true); functional covered"),
+                            ("2", "build, functional")):
+            t = time_runs(true_task.file, level, args.runs)
+            q = statistics.quantiles(t, n=10)
+            print(f"run with `true` checks, level {level} ({what}): median {statistics.median(t) * 1000:.1f} ms, "
+                  f"p90 {q[-1] * 1000:.1f} ms, min {min(t) * 1000:.1f} ms over {len(t)} runs")
+        idle, run_peak, log_peak = rss_figures(big.file, args.output_mb * 10**6)
+        print(f"daemon RSS idle: {idle / MiB:.1f} MiB")
+        print(f"daemon RSS peak while a check prints {args.output_mb} MB: {run_peak / MiB:.1f} MiB "
+              f"(+{(run_peak - idle) / MiB:.1f} MiB)")
+        print(f"daemon RSS peak while that log is streamed to a client: {log_peak / MiB:.1f} MiB "
+              f"(+{(log_peak - idle) / MiB:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
