@@ -87,6 +87,10 @@ cmd_stop() {
         fi
     fi
     rm -f "$PIDFILE"
+    # dockerd leaves its network-namespace mount (exec/netns/default) behind; nothing of
+    # the engine may stay mounted once it is stopped.
+    awk -v dir="$STATE_DIR/" 'index($2, dir) == 1 {print $2}' /proc/self/mounts | sort -r \
+        | while read -r mountpoint; do umount "$mountpoint" 2>/dev/null || umount -l "$mountpoint" || true; done
     echo "docker-engine.sh: stopped"
 }
 
