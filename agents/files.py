@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ssebench.agents import jsonc
+from ssebench.agents import jsonc, yamltext
 
 BOM = "\ufeff"
 
@@ -309,10 +309,11 @@ def _drop_empty_super_tables(doc, keys: Sequence[str]) -> None:  # noqa: ANN001
 
 
 class YamlEditor:
-    """YAML through ruamel.yaml's round-trip mode (comments, key order, quoting and the file's
-    indentation kept). ruamel attaches a comment to the key before it, so a comment that sat
-    below the last entry of a mapping ends up above an entry appended after it; uninstall puts
-    the text back as it was."""
+    """YAML: the entry's lines are added or cut as text (``yamltext``) and the result checked
+    by loading it with ruamel.yaml; where that is not possible (flow style, an empty or
+    scalar container...) ruamel.yaml's round-trip mode does the edit (comments, key order,
+    quoting and the file's indentation kept, but a comment below the last entry of a mapping
+    then ends up above an entry appended after it)."""
 
     suffix = "yaml"
 
@@ -388,6 +389,11 @@ class YamlEditor:
         container = self._walk(data, path[:-1])
         if container is not None and path[-1] in container and _plain(container[path[-1]]) == value:
             return text
+        expected = _plain(data)
+        _put(expected, path, value)
+        candidate = yamltext.set_block(text, path, value, lambda mapping, indent: self._render(yaml, mapping, indent))
+        if candidate is not None and self._same(candidate, expected):
+            return candidate
         node = data
         for key in path[:-1]:
             if node.get(key) is None:
@@ -396,11 +402,28 @@ class YamlEditor:
         node[path[-1]] = copy.deepcopy(value)
         return self._dump(yaml, data)
 
+    def _render(self, yaml, mapping: dict[str, Any], indent: int) -> str:  # noqa: ANN001
+        pad = " " * indent
+        return "".join(pad + line if line.strip() else line
+                       for line in self._dump(yaml, mapping).splitlines(keepends=True))
+
+    def _same(self, candidate: str, expected: Any) -> bool:
+        try:
+            _, data = self._load(candidate)
+        except FormatError:
+            return False
+        return _prune_empty(_plain(data)) == _prune_empty(expected)
+
     def remove(self, text: str, path: Sequence[str]) -> str | None:
         yaml, data = self._load(text)
         container = self._walk(data, path[:-1])
         if container is None or path[-1] not in container:
             return text
+        expected = _plain(data)
+        _drop(expected, path)
+        candidate = yamltext.remove_block(text, path)
+        if candidate is not None and self._same(candidate, expected):
+            return None if candidate.strip() == "" else candidate
         del container[path[-1]]
         for depth in range(len(path) - 1, 0, -1):
             parent = self._walk(data, path[:depth - 1])

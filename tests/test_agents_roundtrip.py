@@ -265,8 +265,9 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
                            st.fixed_dictionaries({"enabled": st.booleans(), "type": st.just("builtin")}),
                            max_size=2),
     comment=st.sampled_from(["", "# goose ✓\n"]),
+    between=st.lists(st.sampled_from(["# next ✓\n", "\n", "  # indented\n"]), max_size=3),
 )
-def test_yaml_install_uninstall_identity(top, others, comment: str) -> None:  # noqa: ANN001
+def test_yaml_install_uninstall_identity(top, others, comment: str, between: list[str]) -> None:  # noqa: ANN001
     import io
 
     from ruamel.yaml import YAML
@@ -277,10 +278,37 @@ def test_yaml_install_uninstall_identity(top, others, comment: str) -> None:  # 
         data["extensions"] = others
     out = io.StringIO()
     yaml.dump(data, out)
-    text = comment + out.getvalue()
+    lines = out.getvalue().splitlines(keepends=True)
+    top_level = [i for i, line in enumerate(lines) if i and not line.startswith((" ", "-"))]
+    for i, extra in zip(reversed(top_level), between):  # comments and blank lines before keys
+        lines.insert(i, extra)
+    text = comment + "".join(lines)
     editor = files.EDITORS["yaml"]
     path, entry = entry_for(CLIENTS["goose"])
     installed = editor.set(text, path, entry)
     assert editor.get(installed, path) == entry
     assert editor.set(installed, path, entry) == installed
     assert editor.remove(installed, path) == text
+
+
+def test_yaml_entry_goes_before_the_comments_of_the_next_key() -> None:
+    original = ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n\n"
+                "# the model comes next\nGOOSE_MODEL: claude-x\n")
+    editor = files.EDITORS["yaml"]
+    installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u", "timeout": 5, "envs": {}})
+    assert installed == ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n"
+                         "  ssebench:\n    uri: u\n    timeout: 5\n    envs: {}\n\n"
+                         "# the model comes next\nGOOSE_MODEL: claude-x\n")
+    assert editor.remove(installed, ("extensions", "ssebench")) == original
+
+
+def test_yaml_flow_style_container_is_edited_by_ruamel() -> None:
+    original = "extensions: {developer: {enabled: true}}\nGOOSE_MODE: auto\n"
+    editor = files.EDITORS["yaml"]
+    installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u"})
+    assert editor.get(installed, ("extensions", "ssebench")) == {"uri": "u"}
+    assert editor.get(installed, ("extensions", "developer")) == {"enabled": True}
+    removed = editor.remove(installed, ("extensions", "ssebench"))
+    assert removed is not None
+    assert editor.get(removed, ("extensions", "developer")) == {"enabled": True}
+    assert editor.get(removed, ("extensions", "ssebench")) is None
