@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -161,9 +162,23 @@ class TestPatch:
         section: LogSection | None = None
         if failed is not None:
             progress.set(f"{failed.label}: fetching the log")
-            async with self.daemon.log(result.run_id, failed) as chunks:
-                section = await capture(chunks, self.log_dir, failed)
+            section = await self._fetch_log(result.run_id, failed)
         return render(self.level, result.checks, section)
+
+    async def _fetch_log(self, run_id: str, check: Check) -> LogSection:
+        """Download and capture the log in a worker thread; stop it if the call is cancelled."""
+        stop = threading.Event()
+
+        def work() -> LogSection:
+            return capture(
+                lambda feed: self.daemon.fetch_log(run_id, check, feed, stop), self.log_dir, check
+            )
+
+        try:
+            return await asyncio.to_thread(work)
+        except BaseException:
+            stop.set()
+            raise
 
 
 def _http_request() -> Request | None:

@@ -9,11 +9,14 @@ running check.
 
 from __future__ import annotations
 
+import http.client
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -143,25 +146,59 @@ class DaemonClient:
             raise DaemonError(f"POST /runs: {exc!r}") from exc
         raise DaemonError("the daemon closed the run stream before the result")
 
-    @asynccontextmanager
-    async def log(self, run_id: str, check: Check) -> AsyncIterator[AsyncIterator[bytes]]:
-        """The log of ``check`` in run ``run_id``, as a byte stream."""
-        url = f"/runs/{run_id}/logs/{check.value}"
+    def fetch_log(
+        self, run_id: str, check: Check, feed: Callable[[bytes], None], stop: threading.Event
+    ) -> None:
+        """Blocking: stream the log of ``check`` in run ``run_id`` into ``feed``.
+
+        Runs in a worker thread with the stdlib HTTP client and large reads: a log can
+        be gigabytes, and async httpx moves it several times slower. ``stop`` (set when
+        the call is cancelled) ends the download early with :class:`LogFetchStopped`.
+        """
+        url = f"/runs/{quote(run_id, safe='')}/logs/{check.value}"
+        conn = _UnixHTTPConnection(self.socket_path, READ_TIMEOUT)
         try:
-            async with self._http.stream("GET", url) as resp:
-                if resp.status_code != 200:
-                    raise DaemonError(f"GET {url}: HTTP {resp.status_code}")
-                yield _guard(resp.aiter_raw(), url)
-        except httpx.HTTPError as exc:
+            conn.request("GET", url)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raise DaemonError(f"GET {url}: HTTP {resp.status}")
+            while True:
+                if stop.is_set():
+                    raise LogFetchStopped(url)
+                chunk = resp.read1(_READ_SIZE)
+                if not chunk:
+                    break
+                feed(chunk)
+            if resp.length:  # Content-Length said more was coming
+                raise DaemonError(f"GET {url}: the daemon closed the log early")
+        except (OSError, http.client.HTTPException) as exc:
             raise DaemonError(f"GET {url}: {exc!r}") from exc
+        finally:
+            conn.close()
 
 
-async def _guard(chunks: AsyncIterator[bytes], url: str) -> AsyncIterator[bytes]:
-    try:
-        async for chunk in chunks:
-            yield chunk
-    except httpx.HTTPError as exc:
-        raise DaemonError(f"GET {url}: {exc!r}") from exc
+class LogFetchStopped(Exception):
+    """The call was cancelled while its log was downloading."""
+
+
+_READ_SIZE = 1 << 20
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, socket_path: str, timeout: float) -> None:
+        super().__init__("daemon", timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(self.socket_path)
+            sock.settimeout(self.timeout)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 def _parse_event(line: str) -> Event:

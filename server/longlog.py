@@ -20,14 +20,13 @@ the folder's descriptor held open since start-up, mode 0644 (the agent may read 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
 import stat
 import tempfile
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -47,7 +46,6 @@ MAX_LINES = 100
 # log above it is treated as long and its tail cut to its last MAX_TEXT_BYTES.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 _BLOCK = 1 << 16
-_WRITE_BATCH = 1 << 20
 _WORD_START = re.compile(rb"(?<!\S)\S")
 
 
@@ -211,9 +209,10 @@ class _Sink:
 
 
 class LogCapture:
-    """Receives a log in chunks; decides long or short; yields the :class:`LogSection`.
+    """Receives a log in chunks, counting words up to the limit, and yields its :class:`LogSection`.
 
-    Blocking file work runs in worker threads, in batches, so the event loop stays free.
+    Blocking: it is meant to run in a worker thread, with the download that feeds it,
+    so a gigabyte of log costs the event loop nothing.
     """
 
     def __init__(self, log_dir: LogDir, check: Check) -> None:
@@ -222,17 +221,7 @@ class LogCapture:
         self.size = 0
         self.words = 0
         self._ends_in_word = False
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
-        self._sink: _Sink | None = None
-
-    async def __aenter__(self) -> LogCapture:
-        self._sink = await asyncio.to_thread(self._open_sink)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._sink is not None:
-            await asyncio.to_thread(self._discard)
+        self._sink: _Sink | None = self._open_sink()
 
     def _open_sink(self) -> _Sink:
         try:
@@ -243,50 +232,35 @@ class LogCapture:
                 log.warning("cannot create a log file in %s: %s", self.log_dir.path, exc)
             return _Sink(tempfile.TemporaryFile(), None)
 
-    async def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> None:
         if not chunk:
             return
         if self.words <= MAX_WORDS:
             n, self._ends_in_word = count_words_upto(chunk, MAX_WORDS - self.words, self._ends_in_word)
             self.words += n
         self.size += len(chunk)
-        self._pending.append(chunk)
-        self._pending_bytes += len(chunk)
-        if self._pending_bytes >= _WRITE_BATCH:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        if self._pending:
-            data = b"".join(self._pending)
-            self._pending.clear()
-            self._pending_bytes = 0
-            await asyncio.to_thread(self._write, data)
-
-    def _write(self, data: bytes) -> None:
         assert self._sink is not None
         try:
-            self._sink.file.write(data)
+            self._sink.file.write(chunk)
         except OSError as exc:
             if self._sink.path is None:
                 raise
-            # Saving failed part-way: drop the partial file, keep the rest for the tail.
+            # Saving failed part-way (disk full?): drop the partial file; the tail is then
+            # found in what arrives from here on, kept in an anonymous temporary file.
             log.warning("writing %s failed: %s", self._sink.path, exc)
-            self._discard()
+            self.discard()
             self._sink = _Sink(tempfile.TemporaryFile(), None)
-            self._sink.file.write(data)
+            self._sink.file.write(chunk)
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
+        """Drop everything (on error or cancellation): no partial file stays behind."""
         if self._sink is not None:
             self._sink.file.close()
             if self._sink.path is not None:
                 self.log_dir.remove(self._sink.path)
             self._sink = None
 
-    async def finish(self) -> LogSection:
-        await self._flush()
-        return await asyncio.to_thread(self._finish)
-
-    def _finish(self) -> LogSection:
+    def finish(self) -> LogSection:
         sink = self._sink
         assert sink is not None
         sink.file.flush()
@@ -294,22 +268,24 @@ class LogCapture:
         if not long:
             sink.file.seek(0)
             text = sink.file.read().decode("utf-8", "replace")
-            self._discard()
+            self.discard()
             return LogSection(self.check, text)
         start = tail_start(sink.file, self.size)
         start = max(start, self.size - MAX_TEXT_BYTES)
         sink.file.seek(start)
-        raw = sink.file.read(self.size - start)
-        text = raw.decode("utf-8", "replace")
+        text = sink.file.read(self.size - start).decode("utf-8", "replace")
         path = sink.path
         sink.file.close()
-        self._sink = None  # keep the saved file
+        self._sink = None  # the saved file stays
         return LogSection(self.check, text, truncated=True, saved_path=path)
 
 
-async def capture(chunks: AsyncIterator[bytes], log_dir: LogDir, check: Check) -> LogSection:
-    """Stream ``chunks`` through the long-log rule."""
-    async with LogCapture(log_dir, check) as cap:
-        async for chunk in chunks:
-            await cap.feed(chunk)
-        return await cap.finish()
+def capture(fill: Callable[[Callable[[bytes], None]], None], log_dir: LogDir, check: Check) -> LogSection:
+    """Run ``fill(feed)`` (which calls ``feed`` with each chunk of the log) through the rule."""
+    cap = LogCapture(log_dir, check)
+    try:
+        fill(cap.feed)
+        return cap.finish()
+    except BaseException:
+        cap.discard()
+        raise

@@ -56,9 +56,14 @@ def test_streaming_word_count(data: bytes, cut: int) -> None:
     assert words == len(data.split())
 
 
-async def _chunks(data: bytes, size: int = 7919):
-    for i in range(0, len(data), size):
-        yield data[i : i + size]
+def _chunks(data: bytes, size: int = 7919):
+    """A ``fill`` for :func:`capture`: feeds ``data`` in odd-sized chunks."""
+
+    def fill(feed) -> None:  # noqa: ANN001
+        for i in range(0, len(data), size):
+            feed(data[i : i + size])
+
+    return fill
 
 
 @pytest.fixture
@@ -69,17 +74,17 @@ def log_dir(tmp_path: Path) -> LogDir:
     d.close()
 
 
-async def test_short_log_is_returned_whole_and_not_kept(log_dir: LogDir) -> None:
+def test_short_log_is_returned_whole_and_not_kept(log_dir: LogDir) -> None:
     data = b"word " * 9_999 + b"\n\nlast"
-    section = await capture(_chunks(data), log_dir, Check.BUILD)
+    section = capture(_chunks(data), log_dir, Check.BUILD)
     assert not section.truncated and section.text == data.decode()
     assert os.listdir(log_dir.path) == []
 
 
-async def test_long_log_is_saved_whole_with_its_tail(log_dir: LogDir) -> None:
+def test_long_log_is_saved_whole_with_its_tail(log_dir: LogDir) -> None:
     lines = [f"line {i} {'w ' * (i % 7)}".encode() for i in range(5000)]
     data = b"\n".join(lines) + b"\n"
-    section = await capture(_chunks(data), log_dir, Check.FUNCTIONAL)
+    section = capture(_chunks(data), log_dir, Check.FUNCTIONAL)
     assert section.truncated and section.saved_path is not None
     saved = Path(section.saved_path)
     assert saved.parent == Path(log_dir.path)
@@ -89,21 +94,21 @@ async def test_long_log_is_saved_whole_with_its_tail(log_dir: LogDir) -> None:
     assert section.text == b"\n".join(lines[-100:]).decode() + "\n"
 
 
-async def test_tail_is_words_when_lines_are_long(log_dir: LogDir) -> None:
+def test_tail_is_words_when_lines_are_long(log_dir: LogDir) -> None:
     data = b"\n".join(b"x " * 1000 for _ in range(30))  # 30,000 words on 30 lines
-    section = await capture(_chunks(data), log_dir, Check.BUILD)
+    section = capture(_chunks(data), log_dir, Check.BUILD)
     assert len(section.text.split()) == 10_000
     assert section.text.startswith("x ")
 
 
-async def test_unusable_folder_gives_tail_without_file(tmp_path: Path) -> None:
+def test_unusable_folder_gives_tail_without_file(tmp_path: Path) -> None:
     real = tmp_path / "elsewhere"
     real.mkdir()
     (tmp_path / "mcp").symlink_to(real)
     d = LogDir.prepare(tmp_path / "mcp" / "logs")
     assert d.fd is None and "symlink" in (d.problem or "")
     data = b"w " * 20_000
-    section = await capture(_chunks(data), d, Check.BUILD)
+    section = capture(_chunks(data), d, Check.BUILD)
     assert section.truncated and section.saved_path is None
     assert len(section.text.split()) == 10_000
     assert list(real.iterdir()) == []
@@ -142,3 +147,13 @@ def test_env_var_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     d = LogDir.prepare()
     assert d.path == str(tmp_path / "x") and d.fd is not None
     d.close()
+
+
+def test_a_failing_download_leaves_no_file(log_dir: LogDir) -> None:
+    def fill(feed) -> None:  # noqa: ANN001
+        feed(b"w " * 20_000)
+        raise OSError("the daemon went away")
+
+    with pytest.raises(OSError):
+        capture(fill, log_dir, Check.BUILD)
+    assert os.listdir(log_dir.path) == []
