@@ -58,8 +58,11 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
     assert data["agent"]["command"][0] == cli and data["agent"]["exit_code"] == 0
     assert data["dialog"] == "dialog.jsonl"
     assert tool_calls == 1
-    # the agent's home: the server registered there, not in the user's
-    assert (results / "home").is_dir() and not any((tmp_path / "user-home").iterdir())
+    # the agent's config went into the run's private HOME, none into the user's
+    user_files = [p.relative_to(tmp_path / "user-home").parts[0] for p in (tmp_path / "user-home").rglob("*")
+                  if p.is_file() and not p.name.endswith(".lock")]
+    assert user_files == []
+    assert any(p.is_file() for p in (results / "home").rglob("*"))
 
     lines = [json.loads(x) for x in (results / "dialog.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
