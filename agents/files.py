@@ -279,7 +279,9 @@ def _toml_block(text: str, path: Sequence[str]) -> tuple[int, int] | None:
 
 def _put(data: dict[str, Any], path: Sequence[str], value: Any) -> None:
     for key in path[:-1]:
-        data = data.setdefault(key, {})
+        if not isinstance(data.get(key), dict):  # missing, or null ("extensions:" with nothing)
+            data[key] = {}
+        data = data[key]
     data[path[-1]] = copy.deepcopy(value)
 
 

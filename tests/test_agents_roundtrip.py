@@ -312,3 +312,10 @@ def test_yaml_flow_style_container_is_edited_by_ruamel() -> None:
     assert removed is not None
     assert editor.get(removed, ("extensions", "developer")) == {"enabled": True}
     assert editor.get(removed, ("extensions", "ssebench")) is None
+
+
+def test_yaml_null_container_gets_the_entry() -> None:
+    editor = files.EDITORS["yaml"]
+    installed = editor.set("GOOSE_MODE: auto\nextensions:\nGOOSE_MODEL: x\n", ("extensions", "ssebench"), {"uri": "u"})
+    assert installed == "GOOSE_MODE: auto\nextensions:\n  ssebench:\n    uri: u\nGOOSE_MODEL: x\n"
+    assert editor.remove(installed, ("extensions", "ssebench")) == "GOOSE_MODE: auto\nGOOSE_MODEL: x\n"
