@@ -196,14 +196,14 @@ def _list(args: argparse.Namespace) -> int:
 
 def _dockerfile(args: argparse.Namespace) -> int:
     try:
-        from ssebench.container.dockerfile import render_agent_dockerfile
+        from ssebench.container.dockerfile import DockerfileError, render_agent_dockerfile
     except ImportError as exc:
         _error(f"Dockerfile rendering is not available: {exc}")
         return 1
     try:
         text = render_agent_dockerfile(args.agent)
-    except (KeyError, ValueError) as exc:
-        _error(str(exc).strip("'\""))
+    except DockerfileError as exc:
+        _error(str(exc))
         return 2
     print(text, end="" if text.endswith("\n") else "\n")
     return 0

@@ -432,3 +432,11 @@ def test_help_lists_the_actions() -> None:
     assert done.returncode == 0
     for action in ("install", "uninstall", "show", "list", "dockerfile"):
         assert action in done.stdout
+
+
+def test_dockerfile_for_an_agent_without_a_layer(user: Home) -> None:
+    done = user.run("dockerfile", "vscode")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == ("ssebench agents: no agent layer for 'vscode': the bundled agents are "
+                           "claude, codex, gemini, opencode\n")
