@@ -23,32 +23,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED
+from tests.e2e.models import AnthropicModel
+
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
 BASE_IMAGE_SCRIPT = ROOT / "scripts" / "docker-base-image.sh"
 COMPOSE_FILE = Path(__file__).resolve().parent / "docker" / "docker-compose.yml"
-TASK_DIR = ROOT / "examples" / "tasks" / "demo-overflow"
+TASK_DIR = DEMO
 AGENT = "claude"
 PROMPT = "Fix the stack overflow in the name parser. Check your work with test_patch."
 CONTAINER_TIMEOUT = 300  # seconds for one container run (build of the task included)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import AnthropicModel  # noqa: E402  (tests/e2e/models: the scripted model APIs)
-
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
-
-# What the model receives from test_patch at the default level 2 on the unfixed tree
-# (spec: test_patch-server.md, "Examples").
-LEVEL_2_UNFIXED = (
-    "test_patch result: every check that ran passed.\n"
-    "\n"
-    "Checks:\n"
-    "- build: passed\n"
-    "- functional tests: passed\n"
-    "\n"
-    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported "
-    "about them. Without the PoCs, this result does not show whether the vulnerability is fixed."
-)
 
 
 def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -208,7 +195,7 @@ def _assert_claude_session(results: Path, model: AnthropicModel, report: dict) -
     assert report["dialog"] == "dialog.jsonl"
 
     [result] = model.tool_results()
-    assert result.text == LEVEL_2_UNFIXED, model.describe()
+    assert result.text == LEVEL2_ALL_RAN_PASSED, model.describe()
 
     events = _dialog(results / "dialog.jsonl")
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
