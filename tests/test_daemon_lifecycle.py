@@ -82,7 +82,7 @@ def test_poc_timeout(task_factory, daemon_factory):
 @pytest.mark.slow
 def test_concurrent_runs_serialize_in_arrival_order(task_factory, daemon_factory, tmp_path):
     order = tmp_path / "order.txt"
-    t = task_factory(build='v=$(cat VALUE); echo "start $v" >> "$ORDER_FILE"; sleep 0.3; '
+    t = task_factory(build='v=$(cat VALUE); echo "start $v" >> "$ORDER_FILE"; sleep 1; '
                            'echo "end $v" >> "$ORDER_FILE"; echo "value $v"')
     d = daemon_factory(t.file, difficulty="3", env={"ORDER_FILE": str(order)})
     results: dict[int, list[dict]] = {}
@@ -108,8 +108,8 @@ def test_concurrent_runs_serialize_in_arrival_order(task_factory, daemon_factory
         th.join(30)
     assert order.read_text().split("\n")[:-1] == [f"{x} {n}" for n in range(1, 5) for x in ("start", "end")]
     assert '"started"' in first_lines[1]
-    for n in range(2, 5):
-        assert results[n][0] == {"event": "queued", "position": n - 1}
+    for n in range(2, 5):  # how many are ahead depends on how fast the requests arrived
+        assert results[n][0]["event"] == "queued" and 1 <= results[n][0]["position"] <= n - 1
     for n, events in results.items():
         result = events[-1]
         assert result["event"] == "result"
@@ -354,10 +354,11 @@ def test_500_mb_of_output_leaves_the_daemon_rss_flat(task_factory, daemon_factor
     received = 0
     with RssSampler(d.proc.pid) as during_log:
         with d.client().stream("GET", f"/runs/{r['_run']}/logs/build") as resp:
+            tail = b""
             for chunk in resp.iter_bytes():
                 received += len(chunk)
-                last = chunk
+                tail = (tail + chunk)[-64:]
     assert received == r["build"]["log_bytes"]
-    assert last.endswith(b"\n\ntail-of-stderr\n")
+    assert tail.endswith(b"cdef\n0123456789ab\n\ntail-of-stderr\n")  # 500e6 % 17 == 12
     growth = max(during_run.samples + during_log.samples) - idle
     assert growth < 30 * 2**20, f"daemon RSS grew by {growth / 2**20:.1f} MiB (idle {idle / 2**20:.1f} MiB)"

@@ -176,7 +176,8 @@ class Runner:
         os.mkdir(run_dir / "logs", 0o700)
         run = Run(run_id, run_dir, run_dir / "snapshot")
         try:
-            await self._copy(self.tree, run.snapshot, run.dir / "logs" / "snapshot")
+            async for _ in self._copy(self.tree, run.snapshot, run.dir / "logs" / "snapshot", Check.BUILD):
+                pass
         except BaseException:
             self._remove_later(run.dir)
             raise
@@ -201,8 +202,9 @@ class Runner:
         plan = [c for c in task_checks(self.task) if c in wanted]
         self._runs[run.id] = run
         self._prune()
-        if self._pending_sweep is not None:
-            await self._pending_sweep
+        if self._pending_sweep is not None and not self._pending_sweep.done():
+            # Shielded: if this client goes away now, the sweep must still finish.
+            await asyncio.shield(self._pending_sweep)
         try:
             async for event in self._execute(run, plan):
                 yield event
@@ -236,7 +238,13 @@ class Runner:
                     async for event in self._pocs(run, built, result):
                         yield event
                 else:
-                    tree = await self._fresh_copy(run, check, take_snapshot=check is fresh_users[-1])
+                    tree = run.dir / check.value
+                    if check is fresh_users[-1]:
+                        os.rename(run.snapshot, tree)
+                    else:
+                        async for event in self._copy(run.snapshot, tree,
+                                                      run.dir / "logs" / f"copy-{check.value}", check):
+                            yield event
                     if check is Check.BUILD:
                         built = tree
                     async for event in self._check(run, check, tree, result):
@@ -383,24 +391,17 @@ class Runner:
 
     # -- copies -----------------------------------------------------------------------
 
-    async def _copy(self, src: Path, dst: Path, log_base: Path) -> None:
+    async def _copy(self, src: Path, dst: Path, log_base: Path, check: Check) -> AsyncIterator[dict[str, Any]]:
+        """``cp -a`` (reflinks where the filesystem has them: big trees copy in no time)."""
         log = CheckLog(log_base.with_suffix(".out"), log_base.with_suffix(".err"))
         outcome = Outcome()
         argv = ["cp", "-a", "--reflink=auto", "--", str(src), str(dst)]
-        async for _ in self._supervise(Check.BUILD, argv, self.workspace, self._env(dst), log,
-                                       outcome, timeout=None):
-            pass
+        async for event in self._supervise(check, argv, self.workspace, self._env(dst), log,
+                                           outcome, timeout=None):
+            yield event
         if not outcome.ok:
             detail = log.stderr.read_text("utf-8", "replace").strip().splitlines()
             raise RunError("could not copy the source tree: " + (detail[-1] if detail else "cp failed"))
-
-    async def _fresh_copy(self, run: Run, check: Check, *, take_snapshot: bool) -> Path:
-        dst = run.dir / check.value
-        if take_snapshot:
-            os.rename(run.snapshot, dst)
-        else:
-            await self._copy(run.snapshot, dst, run.dir / "logs" / f"copy-{check.value}")
-        return dst
 
     # -- housekeeping -------------------------------------------------------------------
 
