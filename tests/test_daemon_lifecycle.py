@@ -362,3 +362,14 @@ def test_500_mb_of_output_leaves_the_daemon_rss_flat(task_factory, daemon_factor
     assert tail.endswith(b"cdef\n0123456789ab\n\ntail-of-stderr\n")  # 500e6 % 17 == 12
     growth = max(during_run.samples + during_log.samples) - idle
     assert growth < 30 * 2**20, f"daemon RSS grew by {growth / 2**20:.1f} MiB (idle {idle / 2**20:.1f} MiB)"
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "soon", "inf"])
+def test_bad_heartbeat_setting(task_factory, raw):
+    t = task_factory()
+    sock = short_tempdir() / "d.sock"
+    proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock), env={"SSE_DAEMON_HEARTBEAT": raw})
+    assert proc.returncode == 2
+    assert proc.stderr == (f"ssebench daemon: SSE_DAEMON_HEARTBEAT must be a positive number of seconds, "
+                           f"got '{raw}'\n")
+    assert not sock.exists()
