@@ -25,7 +25,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
-from ssebench.daemon.runner import Run, Runner, RunError, task_checks
+from ssebench.daemon.runner import Run, RunError, Runner, task_checks
 from ssebench.difficulty import CHECK_ORDER, Check, Level
 
 MAX_BODY = 64 * 1024
