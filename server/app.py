@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from ssebench import __version__
 from ssebench.difficulty import CHECK_ORDER, Check, Level
 
-from .daemon_client import DaemonClient, DaemonError, parse_result
+from .daemon_client import DaemonClient, DaemonError, Event, parse_result
 from .longlog import LogDir, capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
 
@@ -110,7 +110,7 @@ class TestPatch:
         self.daemon = daemon
         self.log_dir = log_dir
         self.heartbeat = heartbeat
-        self._lock = asyncio.Lock()  # FIFO: calls are served in arrival order
+        self._lock = asyncio.Lock()  # FIFO: calls reach the daemon in arrival order
 
     async def __call__(self, ctx: Context) -> str:
         progress = _Progress(ctx, self.heartbeat)
@@ -127,26 +127,32 @@ class TestPatch:
         return text
 
     async def _serve(self, progress: _Progress) -> str:
-        if self._lock.locked():
-            progress.set("queued behind another test_patch call")
-        async with self._lock:
-            try:
-                return await self._run(progress)
-            except Exception:
-                log.exception("test_patch failed internally")
-                return INTERNAL_FAILURE
+        try:
+            return await self._run(progress)
+        except Exception:
+            log.exception("test_patch failed internally")
+            return INTERNAL_FAILURE
 
     async def _run(self, progress: _Progress) -> str:
         requested = [c for c in CHECK_ORDER if self.level.allows(c)]
         if not requested:
             return render(self.level, [])
         result = None
-        progress.set("starting")
         async with contextlib.aclosing(self.daemon.run(requested)) as events:
-            async for event in events:
+            # Calls reach the daemon one by one in arrival order; the daemon answers its
+            # first line once it has copied the tree, so each run tests the tree as it
+            # was when its call arrived, and then queues there (FIFO) for its turn.
+            if self._lock.locked():
+                progress.set("waiting for the daemon")
+            async with self._lock:
+                progress.set("starting")
+                first = await anext(events)
+            async for event in _chain(first, events):
                 check = event.check
                 if event.kind == "queued":
-                    progress.set("queued in the daemon")
+                    ahead = event.data.get("position")
+                    progress.set(f"queued behind {ahead} other run(s)")
+                    await progress.send(progress.status)
                 elif event.kind == "check_started" and check is not None:
                     progress.set(f"{check.label}: running")
                     await progress.send(f"{check.label}: started")
@@ -179,6 +185,12 @@ class TestPatch:
         except BaseException:
             stop.set()
             raise
+
+
+async def _chain(first: Event, rest: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    yield first
+    async for event in rest:
+        yield event
 
 
 def _http_request() -> Request | None:

@@ -34,10 +34,21 @@ def _rule(title: str) -> str:
     return f"\n{'=' * 8} {title} {'=' * max(4, 72 - len(title))}"
 
 
+_WHY = {
+    0: "Nothing is withheld: the PoCs show whether the vulnerability is really fixed.",
+    2: (
+        "What an agent gets by default: the PoCs and intent tests are withheld, so a tree "
+        "that still has the bug builds and passes the project's own tests."
+    ),
+}
+
+
 def run_demo(task: Path, source: Path, fix: Path, levels: Sequence[Level]) -> int:
     for level in levels:
         default = " (the default)" if level.number == DEFAULT_LEVEL else ""
         print(_rule(f"difficulty level {level.number}, {level.name}{default}"), flush=True)
+        if level.number in _WHY:
+            print(_WHY[level.number], flush=True)
         with tempfile.TemporaryDirectory(prefix="ssebench-demo-") as tmp:
             workdir = Path(tmp)
             tree = workdir / "tree"

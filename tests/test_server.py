@@ -124,28 +124,38 @@ async def test_progress_at_each_check_and_heartbeats(clean: Served) -> None:
     ]
 
 
+async def daemon_queued(served: Served) -> int:
+    transport = httpx.AsyncHTTPTransport(uds=str(served.stack.socket))
+    async with httpx.AsyncClient(transport=transport, base_url="http://daemon") as client:
+        return int((await client.get("/health")).json()["queued"])
+
+
 async def test_calls_queue_in_arrival_order_each_with_its_own_result(clean: Served) -> None:
-    set_markers(clean.tree, **{SLOW_BUILD: "1"})
+    set_markers(clean.tree, **{SLOW_BUILD: "1.5"})
     first = asyncio.create_task(call(clean.stack.url))
     await wait_for(clean.task.parent / "build.pid")
-    # The first build is running on its copy; the second call sees the tree broken.
+    # While the first build runs, the second call arrives with the build broken...
     set_markers(clean.tree, **{BREAK_BUILD: True})
     second = asyncio.create_task(call(clean.stack.url))
-    third_started = asyncio.Event()
-
-    async def third_call() -> str:
-        await asyncio.sleep(0.3)
-        third_started.set()
-        return (await call(clean.stack.url)).text
-
-    third = asyncio.create_task(third_call())
-    a, b = await first, await second
-    c = await third
+    while await daemon_queued(clean) < 1:
+        await asyncio.sleep(0.02)
+    # ...and the third with the tree good again: each tests the tree of its own call.
+    set_markers(clean.tree)
+    third = asyncio.create_task(call(clean.stack.url))
+    while await daemon_queued(clean) < 2:
+        await asyncio.sleep(0.02)
+    a, b, c = await first, await second, await third
     assert a.text == SPEC_LEVEL_2
-    assert b.text.startswith(f"test_patch result: FAILED. {SPEC_REASONS[Check.BUILD]}")
-    assert c == b.text
+    assert b.text == (
+        f"test_patch result: FAILED. {SPEC_REASONS[Check.BUILD]}\n\nChecks:\n- build: FAILED\n"
+        "- functional tests: not run (the build failed)\n\nNot available at difficulty level 2 "
+        "(NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them.\n\n"
+        "Full log (build):\nbuilding\n\nbuild broke"
+    )
+    assert c.text == SPEC_LEVEL_2
     # A queued call tells its client it is waiting.
-    assert any("queued" in (m or "") for _, _, m in b.progress)
+    assert "queued behind 1 other run(s)" in [m for _, _, m in b.progress]
+    assert "queued behind 2 other run(s)" in [m for _, _, m in c.progress]
     lines = (clean.task.parent / "builds.log").read_text().split()
     events = list(zip(lines[::2], lines[1::2]))
     assert [e[0] for e in events] == ["start", "end"] * 3  # never two builds at once
@@ -171,6 +181,7 @@ async def test_cancelled_call_stops_the_check_and_frees_the_daemon(clean: Served
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_disconnected_client_stops_the_check(clean: Served) -> None:
     set_markers(clean.tree, **{SLOW_BUILD: "120"})
     pid_file = clean.task.parent / "build.pid"
@@ -212,6 +223,7 @@ def test_daemon_down_then_up() -> None:
         assert "Traceback" in log and "test_patch failed internally" in log
 
 
+@pytest.mark.slow
 def test_daemon_dying_mid_run_is_an_internal_failure(tmp_path: Path) -> None:
     with serve_task("2") as served:
         set_markers(served.tree, **{SLOW_BUILD: "120"})
@@ -264,6 +276,7 @@ def test_long_log_is_saved_and_its_tail_returned() -> None:
         assert sorted(served.log_dir.iterdir()) == [saved]
 
 
+@pytest.mark.slow
 def test_unsafe_log_folder_gives_the_save_failure_line(tmp_path: Path) -> None:
     target = tmp_path / "target"
     target.mkdir()
@@ -288,6 +301,7 @@ def test_host_and_origin_guard(clean: Served) -> None:
     assert post_mcp(url, {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"}).status_code == 200
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_cleanly() -> None:
     with serve_task("2") as served:
         assert served.stack.server is not None

@@ -81,6 +81,7 @@ def test_spec_build_failure_example(stacks: dict[str, Served]) -> None:
     assert text == SPEC_BUILD_FAILED_2.replace("<log>", "building\n\nbuild broke")
 
 
+@pytest.mark.slow
 def test_unset_difficulty_is_level_2() -> None:
     with serve_task(None) as served:
         assert call_sync(served.stack.url).text == SPEC_LEVEL_2
