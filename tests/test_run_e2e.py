@@ -50,6 +50,7 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
                                "--results", str(results), "--json"],
                               env=env, capture_output=True, text=True, timeout=600)
         tool_calls = model.tool_calls_sent()
+        requests = [(r.method, r.path, r.kind, r.answer) for r in model.requests]
     assert proc.returncode == 0, f"{proc.stderr}\n--- agent stderr:\n" + (
         (results / "agent-stderr.log").read_text()[-3000:] if (results / "agent-stderr.log").exists() else "")
     data = json.loads(proc.stdout)
@@ -57,7 +58,7 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
     assert (data["status"], data["exit_code"], data["passed"]) == ("passed", 0, True)
     assert data["agent"]["command"][0] == cli and data["agent"]["exit_code"] == 0
     assert data["dialog"] == "dialog.jsonl"
-    assert tool_calls == 1
+    assert tool_calls == 1, f"requests the model saw: {requests}"
     # the agent's config went into the run's private HOME, none into the user's
     user_files = [p.relative_to(tmp_path / "user-home").parts[0] for p in (tmp_path / "user-home").rglob("*")
                   if p.is_file() and not p.name.endswith(".lock")]
