@@ -4,6 +4,9 @@ Measured with Codex 0.171: ``wire_api = "responses"`` is the only wire API ("cha
 a custom provider is ``model_providers.<id> = {base_url, wire_api, env_key}``, and ``-c``
 overrides leave the user's config.toml (where ``agents install`` put the server) untouched.
 The per-call limit is ``tool_timeout_sec`` in that entry; progress does not extend it.
+Codex omits an MCP server still starting when the first turn begins ("omitting pending
+optional MCP server"): under load the model was offered no test_patch at all. Marking the
+server ``required`` makes ``codex exec`` wait for it (and fail loudly if it cannot start).
 ``--skip-git-repo-check``: a task tree need not be a git repository. The sandbox is off
 (``danger-full-access``): the container is the sandbox and the agent must build and test.
 """
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from ssebench.agents.recipe import CODEX_JSON, Launch, model_from, pick
 
+SERVER_NAME = "ssebench"  # the name agents install registers the server under
 PROVIDER_ID = "ssebench"  # the provider ssebench defines when OPENAI_BASE_URL is set
 KEY_VAR = "OPENAI_API_KEY"
 
@@ -34,7 +38,7 @@ class CodexRecipe:
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "exec", "--skip-git-repo-check", "--json",
-                "--sandbox", "danger-full-access"]
+                "--sandbox", "danger-full-access", "-c", f"mcp_servers.{SERVER_NAME}.required=true"]
         base_url = (env.get("OPENAI_BASE_URL") or "").strip()
         if base_url:
             provider = (f"{{name = {_toml_string('ssebench model API')}, base_url = {_toml_string(base_url)}, "

@@ -1,0 +1,114 @@
+"""A build that runs 90 s without a word: every CLI still gets the result.
+
+What carries each CLI through the silence (measured; see agents/*/recipe.py):
+- Claude Code aborts a call that has been silent for ``CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT``
+  (lowered here to its 30 s minimum), unless the entry has a per-server ``timeout``. So
+  besides the product setup, one run takes the ``timeout`` out of the entry: only the
+  server's heartbeats (every 15 s) keep that one alive, and a control run with heartbeats
+  every 600 s shows the abort the heartbeats prevent.
+- opencode: its 60 s default is reset by progress; one run has no ``timeout`` in its entry.
+- Codex (60 s default) and Gemini CLI: progress does not extend their limits, so the
+  timeouts ``agents install`` writes must carry them.
+
+All runs go at once (own daemon, server and model each), so the case costs ~95 s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssebench.agents import files
+from tests.e2e.conftest import AgentRun, run_agent
+from tests.e2e.expected import LEVEL3_BUILD_PASSED, assert_model_received, assert_one_call
+from tests.helpers.tasks import make_task
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SILENT_BUILD_SECONDS = 90
+CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
+
+
+def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], None]:
+    """An after-install step taking the tool timeout out of the entry agents install wrote."""
+
+    def drop(home: Path) -> None:
+        editor = files.EDITORS["json"]
+        change = files.edit(home / config, lambda text: editor.remove(text or "", key_path))
+        assert change.changed, f"no {'.'.join(key_path)} in {config}"
+
+    return drop
+
+
+@dataclass(frozen=True)
+class Variant:
+    cli: str
+    env: dict[str, str] = field(default_factory=dict)
+    after_install: Callable[[Path], None] | None = None
+    server_args: tuple[str, ...] = ()
+
+
+VARIANTS = {
+    "claude": Variant("claude", CLAUDE_IDLE),
+    "claude-heartbeats-only": Variant(
+        "claude", CLAUDE_IDLE, drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout"))),
+    "claude-no-heartbeats-control": Variant(
+        "claude", CLAUDE_IDLE, drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout")),
+        ("--heartbeat", "600")),
+    "codex": Variant("codex"),
+    "gemini": Variant("gemini"),
+    "opencode": Variant("opencode"),
+    "opencode-progress-only": Variant(
+        "opencode", after_install=drop_timeout(".config/opencode/opencode.json", ("mcp", "ssebench", "timeout"))),
+}
+
+
+@pytest.fixture(scope="module")
+def slow_runs(agent_clis: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("slow")
+    task = make_task(root / "task", task_id="silent-build", build=f"sleep {SILENT_BUILD_SECONDS}",
+                     functional=None)
+
+    def one(name: str) -> AgentRun | BaseException:
+        variant = VARIANTS[name]
+        workdir = root / name
+        workdir.mkdir()
+        try:
+            return run_agent(variant.cli, agent_clis, task.file, difficulty=3, workdir=workdir,
+                             cli_timeout=SILENT_BUILD_SECONDS + 150, extra_env=variant.env,
+                             after_install=variant.after_install, server_args=variant.server_args)
+        except BaseException as exc:  # reported by the test of this variant
+            return exc
+
+    with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
+        return dict(zip(VARIANTS, pool.map(one, VARIANTS)))
+
+
+def _run(slow_runs: dict[str, Any], name: str) -> AgentRun:
+    run = slow_runs[name]
+    if isinstance(run, BaseException):
+        raise run
+    return run
+
+
+@pytest.mark.parametrize("name", [n for n in VARIANTS if not n.endswith("-control")])
+def test_silent_90s_build_every_cli_gets_the_result(slow_runs: dict[str, Any], name: str) -> None:
+    run = _run(slow_runs, name)
+    assert run.seconds >= SILENT_BUILD_SECONDS, run.explain()
+    assert_one_call(run)
+    assert_model_received(run.cli, run, LEVEL3_BUILD_PASSED)
+
+
+def test_without_heartbeats_claude_code_gives_up_after_30s(slow_runs: dict[str, Any]) -> None:
+    """The control: the same Claude run, heartbeats every 600 s, is aborted by Claude Code."""
+    run = _run(slow_runs, "claude-no-heartbeats-control")
+    results = run.model.tool_results()
+    assert len(results) == 1, run.explain()
+    assert re.search(r"sent no response or progress for \d+s; aborting", results[0].text), run.explain()
+    assert run.seconds < SILENT_BUILD_SECONDS, run.explain()
