@@ -203,7 +203,7 @@ def main() -> int:
         m_ours, m_direct, m_noop = map(statistics.median, (ours, direct, noop))
         print(f"round trip, checks `true` (median of {args.runs}): test_patch {ms(m_ours)}, "
               f"daemon directly {ms(m_direct)}, bare no-op tool {ms(m_noop)}")
-        diffs = [a - b for a, b in zip(ours, direct)]
+        diffs = [a - b for a, b in zip(ours, direct, strict=True)]
         print(f"  overhead of the server: {ms(m_ours - m_direct)} (median of pairwise differences "
               f"{ms(statistics.median(diffs))}; target <= 50 ms)")
         print(f"idle RSS: daemon {daemon_idle:.1f} MB")

@@ -1,11 +1,13 @@
 """The FastMCP server: one tool, ``test_patch``, and a health route.
 
-A call queues behind earlier calls (FIFO lock), asks the daemon for exactly the
-checks the level enables, relays the run as MCP progress notifications (each check's
-start and end, and a heartbeat so clients with idle timeouts keep waiting), fetches
-the log of the check the headline names, and renders the spec's text. Testing
-failures are logged here with their traceback and reach the agent only as the
-spec's one internal-failure sentence.
+A call asks the daemon for exactly the checks the level enables (calls reach the
+daemon in arrival order and queue there, each on a copy of the tree as it was when
+the call arrived), relays the run as MCP progress notifications (each check's start
+and end, and a heartbeat so clients with idle timeouts keep waiting), fetches the
+log of the check the headline names, and renders the spec's text. Testing failures
+are logged here with their traceback and reach the agent only as the spec's one
+internal-failure sentence. A call whose client cancels or goes away stops its run:
+closing the daemon stream makes the daemon kill the check.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class _Progress:
         self.ctx = ctx
         self.heartbeat = heartbeat
         self.count = 0
-        self.status = "queued"
+        self.status = "starting"
         self.since = time.monotonic()
 
     def set(self, status: str) -> None:
@@ -261,4 +263,4 @@ def create_server(
     return mcp
 
 
-__all__ = ["create_server", "tool_description", "TOOL_NAME", "SERVER_NAME", "HEALTH_PATH", "Check"]
+__all__ = ["create_server", "tool_description", "TOOL_NAME", "SERVER_NAME", "HEALTH_PATH"]

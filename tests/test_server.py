@@ -157,7 +157,7 @@ async def test_calls_queue_in_arrival_order_each_with_its_own_result(clean: Serv
     assert "queued behind 1 other run(s)" in [m for _, _, m in b.progress]
     assert "queued behind 2 other run(s)" in [m for _, _, m in c.progress]
     lines = (clean.task.parent / "builds.log").read_text().split()
-    events = list(zip(lines[::2], lines[1::2]))
+    events = list(zip(lines[::2], lines[1::2], strict=True))
     assert [e[0] for e in events] == ["start", "end"] * 3  # never two builds at once
     assert [e[1] for e in events[::2]] == [e[1] for e in events[1::2]]
 
