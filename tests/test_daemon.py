@@ -261,6 +261,7 @@ def test_withheld_checks_get_403(task_factory, daemon_factory, level):
             assert (log.status_code, log.json()) == (403, error)
 
 
+@pytest.mark.slow
 def test_default_run_is_every_enabled_check(task_factory, daemon_factory):
     t = task_factory(pocs=["fixed"], intent="true", functional="true")
     for level in range(5):

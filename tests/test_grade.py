@@ -73,6 +73,7 @@ def test_json_output(fixed_tree):
     assert data["checks"][3]["covered_by_intent"] is True
 
 
+@pytest.mark.slow
 def test_json_failure_carries_the_log_tail():
     proc = run_ssebench("grade", "--task", str(DEMO / "task.toml"), "--json")
     assert proc.returncode == 1
