@@ -23,7 +23,13 @@ BINARIES = {"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex",
 
 
 def size_of(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    """Bytes on disk, each file once (npm hard-links a platform binary into two places)."""
+    seen: dict[tuple[int, int], int] = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            st = p.stat()
+            seen[(st.st_dev, st.st_ino)] = st.st_size
+    return sum(seen.values())
 
 
 def measure(package: str, version: str, warm: bool) -> tuple[float, int, str]:

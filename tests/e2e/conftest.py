@@ -88,8 +88,8 @@ def install_clis(report: Callable[[str], None] = print) -> Path:
             raise RuntimeError(f"npm install in {target} failed (exit {proc.returncode}):\n"
                                f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
         seconds = time.monotonic() - started
-        size = sum(p.stat().st_size for p in (target / "node_modules").rglob("*")
-                   if p.is_file() and not p.is_symlink())
+        size = sum({(s.st_dev, s.st_ino): s.st_size for s in (p.stat() for p in (target / "node_modules").rglob("*")
+                    if p.is_file() and not p.is_symlink())}.values())
         stamp.write_text(json.dumps({"seconds": round(seconds, 1), "bytes": size}))
         report(f"e2e: installed the agent CLIs into {target} in {seconds:.0f} s "
                f"({size / 2**20:.0f} MiB)")

@@ -1,0 +1,87 @@
+"""The run recipes' own rules, without the CLIs (fast): which agent, which flags, which model API.
+
+The end-to-end tests beside this file prove that the launches work with the real CLIs;
+these pin the choices that only some environments exercise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ssebench.agents.recipe import AGENTS, Recipe, get_recipe
+
+HOME = Path("/nonexistent-home")
+
+
+def launch(agent: str, **env: str):  # noqa: ANN201
+    return get_recipe(agent).launch(prompt="-fix it", mcp_url="http://127.0.0.1:3000/mcp", home=HOME, env=env)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> None:
+    from ssebench.agents import registry  # noqa: PLC0415
+
+    recipe = get_recipe(agent)
+    assert isinstance(recipe, Recipe)
+    assert recipe.agent == agent
+    assert registry.get(agent).recipe() is not None
+    assert launch(agent).argv[0] == recipe.binary
+
+
+def test_unknown_agent_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode"):
+        get_recipe("goose")
+
+
+def test_claude_allows_the_tool_streams_json_and_passes_the_model_api_on() -> None:
+    run = launch("claude", ANTHROPIC_BASE_URL="http://127.0.0.1:9/", ANTHROPIC_API_KEY="k", OTHER="x")
+    assert run.argv[:5] == ("claude", "-p", "-fix it", "--allowedTools", "mcp__ssebench__test_patch")
+    assert "--output-format" in run.argv and run.argv[run.argv.index("--output-format") + 1] == "stream-json"
+    assert run.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9/" and run.env["ANTHROPIC_API_KEY"] == "k"
+    assert run.env["IS_SANDBOX"] == "1" and run.env["ENABLE_TOOL_SEARCH"] == "false"
+    assert "OTHER" not in run.env
+
+
+def test_codex_defines_a_responses_provider_only_when_a_base_url_is_given() -> None:
+    plain = launch("codex")
+    assert not any(a.startswith("model_provider") for a in plain.argv)
+    assert plain.argv[-1] == "-fix it" and "mcp_servers.ssebench.required=true" in plain.argv
+    custom = launch("codex", OPENAI_BASE_URL='http://127.0.0.1:9/v1"x', SSE_AGENT_MODEL="m")
+    provider = next(a for a in custom.argv if a.startswith("model_providers.ssebench="))
+    # a quote in the URL stays inside the TOML string
+    assert 'base_url = "http://127.0.0.1:9/v1\\"x"' in provider and 'wire_api = "responses"' in provider
+    assert 'model_provider="ssebench"' in custom.argv and 'model="m"' in custom.argv
+
+
+def test_opencode_points_the_anthropic_provider_at_the_versioned_root() -> None:
+    for base in ("http://127.0.0.1:9", "http://127.0.0.1:9/", "http://127.0.0.1:9/v1"):
+        run = launch("opencode", ANTHROPIC_BASE_URL=base)
+        config = json.loads(run.env["OPENCODE_CONFIG_CONTENT"])
+        assert config == {"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}}
+    assert "OPENCODE_CONFIG_CONTENT" not in launch("opencode").env
+    assert launch("opencode", SSE_AGENT_MODEL="claude-x").argv[-3:] == ("--model", "anthropic/claude-x", "-fix it")
+
+
+def test_gemini_prepare_selects_api_key_auth_and_keeps_the_rest(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  // mine\n  "mcpServers": {"other": {"url": "http://x"}}\n}\n'
+    settings.write_text(original)
+    get_recipe("gemini").prepare(home=tmp_path, env={})
+    text = settings.read_text()
+    assert "// mine" in text and '"other"' in text
+    assert '"selectedType": "gemini-api-key"' in text
+    get_recipe("gemini").prepare(home=tmp_path, env={})
+    assert settings.read_text() == text  # idempotent
+
+
+def test_gemini_prepare_leaves_a_users_auth_choice_alone(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    original = '{"security": {"auth": {"selectedType": "vertex-ai"}}}\n'
+    settings.write_text(original)
+    get_recipe("gemini").prepare(home=tmp_path, env={})
+    assert settings.read_text() == original
