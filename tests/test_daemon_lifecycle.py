@@ -373,3 +373,12 @@ def test_bad_heartbeat_setting(task_factory, raw):
     assert proc.stderr == (f"ssebench daemon: SSE_DAEMON_HEARTBEAT must be a positive number of seconds, "
                            f"got '{raw}'\n")
     assert not sock.exists()
+
+
+def test_socket_path_too_long(task_factory, tmp_path):
+    folder = tmp_path / ("d" * 110)
+    folder.mkdir()
+    path = folder / "x.sock"
+    proc = run_ssebench("daemon", "--task", str(task_factory().file), "--socket", str(path))
+    assert (proc.returncode, proc.stderr) == (
+        1, f"ssebench daemon: {path}: too long for a Unix socket path (at most 107 bytes)\n")

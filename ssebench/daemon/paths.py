@@ -18,6 +18,7 @@ from pathlib import Path
 
 ENV_VAR = "SSE_DAEMON_SOCKET"
 SOCKET_NAME = "daemon.sock"
+MAX_PATH_BYTES = 107  # sun_path is 108 bytes on Linux, NUL included
 
 
 class SocketError(RuntimeError):
@@ -88,6 +89,8 @@ def bind_socket(path: Path, mode: int = 0o600, *, default_dir: bool) -> socket.s
     not a socket is refused. The socket is bound under a restrictive umask so it is
     never reachable by others, not even for a moment.
     """
+    if len(os.fsencode(path)) > MAX_PATH_BYTES:
+        raise SocketError(f"{path}: too long for a Unix socket path (at most {MAX_PATH_BYTES} bytes)")
     if default_dir:
         ensure_private_dir(path.parent)
     elif not path.parent.is_dir():
@@ -108,7 +111,7 @@ def bind_socket(path: Path, mode: int = 0o600, *, default_dir: bool) -> socket.s
         sock.bind(str(path))
     except OSError as exc:
         sock.close()
-        raise SocketError(f"{path}: cannot bind the socket: {exc.strerror}") from None
+        raise SocketError(f"{path}: cannot bind the socket: {exc.strerror or exc}") from None
     finally:
         os.umask(old_umask)
     os.chmod(path, mode)
