@@ -323,7 +323,7 @@ class Display:
 
 
 def _grading_checks(grading: Any) -> list[tuple[str, str]]:
-    """Check rows from the grading report, whatever its exact layout."""
+    """(check, state) rows from ``ssebench grade --json``'s ``checks`` list."""
     if not isinstance(grading, dict):
         return []
     checks = grading.get("checks")
@@ -331,8 +331,15 @@ def _grading_checks(grading: Any) -> list[tuple[str, str]]:
     if isinstance(checks, list):
         for item in checks:
             if isinstance(item, dict):
-                rows.append((str(item.get("check")), str(item.get("state"))))
-    elif isinstance(checks, dict):
-        for name, item in checks.items():
-            rows.append((str(name), str(item.get("state") if isinstance(item, dict) else item)))
+                rows.append((_label(item.get("check")), str(item.get("state")).replace("_", " ")))
     return rows
+
+
+def _label(check: object) -> str:
+    """The spec's name of a check (``pocs`` → ``PoCs``)."""
+    from ssebench.difficulty import Check
+
+    try:
+        return Check(str(check)).label
+    except ValueError:
+        return str(check)
