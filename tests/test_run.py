@@ -67,6 +67,11 @@ def test_run_reports_a_failed_check_in_the_table(task, tmp_path: Path):
     result = run("--task", str(task.file), "--results", str(results), "--", sys.executable, str(AGENT))
     assert result.returncode == 1, result.stderr
     assert "checks_failed (exit 1)" in result.stdout
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()
+            if line.startswith("│")]
+    assert ["passed", "no"] in rows
+    assert ["build", "passed"] in rows and ["PoCs", "passed"] in rows and ["functional tests", "failed"] in rows
+    assert ["agent", "exit 0"] not in rows and any(r[0] == "agent" and r[1].startswith("exit 0, ") for r in rows)
     assert f"{results / 'results.json'}" in result.stdout
     assert json.loads((results / "results.json").read_text())["passed"] is False
 
