@@ -84,11 +84,21 @@ def _server_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--heartbeat",
-        type=float,
+        type=_positive_seconds,
         default=None,
         metavar="SECONDS",
         help="seconds between progress heartbeats during a call (default: 15)",
     )
+
+
+def _positive_seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 to 3600, got '{raw}'")
+    return value
 
 
 def _level_or_exit() -> Level | None:

@@ -14,8 +14,9 @@ following symlinks, and refused when it (or a folder above it) belongs to anothe
 user or can be changed by others (a world-writable folder is accepted only as an
 ancestor and only with the sticky bit, like ``/tmp``). A refused folder does not stop
 the server: each long log then ends with the spec's save-failure line, and the reason
-goes to the server's log. Files are created with ``O_EXCL|O_NOFOLLOW`` relative to
-the folder's descriptor held open since start-up, mode 0644 (the agent may read them).
+goes to the server's log. Folders it creates are 0755 and files 0644: the agent reads
+them. Files are created with ``O_EXCL|O_NOFOLLOW`` relative to the folder's descriptor
+held open since start-up, so swapping the path later cannot redirect them.
 """
 
 from __future__ import annotations
@@ -163,15 +164,17 @@ class _UnsafeDir(Exception):
 def _open_safe_dir(target: str) -> int:
     """Walk from ``/`` creating what is missing, never following a symlink."""
     me = os.geteuid()
-    parts = [p for p in Path(target).parts[1:]]
+    parts = list(Path(target).parts[1:])
     fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     walked = "/"
     try:
         for i, name in enumerate(parts):
             last = i == len(parts) - 1
             walked = os.path.join(walked, name)
+            created = False
             try:
-                os.mkdir(name, 0o755 if last else 0o700, dir_fd=fd)
+                os.mkdir(name, 0o755, dir_fd=fd)  # 0755: the agent must reach the files
+                created = True
             except FileExistsError:
                 pass
             try:
@@ -182,6 +185,8 @@ def _open_safe_dir(target: str) -> int:
                 raise
             os.close(fd)
             fd = child
+            if created:
+                os.fchmod(fd, 0o755)  # whatever the umask
             st = os.fstat(fd)
             if last:
                 if st.st_uid != me:

@@ -142,6 +142,18 @@ def test_group_writable_ancestor_without_sticky_is_refused(tmp_path: Path) -> No
     ok.close()
 
 
+def test_created_folders_let_the_agent_reach_the_files(tmp_path: Path) -> None:
+    old = os.umask(0o077)
+    try:
+        d = LogDir.prepare(tmp_path / "mcp" / "logs")
+    finally:
+        os.umask(old)
+    assert d.fd is not None
+    d.close()
+    assert stat.S_IMODE((tmp_path / "mcp").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "mcp" / "logs").stat().st_mode) == 0o755
+
+
 def test_env_var_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MCP_LOG_DIR", str(tmp_path / "x"))
     d = LogDir.prepare()
