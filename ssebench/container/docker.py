@@ -44,6 +44,10 @@ from ssebench.container.dockerfile import (
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
+CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
+SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
+GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
+
 # A fixed date for the ssebench wheel, so an unchanged tree gives the same bytes and the
 # task image's tag (a hash of its context) stays the same: no rebuild.
 WHEEL_EPOCH = "315532800"
@@ -82,6 +86,7 @@ def run_in_docker(
     timeout: float | None = None,
     base_image: str | None = None,
     progress: Callable[[str], None] | None = None,
+    sidecar: bool = True,
 ) -> DockerRunResult:
     """Run AGENT_COMMAND in a task container on TASK_DIR and collect its results.
 
@@ -101,13 +106,19 @@ def run_in_docker(
     progress: called with each stage's name as it starts ("engine", "task image",
         "agent image", "container", "results") for the live display.
 
+    sidecar: True (the default) keeps the task's hidden parts (task.toml, PoCs, intent diff)
+        out of the agent's container: a sidecar container of the task image holds the task
+        and serves the daemon on a socket in a shared folder; the agent's container gets only
+        the tree (/tree), runs ``ssebench entrypoint --sidecar``, and the sidecar grades the
+        tree when the agent is done. False: one container with the whole task at /task
+        (simpler, but the agent can read the hidden parts).
+
     The Docker engine is the one DOCKER_HOST names, else ssebench's private engine
     (scripts/docker-engine.sh) when it answers, else Docker's default socket.
     Raises DockerRunError with one clear message when no engine answers, the base image is
     missing, or a build fails (with the build's last lines).
     """
-    if not (task_dir / "task.toml").is_file():
-        raise DockerRunError(f"{task_dir}: no task.toml in this folder")
+    task = _load_task(task_dir)
     if agent is not None:
         try:
             agent_cli(agent)
@@ -124,30 +135,33 @@ def run_in_docker(
             "or set SSEBENCH_BASE_IMAGE"
         )
     stage("task image")
-    image = build_task_image(engine, base)
+    task_image = image = build_task_image(engine, base)
     if agent is not None:
         stage("agent image")
-        image = build_agent_image(engine, agent, image)
+        image = build_agent_image(engine, agent, task_image)
     stage("container")
     results_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "dialog.jsonl", "container.log"):
+    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log"):
         (results_dir / name).unlink(missing_ok=True)  # never report a previous run's files
     log_path = results_dir / "container.log"
-    with _task_copy(task_dir) as task_copy:
-        exit_code = engine.run_container(
-            image=image,
-            command=["--", *agent_command],
-            mounts={task_copy: CONTAINER_TASK_DIR, results_dir.resolve(): CONTAINER_RESULTS_DIR},
-            env={
-                **(env or {}),
-                "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml",
-                "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR,
-                "SSE_DIFFICULTY": str(difficulty),
-            },
-            network=network,
-            timeout=timeout,
-            log_path=log_path,
-        )
+    settings = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(difficulty)}
+    with _workspace(task_dir, task.source) as space:
+        if sidecar:
+            exit_code = _run_with_sidecar(
+                engine, space, task_image=task_image, image=image, command=agent_command,
+                results_dir=results_dir.resolve(), env=settings, network=network, timeout=timeout,
+                log_path=log_path, task_id=task.id,
+            )
+        else:
+            exit_code = engine.run_container(
+                image=image,
+                command=["--", *agent_command],
+                mounts={space.task: CONTAINER_TASK_DIR, results_dir.resolve(): CONTAINER_RESULTS_DIR},
+                env={**settings, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml"},
+                network=network,
+                timeout=timeout,
+                log_path=log_path,
+            )
     stage("results")
     return DockerRunResult(
         exit_code=exit_code,
@@ -157,6 +171,142 @@ def run_in_docker(
         dialog_path=(results_dir / "dialog.jsonl") if (results_dir / "dialog.jsonl").is_file() else None,
         log_path=log_path,
     )
+
+
+def _load_task(task_dir: Path):  # noqa: ANN202 - ssebench.task.Task, imported lazily
+    """The task, checked on the host before anything is built (a bad task.toml fails here)."""
+    from ssebench.task import TaskError, load_task
+
+    if not (task_dir / "task.toml").is_file():
+        raise DockerRunError(f"{task_dir}: no task.toml in this folder")
+    try:
+        return load_task(task_dir / "task.toml")
+    except TaskError as error:
+        raise DockerRunError(str(error)) from None
+
+
+@dataclass(frozen=True)
+class _Workspace:
+    task: Path  # a full copy of the task folder (hidden parts included)
+    tree: Path  # a copy of the task's source: the agent's tree in sidecar mode
+    sockets: Path  # shared by the sidecar (daemon socket) and the agent container
+
+
+@contextmanager
+def _workspace(task_dir: Path, source: Path) -> Iterator[_Workspace]:
+    """Private copies for the containers to change; the user's folders stay as they are."""
+    holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
+    try:
+        space = _Workspace(task=holder / "task", tree=holder / "tree", sockets=holder / "sockets")
+        shutil.copytree(task_dir, space.task, symlinks=True)
+        shutil.copytree(source, space.tree, symlinks=True)
+        space.sockets.mkdir(mode=0o700)
+        yield space
+    finally:
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def _run_with_sidecar(
+    engine: DockerEngine,
+    space: _Workspace,
+    *,
+    task_image: str,
+    image: str,
+    command: Sequence[str],
+    results_dir: Path,
+    env: Mapping[str, str],
+    network: str,
+    timeout: float | None,
+    log_path: Path,
+    task_id: str,
+) -> int:
+    """Daemon in a sidecar (no network, the task read-only), agent beside it, sidecar grades."""
+    sidecar = f"ssebench-{uuid.uuid4().hex[:12]}-daemon"
+    socket = f"{SIDECAR_SOCKET_DIR}/daemon.sock"
+    engine.start_detached(
+        name=sidecar,
+        image=task_image,
+        command=["daemon", "--task", f"{CONTAINER_TASK_DIR}/task.toml", "--tree", CONTAINER_TREE_DIR,
+                 "--socket", socket],
+        mounts={space.task: f"{CONTAINER_TASK_DIR}:ro", space.tree: CONTAINER_TREE_DIR,
+                space.sockets: SIDECAR_SOCKET_DIR},
+        env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
+    )
+    try:
+        exit_code = engine.run_container(
+            image=image,
+            command=["--sidecar", "--", *command],
+            mounts={space.tree: CONTAINER_TREE_DIR, space.sockets: SIDECAR_SOCKET_DIR,
+                    results_dir: CONTAINER_RESULTS_DIR},
+            env={**env, "SSE_TREE": CONTAINER_TREE_DIR, "SSE_DAEMON_SOCKET": socket},
+            network=network,
+            timeout=timeout,
+            log_path=log_path,
+        )
+        from ssebench.container.entrypoint import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT, EXIT_PASSED
+
+        # Grading is due when the agent ran to an end (as in process mode, also after a
+        # failure or a timeout: the tree may hold a patch); not after a start-up failure.
+        results = _read_results(results_dir / "results.json")
+        if results is not None and results.get("exit_code") in (EXIT_PASSED, EXIT_AGENT_TIMEOUT, EXIT_AGENT_FAILED):
+            exit_code = _grade_in_sidecar(engine, sidecar, results_dir, results, task_id)
+        return exit_code
+    finally:
+        engine.docker("rm", "--force", sidecar)
+
+
+def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, results: dict, task_id: str) -> int:
+    """Final grading where the task is, merged into the agent container's results.json.
+
+    The status follows the entrypoint's rule (docs/container.md, "Exit status"): the
+    agent's outcome first, then grading's verdict.
+    """
+    from ssebench.container.entrypoint import (
+        EXIT_CHECKS_FAILED,
+        EXIT_GRADING_ERROR,
+        EXIT_PASSED,
+        STATUS_BY_EXIT,
+    )
+
+    task_file = f"{CONTAINER_TASK_DIR}/task.toml"
+    with open(results_dir / "grading.json", "xb") as out, open(results_dir / "grading.log", "xb") as err:
+        code = subprocess.run(
+            ["docker", "exec", sidecar, "ssebench", "grade", "--task", task_file, "--tree", CONTAINER_TREE_DIR,
+             "--json"],
+            env=engine.environ(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False,
+            timeout=GRADING_TIMEOUT,
+        ).returncode
+    report = _read_results(results_dir / "grading.json") if code in (0, 1) else None
+    if report is None:
+        tail = (results_dir / "grading.log").read_text(encoding="utf-8", errors="replace").strip()
+        detail = f"grading failed (ssebench grade exited {code})" + (f":\n{tail[-2000:]}" if tail else "")
+        stage, passed = {"state": "failed", "detail": detail}, None
+    else:
+        passed = code == 0
+        stage = {"state": "done", "detail": "every check passed" if passed else "a check failed", "passed": passed}
+    results["stages"]["grading"] = {**stage, "where": "sidecar"}
+    results["grading"] = report
+    results["passed"] = passed
+    results["task"] = {**results.get("task", {}), "id": task_id, "file": task_file}
+    if results["exit_code"] == EXIT_PASSED:  # the agent finished: grading decides
+        new = EXIT_GRADING_ERROR if passed is None else EXIT_PASSED if passed else EXIT_CHECKS_FAILED
+        results.update(exit_code=new, status=STATUS_BY_EXIT[new])
+        if new == EXIT_GRADING_ERROR:
+            results["error"] = stage["detail"]
+    _write_json_atomically(results_dir / "results.json", results)
+    return results["exit_code"]
+
+
+def _write_json_atomically(path: Path, data: dict) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def _read_results(path: Path) -> dict | None:
@@ -169,18 +319,6 @@ def _read_results(path: Path) -> dict | None:
     if not isinstance(data, dict):
         raise DockerRunError(f"{path}: expected a JSON object")
     return data
-
-
-@contextmanager
-def _task_copy(task_dir: Path) -> Iterator[Path]:
-    """A private copy of the task for the container to change; the user's folder stays as it is."""
-    holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
-    try:
-        copy = holder / "task"
-        shutil.copytree(task_dir, copy, symlinks=True)
-        yield copy
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -247,6 +385,19 @@ class DockerEngine:
             if status != 0:
                 raise DockerRunError(f"docker build of {tag} failed (exit {status}); last lines:\n{_tail(log)}")
         self.remove_older(tag)
+
+    def start_detached(
+        self, *, name: str, image: str, command: Sequence[str], mounts: Mapping[Path, str], env: Mapping[str, str]
+    ) -> None:
+        """A background container with no network (the sidecar); removed by the caller."""
+        args = ["run", "--detach", "--init", "--name", name, "--network", "none", "--entrypoint", "ssebench"]
+        for host_path, container_path in mounts.items():
+            args += ["--volume", f"{host_path}:{container_path}"]
+        for key, value in env.items():
+            args += ["--env", f"{key}={value}"]
+        started = self.docker(*args, image, *command)
+        if started.returncode != 0:
+            raise DockerRunError(f"the sidecar container did not start: {started.stderr.strip()}")
 
     def run_container(
         self,

@@ -183,12 +183,14 @@ def _dialog(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _assert_claude_session(results: Path, model: AnthropicModel, report: dict) -> None:
+def _assert_claude_session(results: Path, model: AnthropicModel, report: dict, *, mode: str, tree: str) -> None:
     """What the container left: graded results, the dialog, and the text the model got."""
     assert report["status"] == "checks_failed", json.dumps(report, indent=2)
     assert report["exit_code"] == 1
     assert report["passed"] is False
-    assert report["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/task/src"}
+    assert report["mode"] == mode
+    assert report["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": tree}
+    assert report["grading"]["passed"] is False
     assert report["difficulty"] == {"level": 2, "name": "NO_FUTURE_TEST"}
     assert [report["stages"][s]["state"] for s in ("daemon", "server", "agent", "grading")] == ["done"] * 4
     assert report["agent"]["exit_code"] == 0
@@ -215,7 +217,7 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
         check=lambda: (results / "results.json").is_file(), timeout=CONTAINER_TIMEOUT, pause=1.0)
     _timed("compose container run", began)
     report = json.loads((results / "results.json").read_text(encoding="utf-8"))
-    _assert_claude_session(results, compose_run["model"], report)
+    _assert_claude_session(results, compose_run["model"], report, mode="process", tree="/task/src")
     # The container changed only its own copy of the task.
     assert (TASK_DIR / "task.toml").read_bytes() == (compose_run["task_copy"] / "task.toml").read_bytes()
 
@@ -238,7 +240,31 @@ def test_ssebench_run_docker_with_claude(agent_image: str, tmp_path: Path) -> No
         assert run.returncode == 1, run.stderr
         report = json.loads((results / "results.json").read_text(encoding="utf-8"))
         assert json.loads(run.stdout) == report
-        _assert_claude_session(results, model, report)
+        # Sidecar mode (the default): the agent's container had the tree only; the sidecar,
+        # which holds the task, served the daemon and graded.
+        _assert_claude_session(results, model, report, mode="sidecar", tree="/tree")
+        assert report["stages"]["grading"]["where"] == "sidecar"
+        assert json.loads((results / "grading.json").read_text(encoding="utf-8")) == report["grading"]
     assert (results / "container.log").is_file()
     # The user's task folder is byte for byte what it was.
     assert {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()} == before
+
+
+def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: str, tmp_path: Path) -> None:
+    """The agent's container has the tree and nothing else of the task: no task.toml, no
+    PoC, no intent diff anywhere on its file system; yet the sidecar grades every check."""
+    from ssebench.container.docker import run_in_docker
+
+    hidden = ["task.toml", "intent.diff", *(Path(p).name for p in ("pocs/long-name", "pocs/sixteen-chars"))]
+    assert all(any(TASK_DIR.rglob(name)) for name in hidden)  # the task has them
+    search = " -o ".join(f"-name {name}" for name in hidden)
+    probe = (f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
+             ' echo "found: $found"; test -z "$found"')
+    result = run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["sh", "-c", probe],
+                           results_dir=tmp_path / "results", difficulty=2)
+    report = result.results
+    assert report is not None
+    assert (tmp_path / "results" / "agent-stdout.log").read_text(encoding="utf-8") == "found: \n"
+    assert report["agent"]["exit_code"] == 0
+    assert (report["status"], result.exit_code) == ("checks_failed", 1)  # graded: the tree is unfixed
+    assert [c["check"] for c in report["grading"]["checks"]][:2] == ["build", "pocs"]
