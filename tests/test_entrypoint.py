@@ -343,3 +343,26 @@ def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
     result = r.run("--sidecar", *agent())
     assert (result.returncode, result.stderr) == (
         2, "ssebench entrypoint: --sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves\n")
+
+
+def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monkeypatch):
+    """A stream line over the limit goes to agent-stdout.log whole but is never parsed in memory."""
+    import ssebench.container.entrypoint as ep
+    from ssebench.container.processes import Child
+    from ssebench.container.settings import from_environment
+
+    monkeypatch.setattr(ep, "MAX_EVENT_BYTES", 100)
+    settings = from_environment({}, results_dir=str(tmp_path), dialog="gemini", sidecar=True,
+                                daemon_socket=str(tmp_path / "d.sock"), tree=str(tmp_path))
+    big = json.dumps({"type": "message", "role": "assistant", "content": "A" * 500})
+    small = json.dumps({"type": "message", "role": "assistant", "content": "ok"})
+    proc = subprocess.Popen([sys.executable, "-c", f"print({big!r}); print({small!r})"], stdout=subprocess.PIPE)
+    with (tmp_path / "raw.log").open("wb") as tee:
+        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee)
+        reader.join(timeout=30)
+        proc.wait(timeout=30)
+        pipeline.close(exit_code=0)
+        pipeline.writer.close()
+    lines = [json.loads(x) for x in (tmp_path / "dialog.jsonl").read_text().splitlines()]
+    assert [(e["type"], e.get("text")) for e in lines] == [("message", "ok"), ("complete", None)]
+    assert (tmp_path / "raw.log").read_text() == big + "\n" + small + "\n"

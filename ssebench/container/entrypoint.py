@@ -37,6 +37,7 @@ from ssebench.container.readiness import StartupError, wait_for_daemon, wait_for
 from ssebench.container.settings import Settings, SettingsError
 
 RESULTS_FILE = "results.json"
+MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw, not converted
 DIALOG_FILE = "dialog.jsonl"
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -284,10 +285,18 @@ class Entrypoint:
         pipeline = DialogPipeline(writer, load_converter(self.settings.dialog), prompt=self.settings.prompt)
 
         def pump() -> None:
-            assert child.proc.stdout is not None
-            for raw in child.proc.stdout:
-                tee.write(raw)
-                pipeline.feed_line(raw.decode("utf-8", errors="replace"))
+            # Every byte goes to the raw log; a line longer than MAX_EVENT_BYTES is not
+            # parsed (nor held in memory whole): its parts pass straight through.
+            stream = child.proc.stdout
+            assert stream is not None
+            oversized = False
+            while chunk := stream.readline(MAX_EVENT_BYTES):
+                tee.write(chunk)
+                complete = chunk.endswith(b"\n")
+                if not oversized and (complete or len(chunk) < MAX_EVENT_BYTES):
+                    pipeline.feed_line(chunk.decode("utf-8", errors="replace"))
+                else:
+                    oversized = not complete
 
         thread = threading.Thread(target=pump, name="dialog", daemon=True)
         thread.start()
