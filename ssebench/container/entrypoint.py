@@ -100,6 +100,8 @@ class Entrypoint:
         self._agent: Child | None = None
         self._signal: int | None = None
         self._stages: dict[str, dict[str, Any]] = {}
+        self._dialog_lock = threading.Lock()
+        self._dialog_closed = False
 
     # -- public ---------------------------------------------------------------------
 
@@ -265,9 +267,13 @@ class Entrypoint:
             if reader is not None:
                 reader.join(timeout=STOP_GRACE_SECONDS)
             if pipeline is not None:
-                pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
-                               interrupted=self._signal is not None)
-                pipeline.writer.close()
+                # A process that left the agent's group may still hold the pipe open:
+                # stop converting (under the pump's lock) and close the dialog now.
+                with self._dialog_lock:
+                    self._dialog_closed = True
+                    pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
+                                   interrupted=self._signal is not None)
+                    pipeline.writer.close()
         finally:
             stdout_log.close()
         if not agent.timed_out:
@@ -291,10 +297,16 @@ class Entrypoint:
             assert stream is not None
             oversized = False
             while chunk := stream.readline(MAX_EVENT_BYTES):
-                tee.write(chunk)
+                try:
+                    tee.write(chunk)
+                except ValueError:  # the raw log was closed: the run is over
+                    return
                 complete = chunk.endswith(b"\n")
                 if not oversized and (complete or len(chunk) < MAX_EVENT_BYTES):
-                    pipeline.feed_line(chunk.decode("utf-8", errors="replace"))
+                    with self._dialog_lock:
+                        if self._dialog_closed:
+                            return
+                        pipeline.feed_line(chunk.decode("utf-8", errors="replace"))
                 else:
                     oversized = not complete
 
