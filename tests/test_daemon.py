@@ -367,3 +367,20 @@ def test_demo_task_at_level_0_shows_the_bug(demo_task, daemon_factory):
     log = d.log(r["_run"], "pocs")
     assert "ERROR: AddressSanitizer: stack-buffer-overflow" in log
     assert "FAIL tests/cases/long-name.in" in d.log(r["_run"], "intent")
+
+
+def test_no_api_answer_names_a_hidden_part(task_factory, daemon_factory):
+    t = task_factory(pocs=["SECRET-POC"], intent="true", intent_diff=ADD_FILE_DIFF)
+    d = daemon_factory(t.file, difficulty="2")
+    c = d.client()
+    texts = [c.get("/health").text, c.get("/task").text]
+    with c.stream("POST", "/runs") as r:
+        texts.append(r.read().decode())
+    run_id = json.loads(texts[-1].splitlines()[-1])["run_id"]
+    for check in ALL + ["nope"]:
+        texts.append(c.get(f"/runs/{run_id}/logs/{check}").text)
+        texts.append(c.post("/runs", json={"checks": [check]}).text if check != "build" else "")
+    texts += [c.get("/runs/r-0-0/logs/build").text, c.get("/nope").text, c.post("/runs", content=b"{").text]
+    joined = "\n".join(texts)
+    for secret in (str(t.dir), "SECRET-POC", "poc-1", "intent.diff", "intent-added", "task.toml"):
+        assert secret not in joined
