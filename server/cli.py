@@ -173,6 +173,8 @@ def _up(args: argparse.Namespace) -> int:
         except StackError as exc:
             print(f"ssebench up: {exc}", file=sys.stderr)
             return daemon.poll() or 1
+        except KeyboardInterrupt:  # Ctrl-C before the server was up
+            return 130
         host = "localhost" if args.host in ("127.0.0.1", "::1", "localhost") else args.host
         print(
             f"ssebench: serving test_patch at http://{host}:{args.port}{args.path} "
