@@ -366,3 +366,13 @@ def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monk
     lines = [json.loads(x) for x in (tmp_path / "dialog.jsonl").read_text().splitlines()]
     assert [(e["type"], e.get("text")) for e in lines] == [("message", "ok"), ("complete", None)]
     assert (tmp_path / "raw.log").read_text() == big + "\n" + small + "\n"
+
+
+@pytest.mark.slow
+def test_a_process_that_leaves_the_agents_group_is_stopped_too(runner: Runner, tmp_path: Path):
+    """setsid escapes killpg; the entrypoint adopts such orphans and stops them before grading."""
+    script = "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo started"
+    result = runner.run("--", "bash", "-c", script)
+    assert result.returncode == 1, result.stderr  # the agent did not fix the tree
+    assert not survivors(runner.marker)
+    assert runner.results_json()["stages"]["agent"]["strays_killed"] == ["sleep 300"]

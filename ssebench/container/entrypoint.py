@@ -28,6 +28,8 @@ from ssebench.container.processes import (
     STOP_GRACE_SECONDS,
     Child,
     open_log,
+    become_subreaper,
+    kill_strays,
     spawn,
     ssebench_argv,
     stop_all,
@@ -96,6 +98,7 @@ class Entrypoint:
     agent_env: dict[str, str] | None = None  # extra variables for the agent only
 
     def __post_init__(self) -> None:
+        self._keep: set[int] = set()
         self._children: list[Child] = []
         self._agent: Child | None = None
         self._signal: int | None = None
@@ -148,6 +151,10 @@ class Entrypoint:
         task, tree = self.prepare()
         started_at, t0 = _now(), time.monotonic()
         handlers = self._install_signal_handlers()
+        become_subreaper()
+        import psutil
+
+        self._keep = {p.pid for p in psutil.Process().children(recursive=True)}  # not ours to stop
         workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))  # 0700, ours
         agent = AgentOutcome(command=list(self.agent_command), timeout=self.settings.agent_timeout)
         grading: dict[str, Any] | None = None
@@ -157,6 +164,7 @@ class Entrypoint:
             exit_code, error, grading = self._stages_run(task, tree, workdir, agent)
         finally:
             stop_all(self._children)
+            kill_strays(self._keep)
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
         results = self._results(task, tree, agent, grading, exit_code, error, started_at, time.monotonic() - t0)
@@ -260,6 +268,10 @@ class Entrypoint:
             else:
                 child.signal(signal.SIGKILL)  # leftovers of an agent that exited
             code = child.proc.wait()
+            # processes that left the agent's group: stopped before grading reads the tree
+            strays = kill_strays(self._keep, spare=[c for c in self._children if c.running()])
+            if strays:
+                self._stages.setdefault("agent", {})["strays_killed"] = strays
             agent.duration = time.monotonic() - started
             agent.exit_code = code if code >= 0 else 128 - code
             if code < 0:

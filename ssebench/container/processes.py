@@ -70,6 +70,48 @@ class Child:
         return tail_lines(self.log, lines) if self.log else []
 
 
+def become_subreaper() -> bool:
+    """Adopt our orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
+
+    A process that leaves its group (``setsid``, a daemonising CLI) escapes
+    ``killpg``; as a subreaper we inherit it when its parent exits, so
+    :func:`kill_strays` can still find and stop it.
+    """
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def kill_strays(keep: set[int], spare: list[Child] = ()) -> list[str]:  # type: ignore[assignment]
+    """SIGKILL every descendant of ours not in *keep* nor in the process tree of a *spare*
+    child; returns their command lines."""
+    import psutil
+
+    keep = set(keep)
+    for child in spare:
+        try:
+            leader = psutil.Process(child.pid)
+            keep.add(leader.pid)
+            keep.update(p.pid for p in leader.children(recursive=True))
+        except psutil.Error:
+            pass
+    me = psutil.Process()
+    strays = [p for p in me.children(recursive=True) if p.pid not in keep]
+    names = []
+    for proc in strays:
+        try:
+            names.append(" ".join(proc.cmdline()) or proc.name())
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(strays, timeout=5)
+    return names
+
+
 def stop_all(children: list[Child], grace: float = STOP_GRACE_SECONDS) -> None:
     """Stop several children at once: one shared grace period, not one each."""
     for child in children:
