@@ -236,3 +236,41 @@ def test_pipeline_invariants(script: list[dict], timed_out: bool):
             new_turn = True
     assert lines[-1]["turns"] == expected
     assert lines[-1]["status"] == ("timeout" if timed_out else "success")
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+# events shaped like each CLI's, with any values in their fields
+_TYPES = ["system", "assistant", "user", "result", "thread.started", "item.started", "item.completed",
+          "turn.completed", "turn.failed", "error", "init", "message", "tool_use", "tool_result", "step_start",
+          "text", "reasoning", "step_finish"]
+_KEYS = ["subtype", "message", "content", "tools", "session_id", "model", "item", "usage", "error", "role",
+         "delta", "tool_id", "tool_name", "parameters", "status", "output", "stats", "part", "sessionID",
+         "duration_ms", "is_error", "result", "thread_id", "severity"]
+_cli_event = st.builds(lambda t, extra: {"type": t, **extra}, st.sampled_from(_TYPES),
+                       st.dictionaries(st.sampled_from(_KEYS), _json, max_size=6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(CONVERTERS)), st.lists(_cli_event, max_size=12))
+def test_converters_never_fail_on_odd_events(agent: str, stream: list[dict]):
+    """Whatever a CLI version prints, conversion goes on and the log stays well formed."""
+    out = io.StringIO()
+    pipeline = DialogPipeline(DialogWriter(out), load_converter(agent), prompt="p")
+    for event in stream:
+        pipeline.feed_line(json.dumps(event))
+    pipeline.close(exit_code=0)
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert lines[-1]["type"] == "complete" and [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
+    for e in lines:
+        assert e["type"] in ("init", "prompt", "message", "thinking", "tool", "complete")
+        if e["type"] in ("prompt", "message", "thinking"):
+            assert isinstance(e["text"], str)
+        if e["type"] == "tool":
+            assert isinstance(e["id"], str) and isinstance(e["name"], str)
+            assert isinstance(e.get("output", ""), str)
+    assert all(isinstance(v, int) for v in lines[-1]["tokens"].values())
+    assert isinstance(lines[-1]["duration"], float | int)

@@ -82,6 +82,7 @@ class DialogPipeline:
         self._new_turn = True
         self.turns = 0
         self.ignored_lines = 0
+        self.first_error: str | None = None  # the first event a converter could not read
         self._closed = False
         self._prompt_written = False
 
@@ -97,7 +98,13 @@ class DialogPipeline:
         if not isinstance(raw, dict):
             self.ignored_lines += 1
             return
-        self._emit_all(self.converter.feed(raw))
+        try:
+            self._emit_all(self.converter.feed(raw))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # An event of a shape this converter does not know (a newer CLI): skip it,
+            # keep the session going; the raw stream keeps it.
+            self.ignored_lines += 1
+            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
 
     def feed_stream(self, stream: IO[str], tee: IO[str] | None = None) -> None:
         """Read to end of stream, copying every raw line to ``tee`` if given."""

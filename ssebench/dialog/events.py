@@ -19,34 +19,34 @@ def init(agent: str, *, session: str | None = None, model: str | None = None,
          tools: list[str] | None = None) -> Event:
     event: Event = {"type": "init", "agent": agent}
     if session:
-        event["session"] = session
+        event["session"] = str(session)
     if model:
-        event["model"] = model
+        event["model"] = str(model)
     if tools is not None:
-        event["tools"] = list(tools)
+        event["tools"] = [str(t) for t in tools]
     return event
 
 
 def prompt(text: str) -> Event:
-    return {"type": "prompt", "text": text}
+    return {"type": "prompt", "text": _str(text)}
 
 
 def message(text: str) -> Event:
-    return {"type": "message", "role": "assistant", "text": text}
+    return {"type": "message", "role": "assistant", "text": _str(text)}
 
 
 def thinking(text: str) -> Event:
-    return {"type": "thinking", "text": text}
+    return {"type": "thinking", "text": _str(text)}
 
 
 def tool_running(tool_id: str, name: str, arguments: Any = None) -> Event:
-    return {"type": "tool", "id": tool_id, "name": name, "status": "running",
+    return {"type": "tool", "id": str(tool_id), "name": str(name), "status": "running",
             "input": arguments if arguments is not None else {}}
 
 
 def tool_finished(tool_id: str, name: str, *, ok: bool, output: str) -> Event:
-    return {"type": "tool", "id": tool_id, "name": name,
-            "status": "success" if ok else "error", "output": output}
+    return {"type": "tool", "id": str(tool_id), "name": str(name),
+            "status": "success" if ok else "error", "output": _str(output)}
 
 
 def complete(status: str, *, turns: int, duration: float, tokens: dict[str, int],
@@ -58,6 +58,10 @@ def complete(status: str, *, turns: int, duration: float, tokens: dict[str, int]
     if error:
         event["error"] = error
     return event
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else text_of(value)
 
 
 def text_of(content: Any) -> str:
