@@ -104,3 +104,25 @@ def test_run_refuses_a_bad_difficulty_and_a_bad_task(task, tmp_path: Path):
     result = run("--task", str(bad), "--", "true")
     assert result.returncode == 2
     assert result.stderr == f"ssebench run: {bad}: key 'source': missing (required)\n"
+
+
+def test_run_a_bundled_agent_whose_cli_is_missing(task, tmp_path: Path):
+    results = tmp_path / "run"
+    result = run("--task", str(task.file), "--agent", "gemini", "--results", str(results), PATH="/usr/bin:/bin")
+    assert result.returncode == 2
+    assert result.stderr == ("ssebench run: gemini: not found on PATH; install the gemini CLI first "
+                             "(tests/e2e/package.json pins the tested version)\n")
+    assert not results.exists()
+
+
+@pytest.mark.slow
+def test_a_relative_agent_path_is_from_where_run_was_started(task, tmp_path: Path):
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\necho \"ran in $(pwd)\"\n")
+    script.chmod(0o755)
+    results = tmp_path / "run"
+    proc = subprocess.run([*RUN, "--task", str(task.file), "--results", str(results), "--", "./agent.sh"],
+                          cwd=tmp_path, env={**os.environ, "COLUMNS": "120"}, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == 1, proc.stderr  # ran, did not fix the tree
+    assert (results / "agent-stdout.log").read_text() == f"ran in {results / 'tree'}\n"

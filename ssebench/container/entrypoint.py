@@ -118,6 +118,10 @@ class Entrypoint:
         s = self.settings
         if not self.agent_command:
             raise SettingsError("no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...")
+        program = self.agent_command[0]
+        if "/" in program and not os.path.isabs(program):
+            # the agent runs in the tree: a relative path means one from where we were started
+            self.agent_command = [os.path.abspath(program), *self.agent_command[1:]]
         try:
             self.level = level_from_env(s.env)
         except DifficultyError as exc:

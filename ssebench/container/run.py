@@ -141,6 +141,14 @@ def _run(args: argparse.Namespace) -> int:
     except DifficultyError as exc:
         print(f"ssebench run: {exc}", file=err)
         return 2
+    if args.agent and not args.docker:
+        from ssebench.agents.recipe import get_recipe
+
+        binary = get_recipe(args.agent).binary
+        if shutil.which(binary, path=env.get("PATH", os.defpath)) is None:
+            print(f"ssebench run: {binary}: not found on PATH; install the {args.agent} CLI first "
+                  "(tests/e2e/package.json pins the tested version)", file=err)
+            return 2
     name = args.agent or "command"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task.id}-{name}-{stamp}").absolute()
