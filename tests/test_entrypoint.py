@@ -253,6 +253,7 @@ def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
     assert result.returncode == 5, result.stderr
     data = runner.results_json()
     assert data["status"] == "agent_timeout" and data["agent"]["timed_out"] is True
+    assert data["error"] == "the agent did not finish within 2 s"
     assert data["stages"]["agent"] == {"state": "failed", "detail": "timed out after 2 s"}
     assert data["agent"]["signal"] in ("SIGTERM", "SIGKILL")
     assert 2 <= data["agent"]["duration"] < 15

@@ -222,11 +222,12 @@ class Entrypoint:
             if self._signal is not None:  # interrupted while grading
                 name = signal.Signals(self._signal).name
                 return 128 + self._signal, f"interrupted by {name} while grading", grading
-        # the exit status: agent first, then grading
+        # the exit status: agent first, then grading (results.json keeps both messages)
         if agent.timed_out:
-            return EXIT_AGENT_TIMEOUT, None, grading
+            message = f"the agent did not finish within {s.agent_timeout} s"
+            return EXIT_AGENT_TIMEOUT, "; ".join(filter(None, [message, grade_error])), grading
         if agent.exit_code != 0:
-            return EXIT_AGENT_FAILED, agent.error, grading
+            return EXIT_AGENT_FAILED, "; ".join(filter(None, [agent.error, grade_error])), grading
         if grade_error is not None:
             return EXIT_GRADING_ERROR, grade_error, grading
         if graded_ok is False:
