@@ -207,6 +207,8 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
         command, dialog = plan.command, plan.dialog
         agent_env.update(plan.env)
     display.done("setup", f"tree {tree}")
+    # a run of its own: never the socket of a daemon the user has running (ssebench up)
+    env = {k: v for k, v in env.items() if k != "SSE_DAEMON_SOCKET"}
     settings = from_environment(env, task=str(task.file), tree=str(tree), results_dir=str(results),
                                 mcp_port=str(port), agent_timeout=args.agent_timeout,
                                 mcp_timeout=args.mcp_timeout, dialog=dialog, prompt=prompt)
