@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED
-from tests.e2e.models import AnthropicModel
+from tests.e2e.conftest import CLIS, MODEL_ENV, clean_env
+from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED, assert_model_received
+from tests.e2e.models import AnthropicModel, ScriptedModel, for_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
@@ -183,30 +184,42 @@ def _dialog(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _assert_claude_session(results: Path, model: AnthropicModel, report: dict, *, mode: str, tree: str) -> None:
+class _Run:
+    """What tests.e2e.expected.assert_model_received reads: the model, and an explanation."""
+
+    def __init__(self, model: ScriptedModel, results: Path) -> None:
+        self.model, self.results = model, results
+
+    def explain(self) -> str:
+        logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
+                         for p in sorted(self.results.glob("*.log")))
+        return f"model requests:\n{self.model.describe()}\n{logs}"
+
+
+def _assert_session(cli: str, results: Path, model: ScriptedModel, report: dict, *, mode: str, tree: str) -> None:
     """What the container left: graded results, the dialog, and the text the model got."""
-    assert report["status"] == "checks_failed", json.dumps(report, indent=2)
+    run = _Run(model, results)
+    assert report["status"] == "checks_failed", run.explain() + json.dumps(report, indent=2)
     assert report["exit_code"] == 1
     assert report["passed"] is False
     assert report["mode"] == mode
     assert report["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": tree}
     assert report["grading"]["passed"] is False
-    assert report["difficulty"] == {"level": 2, "name": "NO_FUTURE_TEST"}
     assert [report["stages"][s]["state"] for s in ("daemon", "server", "agent", "grading")] == ["done"] * 4
     assert report["agent"]["exit_code"] == 0
     assert report["dialog"] == "dialog.jsonl"
 
-    [result] = model.tool_results()
-    assert result.text == LEVEL2_ALL_RAN_PASSED, model.describe()
+    assert_model_received(cli, run, LEVEL2_ALL_RAN_PASSED)
 
     events = _dialog(results / "dialog.jsonl")
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[0]["type"] == "init"
     assert {"type": "prompt", "text": PROMPT}.items() <= events[1].items()
     tools = [e for e in events if e["type"] == "tool"]
-    assert [(t["name"], t["status"]) for t in tools] == [
-        ("mcp__ssebench__test_patch", "running"), ("mcp__ssebench__test_patch", "success")]
+    assert [t["status"] for t in tools] == ["running", "success"], tools
     assert tools[0]["id"] == tools[1]["id"]
+    assert tools[0]["name"] == tools[1]["name"]
+    assert tools[0]["name"] == "mcp__ssebench__test_patch" if cli == "claude" else "test_patch" in tools[0]["name"]
     assert events[-1]["type"] == "complete" and events[-1]["status"] == "success"
 
 
@@ -217,7 +230,7 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
         check=lambda: (results / "results.json").is_file(), timeout=CONTAINER_TIMEOUT, pause=1.0)
     _timed("compose container run", began)
     report = json.loads((results / "results.json").read_text(encoding="utf-8"))
-    _assert_claude_session(results, compose_run["model"], report, mode="process", tree="/task/src")
+    _assert_session(AGENT, results, compose_run["model"], report, mode="process", tree="/task/src")
     # The container changed only its own copy of the task.
     assert (TASK_DIR / "task.toml").read_bytes() == (compose_run["task_copy"] / "task.toml").read_bytes()
 
@@ -225,24 +238,27 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-def test_ssebench_run_docker_with_claude(agent_image: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("cli", CLIS)
+def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
+    """The product command, for each bundled agent: its layer is built from the templates
+    (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
     results = tmp_path / "results"
     before = {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()}
-    with AnthropicModel() as model:
+    with for_cli(cli) as model:
         began = time.monotonic()
         run = _script(
-            ROOT / ".venv" / "bin" / "ssebench", "run", "--docker", "--agent", AGENT,
+            ROOT / ".venv" / "bin" / "ssebench", "run", "--docker", "--agent", cli,
             "--task", TASK_DIR / "task.toml", "--difficulty", "2", "--prompt", PROMPT, "--results", results, "--json",
-            env={"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"},
-            timeout=CONTAINER_TIMEOUT + 120,
+            env={**clean_env(Path.home(), Path(sys.executable).parent), **MODEL_ENV[cli](model.url)},
+            timeout=CONTAINER_TIMEOUT + 300,
         )
-        _timed("ssebench run --docker", began)
+        _timed(f"ssebench run --docker --agent {cli}", began)
         assert run.returncode == 1, run.stderr
         report = json.loads((results / "results.json").read_text(encoding="utf-8"))
         assert json.loads(run.stdout) == report
         # Sidecar mode (the default): the agent's container had the tree only; the sidecar,
         # which holds the task, served the daemon and graded.
-        _assert_claude_session(results, model, report, mode="sidecar", tree="/tree")
+        _assert_session(cli, results, model, report, mode="sidecar", tree="/tree")
         assert report["stages"]["grading"]["where"] == "sidecar"
         assert json.loads((results / "grading.json").read_text(encoding="utf-8")) == report["grading"]
     assert (results / "container.log").is_file()
