@@ -31,12 +31,17 @@ Constructor keywords: ``tool_name`` (default: the name the usual CLI exposes),
 | OpenAIResponsesModel   | Codex          | base_url = url + /v1          | test_patch in mcp__ssebench |
 | GeminiModel            | Gemini CLI     | GOOGLE_GEMINI_BASE_URL = url  | mcp_ssebench_test_patch     |
 
+Codex 0.171 hides MCP tools behind its ``tool_search`` tool for models it knows, and its
+default model gets no ``tools`` list at all; name a model it has no metadata for (e.g.
+``SSE_AGENT_MODEL=scripted-model``) and it offers ``test_patch`` directly. Claude Code's
+ToolSearch deferral is switched off by its recipe (``ENABLE_TOOL_SEARCH=false``).
+
 ``tool_results()`` items: ``AnthropicToolResult`` (``content`` as sent, ``text_blocks``),
 ``ResponsesToolResult`` (``output`` as sent, ``input_texts``), ``GeminiToolResult``
 (``response`` as sent, ``text``). ``for_cli(name)`` builds the right model for a CLI.
 
-Outside pytest (e.g. inside a container): ``python -m e2e.models CLI [--port N]
-[--record FILE]`` (from ``tests/``) serves until killed, prints its URL on the first line,
+Outside pytest (e.g. inside a container): ``python -m tests.e2e.models CLI [--port N]
+[--record FILE]`` (from the checkout) serves until killed, prints its URL on the first line,
 and appends each request to FILE as one JSON line.
 """
 
