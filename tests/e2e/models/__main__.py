@@ -1,4 +1,4 @@
-"""``python -m e2e.models CLI [--port N] [--record FILE]``: serve a scripted model until killed."""
+"""``python -m tests.e2e.models CLI [--port N] [--record FILE]``: serve a scripted model until killed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from . import TOOL_NAMES, for_cli
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.models")
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.models")
     parser.add_argument("cli", choices=sorted(TOOL_NAMES))
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--record", help="append every request to this file, one JSON line each")
