@@ -128,7 +128,8 @@ def test_a_session_cut_short_closes_open_calls_and_says_timeout():
 
 def test_claude_error_result_and_tool_error():
     lines = [json.dumps(e) for e in (
-        {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}]}},
+        {"type": "assistant",
+         "message": {"content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}]}},
         {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
                                                   "content": "boom"}]}},
         {"type": "result", "subtype": "error_max_turns", "is_error": True, "duration_ms": 1500, "usage": {}},
@@ -168,7 +169,8 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    with pytest.raises(ValueError, match="no dialog converter for agent 'aider'; known: claude, codex, gemini, opencode"):
+    known = "claude, codex, gemini, opencode"
+    with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
     assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode"}
 

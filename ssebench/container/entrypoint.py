@@ -27,9 +27,9 @@ from typing import Any
 from ssebench.container.processes import (
     STOP_GRACE_SECONDS,
     Child,
-    open_log,
     become_subreaper,
     kill_strays,
+    open_log,
     spawn,
     ssebench_argv,
     stop_all,

@@ -40,11 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)")
     p.add_argument("--docker", action="store_true", help="run in a task container (needs a Docker engine)")
     p.add_argument("--results", metavar="DIR",
-                   help=f"an empty or new folder for this run's files (default: ./{DEFAULT_RUNS_DIR}/<task>-<agent>-<time>)")
+                   help="an empty or new folder for this run's files "
+                        f"(default: ./{DEFAULT_RUNS_DIR}/<task>-<agent>-<time>)")
     p.add_argument("--tree", metavar="DIR",
                    help="let the agent work in DIR itself (default: a copy of the task's source in the results folder)")
     p.add_argument("--prompt", help="the agent's prompt (default: built from the task's description)")
-    p.add_argument("--agent-timeout", metavar="S", help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
+    p.add_argument("--agent-timeout", metavar="S",
+                   help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
     p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
     p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
