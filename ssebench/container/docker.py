@@ -7,9 +7,12 @@ host's package caches. The base image is the offline Debian one scripts/docker-b
 imports (override: SSEBENCH_BASE_IMAGE). Images are tagged with a hash of their Dockerfile
 and context, so an unchanged image is reused without calling ``docker build``.
 
-The container gets a private copy of the task (the user's folder is never written) at
-``/task`` and the results folder at ``/results``; the entrypoint inside writes
-``results.json`` and ``dialog.jsonl`` there.
+A run works on private copies (the user's folders are never written). By default the task's
+hidden parts stay out of the agent's reach: a sidecar container holds the task, serves the
+daemon on a socket in a shared folder and grades at the end, while the agent's container
+gets only the tree and runs ``ssebench entrypoint --sidecar``. The results folder is mounted
+at ``/results``, where the entrypoint writes ``results.json`` and ``dialog.jsonl``.
+docs/docker.md has the layout and the measured costs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import uuid
 import zipfile
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -440,8 +444,6 @@ class DockerEngine:
 
 def _tail(log, lines: int = 25) -> str:  # noqa: ANN001 - a text file object
     log.seek(0)
-    from collections import deque
-
     return "".join(deque(log, maxlen=lines)).rstrip()
 
 
