@@ -126,3 +126,18 @@ def test_a_relative_agent_path_is_from_where_run_was_started(task, tmp_path: Pat
                           timeout=180)
     assert proc.returncode == 1, proc.stderr  # ran, did not fix the tree
     assert (results / "agent-stdout.log").read_text() == f"ran in {results / 'tree'}\n"
+
+
+@pytest.mark.slow
+def test_run_a_command_with_a_dialog(task, tmp_path: Path):
+    """--dialog with '-- CMD': the command's stream (a replayed real Gemini stream) becomes dialog.jsonl."""
+    stream = Path(__file__).parent / "fixtures" / "streams" / "gemini.jsonl"
+    results = tmp_path / "run"
+    result = run("--task", str(task.file), "--results", str(results), "--dialog", "gemini", "--prompt", "Go.",
+                 "--", "cat", str(stream))
+    assert result.returncode == 1, result.stderr
+    lines = [json.loads(x) for x in (results / "dialog.jsonl").read_text().splitlines()]
+    # Gemini's own user message is the prompt line: the --prompt text is not added a second time
+    assert [(e["type"], e.get("text")) for e in lines[:2]] == [
+        ("init", None), ("prompt", "Fix the bug. Use test_patch.")]
+    assert [e["type"] for e in lines] == ["init", "prompt", "tool", "tool", "message", "complete"]

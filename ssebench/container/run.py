@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
     p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
     p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
+    p.add_argument("--dialog", metavar="AGENT", choices=AGENTS,
+                   help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl")
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(func=_run)
@@ -200,7 +202,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
     port = args.port or free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     agent_env: dict[str, str] = {}
-    dialog = None
+    dialog = args.dialog
     if args.agent:
         home = private_home(results)
         agent_env.update(home_env(home))
@@ -223,6 +225,8 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
     from ssebench.container import docker
 
     extra: dict[str, str] = {"SSE_PROMPT": prompt}
+    if args.dialog:
+        extra["SSE_DIALOG"] = args.dialog
     if args.agent_timeout:
         extra["SSE_AGENT_TIMEOUT"] = str(args.agent_timeout)
     if args.mcp_timeout:
