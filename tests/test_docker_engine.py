@@ -76,3 +76,24 @@ def test_image_tags_change_with_any_input(tmp_path: Path) -> None:
     assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)  # the name counts
     one.write_bytes(b"wheel2")
     assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)
+
+
+def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SSEBENCH_DOCKER_NETWORK", raising=False)
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        holder.bind(("127.0.0.1", docker.MCP_PORT))
+    except OSError:
+        holder.close()
+        pytest.skip("port 3000 is already in use here (the test needs to hold it)")
+    try:
+        with pytest.raises(DockerRunError) as error:
+            run_in_docker(task_dir=_task(tmp_path / "task"), agent=None, agent_command=["true"],
+                          results_dir=tmp_path / "r", difficulty=2)
+    finally:
+        holder.close()
+    assert str(error.value) == (
+        "port 3000 on 127.0.0.1 is in use; with --network host the task container's MCP server needs it "
+        "(another run, or ssebench up?). Free it or set SSEBENCH_DOCKER_NETWORK=bridge"
+    )
+    assert not (tmp_path / "r").exists()

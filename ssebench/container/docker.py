@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,7 @@ from ssebench.container.dockerfile import (
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
+MCP_PORT = 3000  # the port `ssebench agents install` registers in the agent layers (and SSE_MCP_PORT's default)
 CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
 SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
 GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
@@ -86,7 +88,7 @@ def run_in_docker(
     results_dir: Path,
     difficulty: int,
     env: Mapping[str, str] | None = None,
-    network: str = "host",
+    network: str | None = None,
     timeout: float | None = None,
     base_image: str | None = None,
     progress: Callable[[str], None] | None = None,
@@ -103,8 +105,10 @@ def run_in_docker(
         and container.log (the container's output) end up there.
     difficulty: SSE_DIFFICULTY inside the container.
     env: more environment for the container (model base URL, API key, recipe variables).
-    network: ``docker run --network`` value; "host" lets the agent reach services on the
-        host's 127.0.0.1 (the scripted model servers in the tests).
+    network: the agent container's ``docker run --network``; default SSEBENCH_DOCKER_NETWORK,
+        else "host", which lets the agent reach services on the host's 127.0.0.1 (the
+        scripted model servers in the tests; ssebench's private engine has no bridge) but
+        puts the MCP server on the host's port 3000: checked free before anything starts.
     timeout: seconds for the whole container; then it is killed and exit_code is 124.
     base_image: overrides SSEBENCH_BASE_IMAGE / ssebench-base:bookworm.
     progress: called with each stage's name as it starts ("engine", "task image",
@@ -123,6 +127,9 @@ def run_in_docker(
     missing, or a build fails (with the build's last lines).
     """
     task = _load_task(task_dir)
+    network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
+    if network == "host":
+        _check_port_free(MCP_PORT)
     if agent is not None:
         try:
             agent_cli(agent)
@@ -175,6 +182,20 @@ def run_in_docker(
         dialog_path=(results_dir / "dialog.jsonl") if (results_dir / "dialog.jsonl").is_file() else None,
         log_path=log_path,
     )
+
+
+def _check_port_free(port: int) -> None:
+    """With the host's network the container's MCP server binds 127.0.0.1:PORT of this host."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # as the server binds (SO_REUSEADDR): old TIME_WAIT connections do not count as in use
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            raise DockerRunError(
+                f"port {port} on 127.0.0.1 is in use; with --network host the task container's MCP server "
+                f"needs it (another run, or ssebench up?). Free it or set SSEBENCH_DOCKER_NETWORK=bridge"
+            ) from None
 
 
 def _load_task(task_dir: Path):  # noqa: ANN202 - ssebench.task.Task, imported lazily
