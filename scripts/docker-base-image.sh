@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build ssebench's base image offline and print its name (last line of stdout).
 #
-#   DOCKER_HOST=... scripts/docker-base-image.sh
+#   scripts/docker-base-image.sh     # DOCKER_HOST, else ssebench's private engine
 #
 # No registry can be pulled from here, so the image is made from Debian's own packages:
 # debootstrap (bookworm, from the mirror apt already uses) into a temporary folder, then
@@ -13,7 +13,7 @@
 #   1. the engine: image ssebench-base:bookworm-KEY (also tagged ssebench-base:bookworm) —
 #      when present, the script prints the name and exits (~0.1 s);
 #   2. a root filesystem tarball, $SSEBENCH_CACHE/base-image/KEY.tar (default
-#      ~/.cache/ssebench) — when the engine's data root is new, `docker import` it (~15 s)
+#      ~/.cache/ssebench) — when the engine's data root is new, `docker import` it (~7 s)
 #      instead of running debootstrap again (~50 s).
 set -euo pipefail
 
@@ -39,6 +39,12 @@ debian_mirror() {
     fi
     echo "${uri:-http://deb.debian.org/debian}"
 }
+
+# The engine: DOCKER_HOST, else ssebench's private one (scripts/docker-engine.sh) when it runs.
+PRIVATE_SOCK=${SSEBENCH_DOCKER_DIR:-/var/lib/ssebench/docker}/docker.sock
+if [ -z "${DOCKER_HOST:-}" ] && [ -S "$PRIVATE_SOCK" ]; then export DOCKER_HOST="unix://$PRIVATE_SOCK"; fi
+docker version --format '{{.Server.Version}}' >/dev/null 2>&1 \
+    || die "no Docker engine answers at ${DOCKER_HOST:-the default socket} (scripts/docker-engine.sh start)"
 
 docker image inspect "$IMAGE" >/dev/null 2>&1 || {
     if [ ! -f "$TARBALL" ]; then
@@ -67,4 +73,8 @@ docker image inspect "$IMAGE" >/dev/null 2>&1 || {
         "$TARBALL" "$IMAGE" >/dev/null
 }
 docker tag "$IMAGE" "$ALIAS"
+# Earlier keys are dead weight (~480 MB each): drop their tarballs and image tags.
+find "$CACHE_DIR" -maxdepth 1 -name '*.tar' ! -name "$KEY.tar" -delete 2>/dev/null || true
+docker image ls ssebench-base --format '{{.Repository}}:{{.Tag}}' \
+    | grep -v -x -e "$IMAGE" -e "$ALIAS" | xargs -r docker image rm >/dev/null 2>&1 || true
 echo "$IMAGE"
