@@ -163,10 +163,11 @@ class ScriptedModel:
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
+        if self._thread is not None:  # shutdown() waits for serve_forever: only if it runs
+            self._server.shutdown()
             self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
 
     def __enter__(self) -> "ScriptedModel":
         return self.start()
