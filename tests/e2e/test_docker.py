@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,3 +285,44 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
     assert report["agent"]["exit_code"] == 0
     assert (report["status"], result.exit_code) == ("checks_failed", 1)  # graded: the tree is unfixed
     assert [c["check"] for c in report["grading"]["checks"]][:2] == ["build", "pocs"]
+
+
+def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, tmp_path: Path) -> None:
+    from ssebench.container.docker import DockerRunError, run_in_docker
+
+    with pytest.raises(DockerRunError) as error:
+        run_in_docker(task_dir=TASK_DIR, agent="claude", agent_command=["claude"], results_dir=tmp_path / "r",
+                      difficulty=2, base_image="ssebench-base:no-such-key")
+    assert str(error.value) == (
+        f"the base image ssebench-base:no-such-key is not in the Docker engine at {docker_host}; build it with "
+        "scripts/docker-base-image.sh (offline, from Debian's packages) or set SSEBENCH_BASE_IMAGE"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_engine_script_is_idempotent_and_leaves_nothing_behind(docker_host: str, tmp_path: Path) -> None:
+    """A second private engine in its own folder: start twice, stop twice; then no process,
+    no mount and no socket of it remain."""
+    if os.geteuid() != 0:
+        pytest.skip("a private engine needs root (this session uses an engine someone else runs)")
+    state = Path(tempfile.mkdtemp(prefix="ssebench-engine-test-", dir="/var/tmp"))
+    env = {"SSEBENCH_DOCKER_DIR": str(state / "engine")}
+    try:
+        first = _script(ENGINE_SCRIPT, "start", env=env, timeout=120)
+        assert first.returncode == 0, first.stderr
+        assert first.stdout == f"DOCKER_HOST=unix://{state}/engine/docker.sock\n"
+        assert (state / "engine").stat().st_mode & 0o777 == 0o700
+        pid = int((state / "engine" / "dockerd.pid").read_text())
+        again = _script(ENGINE_SCRIPT, "start", env=env, timeout=60)
+        assert (again.returncode, again.stdout) == (0, first.stdout)
+        assert int((state / "engine" / "dockerd.pid").read_text()) == pid  # the same engine
+        assert _script(ENGINE_SCRIPT, "stop", env=env, timeout=60).stdout == "docker-engine.sh: stopped\n"
+        assert _script(ENGINE_SCRIPT, "stop", env=env, timeout=60).stdout == "docker-engine.sh: not running\n"
+        assert not Path(f"/proc/{pid}").exists()
+        assert str(state) not in Path("/proc/self/mounts").read_text()
+        status = _script(ENGINE_SCRIPT, "status", env=env, timeout=30)
+        assert status.returncode == 1
+        assert status.stderr == f"docker-engine.sh: not running (no answer on {state}/engine/docker.sock)\n"
+    finally:
+        _script(ENGINE_SCRIPT, "stop", env=env, timeout=60)
+        shutil.rmtree(state, ignore_errors=True)
