@@ -11,13 +11,9 @@ from ssebench.agents.base import Client, Scope, Settings
 
 def configs_dir() -> Path:
     """configs/ of a source checkout, or ssebench/configs inside an installed wheel."""
-    import ssebench
+    from ssebench.resources import data_dir
 
-    here = Path(ssebench.__file__).resolve().parent
-    for candidate in (here / "configs", here.parent / "configs"):
-        if (candidate / "show.txt.j2").is_file():
-            return candidate
-    raise FileNotFoundError("ssebench's configs/ folder (jinja2 templates) was not found")
+    return data_dir("configs")
 
 
 def _env():  # noqa: ANN202

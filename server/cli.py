@@ -19,7 +19,7 @@ from ssebench.difficulty import DifficultyError, Level, level_from_env, parse_le
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3000
 DEFAULT_PATH = "/mcp"
-DEMO_TASK = Path("examples") / "tasks" / "demo-overflow" / "task.toml"
+DEMO_TASK = Path("tasks") / "demo-overflow" / "task.toml"  # under examples/
 # Level 2 is what an agent gets by default (the vulnerable tree passes: the point of
 # the spec's first example); level 0 shows the PoCs catching the bug.
 DEMO_LEVELS = "2,0"
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "client on the unfixed tree and on a copy with fix.patch applied, print both, stop."
         ),
     )
-    demo.add_argument("--task", metavar="FILE", help=f"the task.toml (default: {DEMO_TASK} of the checkout)")
+    demo.add_argument("--task", metavar="FILE", help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
     demo.add_argument(
         "--levels",
         default=DEMO_LEVELS,
@@ -190,9 +190,9 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _default_demo_task() -> Path:
-    import ssebench
+    from ssebench.resources import data_dir
 
-    return Path(ssebench.__file__).resolve().parent.parent / DEMO_TASK
+    return data_dir("examples") / DEMO_TASK
 
 
 def _demo(args: argparse.Namespace) -> int:

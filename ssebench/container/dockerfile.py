@@ -17,9 +17,10 @@ from pathlib import Path
 import jinja2
 
 from ssebench import __version__
+from ssebench.resources import data_dir
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-TEMPLATES_DIR = CHECKOUT / "configs" / "docker"
+TEMPLATES_DIR = data_dir("configs") / "docker"
 PINS_FILE = CHECKOUT / "tests" / "e2e" / "package.json"
 
 # Where the task copy and the results folder are mounted inside a task container.
@@ -108,7 +109,7 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
     )
 
 
-EXAMPLES_DIR = CHECKOUT / "configs" / "examples" / "docker"
+EXAMPLES_DIR = data_dir("configs") / "examples" / "docker"
 
 
 def rendered_examples() -> dict[str, str]:
