@@ -189,14 +189,22 @@ def _up(args: argparse.Namespace) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _default_demo_task() -> Path:
+def _default_demo_task() -> Path | None:
+    """The bundled example: a source checkout has it, an installed wheel does not."""
     from ssebench.resources import data_dir
 
-    return data_dir("examples") / DEMO_TASK
+    try:
+        return data_dir("examples") / DEMO_TASK
+    except FileNotFoundError:
+        return None
 
 
 def _demo(args: argparse.Namespace) -> int:
     task = Path(args.task) if args.task else _default_demo_task()
+    if task is None:
+        print("ssebench demo: the example task ships with the source checkout, not the package; "
+              "pass --task FILE", file=sys.stderr)
+        return 2
     try:
         levels = [parse_level(raw) for raw in args.levels.split(",")]
     except DifficultyError as exc:

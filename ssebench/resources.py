@@ -1,7 +1,8 @@
 """Where the data files the commands read at run time live.
 
-A wheel carries ``configs/`` and ``examples/`` inside the package (pyproject's
-force-include); a source checkout or editable install has them beside it. One lookup
+A wheel carries ``configs/`` inside the package (pyproject's force-include); a source
+checkout or editable install has ``configs/`` and ``examples/`` beside it (the example
+task stays out of the wheel: its PoCs must not ship into task images). One lookup
 serves both so no command guesses at paths of its own.
 """
 
