@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,17 +21,14 @@ from pathlib import Path
 
 import httpx
 
+from ssebench.container.processes import ssebench_argv  # also imported from here by tests
+
 STOP_GRACE = 10.0
 _PR_SET_PDEATHSIG = 1
 
 
 class StackError(RuntimeError):
     """A child did not come up; the message says which and why."""
-
-
-def ssebench_argv(*args: str) -> list[str]:
-    """``ssebench ARGS`` run by this interpreter (no PATH lookup)."""
-    return [sys.executable, "-c", "from ssebench.cli import main; main()", *args]
 
 
 def _die_with_parent() -> None:
