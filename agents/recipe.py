@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-#: the model name for the agent; each recipe has its own default (the CLI's)
+#: the model name for the agent; unset, each CLI uses its own default
 MODEL_VAR = "SSE_AGENT_MODEL"
 
 #: Stream formats a recipe can produce (what the dialog converters read).
@@ -61,6 +61,13 @@ class Recipe(Protocol):
         ...
 
 
+class NoPrepare:
+    """For recipes whose CLI needs nothing on disk beyond the MCP entry."""
+
+    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
+        return None
+
+
 # agent name -> module holding ``RECIPE`` (claude/codex) or ``RECIPES[agent]`` (generic)
 _MODULES = {
     "claude": "ssebench.agents.claude.recipe",
@@ -82,10 +89,10 @@ def get_recipe(agent: str) -> Recipe:
     return recipes[agent] if recipes is not None else module.RECIPE
 
 
-def model_from(env: Mapping[str, str], default: str | None) -> str | None:
-    """The model the run asked for (``SSE_AGENT_MODEL``), else the recipe's default."""
+def model_from(env: Mapping[str, str]) -> str | None:
+    """The model the run asked for (``SSE_AGENT_MODEL``); None leaves the CLI's default."""
     value = (env.get(MODEL_VAR) or "").strip()
-    return value or default
+    return value or None
 
 
 def pick(env: Mapping[str, str], *names: str) -> dict[str, str]:

@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CLAUDE_STREAM_JSON, Launch, model_from, pick
+from ssebench.agents.recipe import CLAUDE_STREAM_JSON, Launch, NoPrepare, model_from, pick
 
 TOOL = "mcp__ssebench__test_patch"
 MCP_STARTUP_MS = 300_000  # as long as the entrypoint waits for the server (SSE_MCP_TIMEOUT)
 
 
 @dataclass(frozen=True)
-class ClaudeRecipe:
+class ClaudeRecipe(NoPrepare):
     agent: str = "claude"
     dialog: str = "claude"
     stream_format: str = CLAUDE_STREAM_JSON
@@ -32,7 +32,7 @@ class ClaudeRecipe:
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "-p", prompt, "--allowedTools", TOOL, "--dangerously-skip-permissions",
                 "--output-format", "stream-json", "--verbose"]
-        model = model_from(env, None)
+        model = model_from(env)
         if model:
             argv += ["--model", model]
         added = {
@@ -46,9 +46,6 @@ class ClaudeRecipe:
         return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
                       timeouts={"MCP_TIMEOUT": f"{MCP_STARTUP_MS} ms (server start)",
                                 "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "default 300000 ms, reset by progress"})
-
-    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
-        return None
 
 
 RECIPE = ClaudeRecipe()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CODEX_JSON, Launch, model_from, pick
+from ssebench.agents.recipe import CODEX_JSON, Launch, NoPrepare, model_from, pick
 
 SERVER_NAME = "ssebench"  # the name agents install registers the server under
 PROVIDER_ID = "ssebench"  # the provider ssebench defines when OPENAI_BASE_URL is set
@@ -30,7 +30,7 @@ def _toml_string(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class CodexRecipe:
+class CodexRecipe(NoPrepare):
     agent: str = "codex"
     dialog: str = "codex"
     stream_format: str = CODEX_JSON
@@ -45,16 +45,13 @@ class CodexRecipe:
                         f'wire_api = "responses", env_key = {_toml_string(KEY_VAR)}}}')
             argv += ["-c", f"model_providers.{PROVIDER_ID}={provider}",
                      "-c", f"model_provider={_toml_string(PROVIDER_ID)}"]
-        model = model_from(env, None)
+        model = model_from(env)
         if model:
             argv += ["-c", f"model={_toml_string(model)}"]
         argv.append(prompt)
         return Launch(argv=tuple(argv), env=pick(env, "OPENAI_BASE_URL", KEY_VAR, "CODEX_HOME"),
                       stream_format=self.stream_format,
                       timeouts={"tool_timeout_sec": "from agents install (default 3600 s), not reset by progress"})
-
-    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
-        return None
 
 
 RECIPE = CodexRecipe()

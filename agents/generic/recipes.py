@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.agents import files
-from ssebench.agents.recipe import GEMINI_STREAM_JSON, OPENCODE_JSON, Launch, Recipe, model_from, pick
+from ssebench.agents.recipe import (GEMINI_STREAM_JSON, OPENCODE_JSON, Launch, NoPrepare, Recipe,
+                                    model_from, pick)
 
 GEMINI_AUTH_KEY = ("security", "auth", "selectedType")
 GEMINI_AUTH_TYPE = "gemini-api-key"
@@ -39,7 +40,7 @@ class GeminiRecipe:
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"]
-        model = model_from(env, None)
+        model = model_from(env)
         if model:
             argv += ["--model", model]
         added = {**pick(env, "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
@@ -61,7 +62,7 @@ class GeminiRecipe:
 
 
 @dataclass(frozen=True)
-class OpencodeRecipe:
+class OpencodeRecipe(NoPrepare):
     agent: str = "opencode"
     dialog: str = "opencode"
     stream_format: str = OPENCODE_JSON
@@ -70,7 +71,7 @@ class OpencodeRecipe:
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "run", "--format", "json"]
-        model = model_from(env, None)
+        model = model_from(env)
         if model:
             argv += ["--model", model if "/" in model else f"{self.default_provider}/{model}"]
         argv.append(prompt)
@@ -83,9 +84,6 @@ class OpencodeRecipe:
             added["OPENCODE_CONFIG_CONTENT"] = json.dumps({"provider": {"anthropic": {"options": options}}})
         return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
                       timeouts={"timeout": "from agents install (default 3600000 ms), reset by progress"})
-
-    def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
-        return None
 
 
 RECIPES: dict[str, Recipe] = {"gemini": GeminiRecipe(), "opencode": OpencodeRecipe()}
