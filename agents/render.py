@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.agents import actions
-from ssebench.agents.base import Client, Scope, Settings
+from ssebench.agents.base import Client, Scope, Settings, Unit
 
 
 def configs_dir() -> Path:
@@ -42,7 +42,7 @@ def show(client: Client, settings: Settings) -> str:
 def timeout_cell(client: Client, settings: Settings) -> str:
     if client.timeout_key is None:
         return "no timeout key"
-    unit = "ms" if client.timeout_unit is not None and client.timeout_unit.value == "ms" else "s"
+    unit = "ms" if client.timeout_unit is Unit.MILLISECONDS else "s"
     return f"`{client.timeout_key}` in {unit} (writes {client.timeout_value(settings.timeout)})"
 
 
