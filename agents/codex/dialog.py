@@ -52,8 +52,8 @@ class CodexDialog(StreamConverter):
                 yield ev.tool_running(item_id, name, item.get("arguments"))
             else:
                 ok = item.get("status") == "completed" and not item.get("error")
-                output = (ev.text_of((item.get("result") or {}).get("content")) if ok
-                          else _message(item.get("error")) or ev.text_of((item.get("result") or {}).get("content")))
+                content = ev.text_of((item.get("result") or {}).get("content"))
+                output = content if ok else _message(item.get("error")) or content
                 yield ev.tool_finished(item_id, name, ok=ok, output=output)
         elif itype == "command_execution":
             if not done:
