@@ -27,7 +27,6 @@ from typing import Any
 from ssebench.container.processes import (
     STOP_GRACE_SECONDS,
     Child,
-    become_subreaper,
     kill_strays,
     open_log,
     spawn,
@@ -37,6 +36,7 @@ from ssebench.container.processes import (
 )
 from ssebench.container.readiness import StartupError, wait_for_daemon, wait_for_mcp
 from ssebench.container.settings import Settings, SettingsError
+from ssebench.daemon.procs import enable_subreaper
 
 RESULTS_FILE = "results.json"
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw, not converted
@@ -155,7 +155,9 @@ class Entrypoint:
         task, tree = self.prepare()
         started_at, t0 = _now(), time.monotonic()
         handlers = self._install_signal_handlers()
-        become_subreaper()
+        # A process that leaves its group (setsid, a daemonising CLI) escapes killpg; as
+        # subreaper we inherit it when its parent exits, so kill_strays still finds it.
+        enable_subreaper()
         import psutil
 
         self._keep = {p.pid for p in psutil.Process().children(recursive=True)}  # not ours to stop

@@ -70,22 +70,6 @@ class Child:
         return tail_lines(self.log, lines) if self.log else []
 
 
-def become_subreaper() -> bool:
-    """Adopt our orphaned descendants (Linux ``PR_SET_CHILD_SUBREAPER``).
-
-    A process that leaves its group (``setsid``, a daemonising CLI) escapes
-    ``killpg``; as a subreaper we inherit it when its parent exits, so
-    :func:`kill_strays` can still find and stop it.
-    """
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
-
-
 def kill_strays(keep: set[int], spare: list[Child] = ()) -> list[str]:  # type: ignore[assignment]
     """SIGKILL every descendant of ours not in *keep* nor in the process tree of a *spare*
     child; returns their command lines."""

@@ -40,7 +40,8 @@ _background: set[asyncio.Task[None]] = set()
 def enable_subreaper() -> bool:
     """Make this process the reaper of its orphaned descendants (Linux); True on success.
 
-    Only processes that own all their children (the daemon, ``ssebench grade``) call it.
+    Only processes that own all their children (the daemon, ``ssebench grade``, the
+    entrypoint) call it.
     """
     global _subreaper
     if sys.platform != "linux":
