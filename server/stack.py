@@ -139,8 +139,11 @@ class Stack:
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
+    """The last *limit* bytes of a child's output, without reading the whole file."""
     try:
-        data = path.read_bytes()[-limit:]
+        with path.open("rb") as stream:
+            stream.seek(max(0, stream.seek(0, os.SEEK_END) - limit))
+            data = stream.read()
     except OSError:
         return ""
     return data.decode("utf-8", "replace").strip()
