@@ -188,6 +188,25 @@ def _read_tail(path: Path) -> str:
     return ""
 
 
+def run_recipe(cli: str, *, mcp_url: str, home: Path, env: Mapping[str, str], cwd: Path, timeout: float,
+               extra_env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float, object]:
+    """One headless run of ``cli`` by its run recipe (prepare, then launch) against a scripted
+    model, in ``env`` with the model API and then ``extra_env`` added. Returns the finished
+    process, its duration in seconds and the stopped model with its record."""
+    from ssebench.agents.recipe import get_recipe
+    from tests.e2e.models import for_cli
+
+    recipe = get_recipe(cli)
+    with for_cli(cli, final_text="I ran test_patch; see its result above.") as model:
+        model_env = {**env, **MODEL_ENV[cli](model.url), **(extra_env or {})}
+        recipe.prepare(home=home, env=model_env)
+        launch = recipe.launch(prompt=PROMPT, mcp_url=mcp_url, home=home, env=model_env)
+        started = time.monotonic()
+        proc = run_group(list(launch.argv), env={**model_env, **launch.env}, cwd=cwd, timeout=timeout)
+        seconds = time.monotonic() - started
+    return proc, seconds, model
+
+
 def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix: Path | None = None,
               workdir: Path, cli_timeout: float = 240, extra_env: Mapping[str, str] | None = None,
               install_args: tuple[str, ...] = (), server_args: tuple[str, ...] = (),
@@ -196,9 +215,7 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
 
     ``extra_env`` goes to the daemon, the server and the CLI; ``after_install(home)`` may
     change what ``agents install`` wrote (to take one of its settings out of the picture)."""
-    from ssebench.agents.recipe import get_recipe
     from ssebench.server.stack import running_stack
-    from tests.e2e.models import for_cli
 
     counter = workdir / "builds.count"
     task = copy_task(task_file, workdir / "task", fix=fix, count_builds_to=counter)
@@ -218,15 +235,8 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
             assert install.returncode == 0, f"agents install {cli}: {install.stdout}\n{install.stderr}"
             if after_install is not None:
                 after_install(home)
-            recipe = get_recipe(cli)
-            with for_cli(cli, final_text="I ran test_patch; see its result above.") as model:
-                model_env = {**env, **MODEL_ENV[cli](model.url), **(extra_env or {})}
-                recipe.prepare(home=home, env=model_env)
-                launch = recipe.launch(prompt=PROMPT, mcp_url=stack.url, home=home, env=model_env)
-                started = time.monotonic()
-                proc = run_group(list(launch.argv), env={**model_env, **launch.env}, cwd=tree,
-                                 timeout=cli_timeout)
-                seconds = time.monotonic() - started
+            proc, seconds, model = run_recipe(cli, mcp_url=stack.url, home=home, env=env, cwd=tree,
+                                              timeout=cli_timeout, extra_env=extra_env)
             server_output = _read_tail(stack_dir / "server.out")
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)

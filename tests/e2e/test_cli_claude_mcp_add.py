@@ -21,7 +21,6 @@ import shlex
 import signal
 import stat
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -29,11 +28,9 @@ import psutil
 import pytest
 import tomlkit
 
-from ssebench.agents.recipe import get_recipe
 from ssebench.server.stack import free_port, start, stop, wait_server
-from tests.e2e.conftest import MODEL_ENV, PROMPT, SSEBENCH, AgentRun, clean_env, copy_task, run_group
+from tests.e2e.conftest import SSEBENCH, AgentRun, clean_env, copy_task, run_group, run_recipe
 from tests.e2e.expected import DEMO_TASK, LEVEL2_ALL_RAN_PASSED, assert_model_received, assert_one_call
-from tests.e2e.models import for_cli
 from tests.helpers.daemon import assert_gone, marked_processes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
@@ -90,16 +87,8 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
             assert expected in got.stdout, got.stdout
 
         # 3. a headless run by Claude's run recipe, against the scripted model
-        recipe = get_recipe("claude")
-        with for_cli("claude", final_text="I ran test_patch; see its result above.") as model:
-            model_env = {**env, **MODEL_ENV["claude"](model.url)}
-            recipe.prepare(home=home, env=model_env)
-            launch = recipe.launch(prompt=PROMPT, mcp_url=f"http://localhost:{port}/mcp", home=home,
-                                   env=model_env)
-            started = time.monotonic()
-            proc = run_group(list(launch.argv), env={**model_env, **launch.env}, cwd=tree,
-                             timeout=CLI_TIMEOUT)
-            seconds = time.monotonic() - started
+        proc, seconds, model = run_recipe("claude", mcp_url=f"http://localhost:{port}/mcp", home=home,
+                                          env=env, cwd=tree, timeout=CLI_TIMEOUT)
         builds = len(counter.read_text().splitlines()) if counter.exists() else 0
         run = AgentRun("claude", proc.returncode, proc.stdout, proc.stderr, seconds, model, builds, home,
                        up_out.read_text(errors="replace"))
