@@ -68,32 +68,29 @@ def free_port() -> int:
 
 
 def wait_daemon(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
     transport = httpx.HTTPTransport(uds=str(sock))
     with httpx.Client(transport=transport, base_url="http://daemon", timeout=2.0) as client:
-        while True:
-            if proc.poll() is not None:
-                raise StackError(f"the daemon exited with status {proc.returncode} before it was ready")
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get("/health").status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise StackError(f"the daemon did not answer on {sock} within {timeout:.0f} s")
-            time.sleep(0.05)
+        _wait_ready(client, "/health", proc, "daemon", f"on {sock}", timeout, poll=0.05)
 
 
 def wait_server(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
     with httpx.Client(timeout=2.0) as client:
-        while True:
-            if proc.poll() is not None:
-                raise StackError(f"the server exited with status {proc.returncode} before it was ready")
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get(url).status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                raise StackError(f"the server did not answer at {url} within {timeout:.0f} s")
-            time.sleep(0.02)
+        _wait_ready(client, url, proc, "server", f"at {url}", timeout, poll=0.02)
+
+
+def _wait_ready(client: httpx.Client, url: str, proc: subprocess.Popen[bytes], what: str, where: str,
+                timeout: float, *, poll: float) -> None:
+    """Poll ``GET url`` until it answers 200; fail at once if *proc* exits, or after *timeout*."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise StackError(f"the {what} exited with status {proc.returncode} before it was ready")
+        with contextlib.suppress(httpx.HTTPError):
+            if client.get(url).status_code == 200:
+                return
+        if time.monotonic() > deadline:
+            raise StackError(f"the {what} did not answer {where} within {timeout:.0f} s")
+        time.sleep(poll)
 
 
 @dataclass
