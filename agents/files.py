@@ -62,15 +62,9 @@ class JsonEditor:
 
     suffix = "json"
 
-    def _doc(self, text: str, path: Sequence[str]) -> jsonc.Document:
-        try:
-            return jsonc.Document.parse(text, path)
-        except jsonc.JsonSyntaxError as exc:
-            raise FormatError(exc.message, exc.line) from None
-
     def get(self, text: str, path: Sequence[str]) -> Any:
         try:
-            return self._doc(text, path).get(path)
+            return jsonc.Document.parse(text, path).get(path)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
@@ -78,7 +72,7 @@ class JsonEditor:
         if text is None or text.strip() == "":
             return jsonc.new_text(path, value)
         try:
-            return self._doc(text, path).set(path, value)
+            return jsonc.Document.parse(text, path).set(path, value)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
@@ -86,7 +80,7 @@ class JsonEditor:
         if text.strip() == "":
             return text
         try:
-            return self._doc(text, path).remove(path, prune=len(path) - 1)
+            return jsonc.Document.parse(text, path).remove(path, prune=len(path) - 1)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
