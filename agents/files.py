@@ -126,8 +126,7 @@ class TomlEditor:
         container = self._walk(doc, text, path[:-1])
         if container is None or path[-1] not in container:
             return None
-        value = container[path[-1]]
-        return value.unwrap() if hasattr(value, "unwrap") else value
+        return _unwrapped(container[path[-1]])
 
     def _render(self, path: Sequence[str], value: dict[str, Any]) -> str:
         import tomlkit
@@ -146,22 +145,20 @@ class TomlEditor:
 
     def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
         text = text or ""
+        nl = "\r\n" if "\r\n" in text else "\n"
         doc = self._parse(text)
         container = self._walk(doc, text, path[:-1])
         expected = doc.unwrap()
         _put(expected, path, value)
         if container is not None and path[-1] in container:
-            current = container[path[-1]]
-            if (current.unwrap() if hasattr(current, "unwrap") else current) == value:
+            if _unwrapped(container[path[-1]]) == value:
                 return text
             span = _toml_block(text, path)
             if span is not None:
-                nl = "\r\n" if "\r\n" in text else "\n"
                 candidate = text[:span[0]] + self._render(path, value).replace("\n", nl) + text[span[1]:]
                 if self._same(candidate, expected):
                     return candidate
         else:
-            nl = "\r\n" if "\r\n" in text else "\n"
             base = text if text.endswith("\n") or text == "" else text + nl
             block = self._render(path, value).replace("\n", nl)
             candidate = base + (nl if base.strip() else "") + block
@@ -213,6 +210,11 @@ class TomlEditor:
             _drop_empty_super_tables(doc, path[:-1])
             result = tomlkit.dumps(doc)
         return None if result.strip() == "" else result
+
+
+def _unwrapped(item: Any) -> Any:
+    """A value read from a tomlkit document as plain Python (what is not an item stays as it is)."""
+    return item.unwrap() if hasattr(item, "unwrap") else item
 
 
 def _toml_line(text: str, key: str) -> int | None:
