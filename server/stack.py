@@ -12,7 +12,6 @@ import contextlib
 import ctypes
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from ssebench.container.processes import ssebench_argv  # also imported from here by tests
+from ssebench.container.processes import free_port, ssebench_argv  # also imported from here by tests
 
 STOP_GRACE = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -59,12 +58,6 @@ def stop(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
     return proc.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_daemon(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:

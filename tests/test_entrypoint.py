@@ -20,6 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ssebench.container.processes import free_port
+
 AGENT = Path(__file__).parent / "fixtures" / "agents" / "call_test_patch.py"
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 ENTRY = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]
@@ -36,12 +38,6 @@ LEVEL2_FIXED = (
     "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. "
     "Without the PoCs, this result does not show whether the vulnerability is fixed.\n"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def survivors(marker: str) -> list[psutil.Process]:

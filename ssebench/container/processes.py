@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -23,6 +24,13 @@ TAIL_BYTES = 64 * 1024
 def ssebench_argv(*args: str) -> list[str]:
     """The ``ssebench`` command run by this same interpreter (no PATH lookup)."""
     return [sys.executable, "-c", "from ssebench.cli import main; main()", *args]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for a child server to bind)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def open_log(path: Path):  # noqa: ANN201

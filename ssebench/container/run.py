@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -70,12 +69,6 @@ def default_prompt(task: Any) -> str:
     return (f"Fix this vulnerability in the source tree in the current directory: {description}\n"
             "Use the test_patch tool to check your patch; it builds the tree as it is and runs the "
             "task's checks.")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def private_home(results: Path) -> Path:
@@ -192,6 +185,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
                  env: dict[str, str], display: Display) -> tuple[int, dict | None]:
     from ssebench.container.entrypoint import Entrypoint
     from ssebench.container.settings import from_environment
+    from ssebench.container.processes import free_port
 
     display.start("setup", "private tree and HOME")
     if args.tree:
