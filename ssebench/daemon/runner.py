@@ -364,12 +364,8 @@ class Runner:
                 if done:
                     outcome.returncode = waiter.result()
                     break
-                if deadline is not None and loop.time() >= deadline:
-                    outcome.timed_out = True
-                    procs.kill_group(proc.pid)
-                    outcome.returncode = await waiter
-                    break
-                if self._closing:
+                outcome.timed_out = deadline is not None and loop.time() >= deadline
+                if outcome.timed_out or self._closing:
                     procs.kill_group(proc.pid)
                     outcome.returncode = await waiter
                     break
