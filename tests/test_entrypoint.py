@@ -368,7 +368,11 @@ def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monk
 @pytest.mark.slow
 def test_a_process_that_leaves_the_agents_group_is_stopped_too(runner: Runner, tmp_path: Path):
     """setsid escapes killpg; the entrypoint adopts such orphans and stops them before grading."""
-    script = "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo started"
+    # Wait until the background job is "sleep 300" (setsid done): if bash exits first, the
+    # job dies with the agent's group and nothing is left to escape.
+    script = ("setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+              "until [ \"$(tr '\\0' ' ' </proc/$!/cmdline 2>/dev/null)\" = 'sleep 300 ' ]; do sleep 0.01; done; "
+              "echo started")
     result = runner.run("--", "bash", "-c", script)
     assert result.returncode == 1, result.stderr  # the agent did not fix the tree
     assert not survivors(runner.marker)
