@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ssebench import __version__
-from ssebench.difficulty import CHECK_ORDER, Check, Level
+from ssebench.difficulty import Check, Level
 
 from .daemon_client import DaemonClient, DaemonError, Event, parse_result
 from .longlog import LogDir, capture
@@ -43,7 +43,7 @@ DEFAULT_HEARTBEAT = 15.0
 
 
 def tool_description(level: Level) -> str:
-    enabled = [c.label for c in CHECK_ORDER if level.allows(c)]
+    enabled = [c.label for c in level.allowed]
     at_level = (
         f"At this server's difficulty level ({level.number}, {level.name}) it runs: "
         f"{', '.join(enabled)}; the other checks are not available."
@@ -136,7 +136,7 @@ class TestPatch:
             return INTERNAL_FAILURE
 
     async def _run(self, progress: _Progress) -> str:
-        requested = [c for c in CHECK_ORDER if self.level.allows(c)]
+        requested = list(self.level.allowed)
         if not requested:
             return render(self.level, [])
         result = None

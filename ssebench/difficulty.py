@@ -46,6 +46,11 @@ class Level:
     enabled: frozenset[Check]
 
     @property
+    def allowed(self) -> tuple[Check, ...]:
+        """Checks this level enables, in run order."""
+        return tuple(c for c in CHECK_ORDER if c in self.enabled)
+
+    @property
     def withheld(self) -> tuple[Check, ...]:
         """Checks this level disables, in run order."""
         return tuple(c for c in CHECK_ORDER if c not in self.enabled)

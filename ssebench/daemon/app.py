@@ -106,7 +106,7 @@ def create_app(runner: Runner, level: Level) -> Starlette:
         view: dict[str, Any] = {
             "id": task.id, "description": task.description,
             "difficulty": {"level": level.number, "name": level.name},
-            "checks": [c.value for c in CHECK_ORDER if c in has and level.allows(c)],
+            "checks": [c.value for c in level.allowed if c in has],
             "withheld": [c.value for c in level.withheld],
         }
         if level.allows(Check.POCS):
@@ -127,7 +127,7 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                 return _error(400, 'the request body must be an object with only the key "checks"')
             names = data.get("checks", None)
             if names is None:
-                checks = [c for c in CHECK_ORDER if level.allows(c)]
+                checks = list(level.allowed)
             elif not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 return _error(400, '"checks" must be an array of check names')
             else:
@@ -142,7 +142,7 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                         return withheld(check)
                     checks.append(check)
         else:
-            checks = [c for c in CHECK_ORDER if level.allows(c)]
+            checks = list(level.allowed)
 
         ticket = queue.join()
         prepared: list[Run] = []
