@@ -291,6 +291,7 @@ def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, res
         EXIT_GRADING_ERROR,
         EXIT_PASSED,
         STATUS_BY_EXIT,
+        write_results_json,
     )
 
     task_file = f"{CONTAINER_TASK_DIR}/task.toml"
@@ -318,20 +319,8 @@ def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, res
         results.update(exit_code=new, status=STATUS_BY_EXIT[new])
         if new == EXIT_GRADING_ERROR:
             results["error"] = stage["detail"]
-    _write_json_atomically(results_dir / "results.json", results)
+    write_results_json(results_dir / "results.json", results)
     return results["exit_code"]
-
-
-def _write_json_atomically(path: Path, data: dict) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".results-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=2, ensure_ascii=False)
-            out.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _read_results(path: Path) -> dict | None:

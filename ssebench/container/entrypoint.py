@@ -175,7 +175,7 @@ class Entrypoint:
             _remove_tree(workdir)
         results = self._results(task, tree, agent, grading, exit_code, error, started_at, time.monotonic() - t0)
         path = self.settings.results_dir / RESULTS_FILE
-        _write_json_atomically(path, results)
+        write_results_json(path, results)
         return Outcome(exit_code, results, path)
 
     # -- stages ---------------------------------------------------------------------
@@ -429,8 +429,11 @@ class Entrypoint:
         }
 
 
-def _write_json_atomically(path: Path, data: dict[str, Any]) -> None:
-    """Write to a fresh temp file in the same folder, then rename: never half-written."""
+def write_results_json(path: Path, data: dict[str, Any]) -> None:
+    """Write to a fresh temp file in the same folder, then rename: never half-written.
+
+    Mode 0644 (mkstemp's is 0600) so whoever collects the results folder can read it;
+    sidecar grading (docker.py) rewrites results.json through this too."""
     fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
