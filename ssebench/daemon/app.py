@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -84,6 +84,29 @@ def _line(event: dict[str, Any]) -> bytes:
     return (json.dumps(event, separators=(", ", ": ")) + "\n").encode()
 
 
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
+    """The request body, or None when it is over *limit* bytes.
+
+    Reads at most *limit* (+ one chunk) bytes and stops: ``request.body()`` would
+    first gather a body of any size in memory (200 MB of POST took the RSS from 37
+    to 447 MB before the 413). A ``Content-Length`` over the limit is refused unread.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.strip().isdigit() and int(declared) > limit:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return None
+            parts.append(chunk)
+    except ClientDisconnect:
+        return None  # nobody reads the answer
+    return b"".join(parts)
+
+
 def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
@@ -114,8 +137,8 @@ def create_app(runner: Runner, level: Level) -> Starlette:
         return JSONResponse(view)
 
     async def start_run(request: Request) -> Response:
-        body = await request.body()
-        if len(body) > MAX_BODY:
+        body = await read_body(request)
+        if body is None:
             return _error(413, "request body too large")
         checks: list[Check]
         if body.strip():
