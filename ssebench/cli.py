@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -23,6 +24,8 @@ COMMAND_MODULES = (
     "ssebench.agents.cli",  # agents install|uninstall|list|show|dockerfile
     "ssebench.container.cli",  # entrypoint, run
     "ssebench.dialog.cli",  # dialog show
+    "ssebench.taskcmd",  # task check|new
+    "ssebench.completion",  # completion bash|zsh|fish
 )
 
 
@@ -41,4 +44,37 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    sys.exit(args.func(args))
+    try:
+        status = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        _quiet_stdout()
+        status = 141  # what a shell reports for a writer killed by SIGPIPE
+    except KeyboardInterrupt:
+        status = 130
+    sys.exit(status)
+
+
+def _stdout_closed() -> bool:
+    """True when our stdout is a pipe whose reader has gone (``ssebench ... | head -1``).
+
+    A BrokenPipeError from anything else (a child's stdin, a socket) is a real error and
+    keeps its traceback.
+    """
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

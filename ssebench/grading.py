@@ -13,9 +13,13 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ssebench import ui
 
 TAIL_LINES = 40
 
@@ -44,8 +48,13 @@ class Grade:
         return all(c["state"] == "passed" for c in self.checks)
 
 
-def grade(task_file: str | Path, tree: str | Path | None = None) -> Grade:
-    """Run every check of the task on *tree*; raises TaskError / RunError / ValueError."""
+def grade(task_file: str | Path, tree: str | Path | None = None,
+          on_event: Callable[[dict[str, Any]], None] | None = None) -> Grade:
+    """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
+
+    *on_event* sees each runner event (check_started, check_finished...) as it happens:
+    the progress display's feed.
+    """
     import asyncio
 
     from ssebench.daemon import procs
@@ -66,6 +75,8 @@ def grade(task_file: str | Path, tree: str | Path | None = None) -> Grade:
             run = await runner.prepare()
             checks: list[dict[str, Any]] = []
             async for event in runner.execute(run, GRADING.enabled):
+                if on_event is not None:
+                    on_event(event)
                 if event["event"] == "result":
                     checks = event["checks"]
             for data in checks:
@@ -110,7 +121,7 @@ def _describe(check: dict[str, Any]) -> str:
     if check["timed_out"]:
         details.append("timed out")
     if not check["covered_by_intent"]:
-        details.append(f"{check['elapsed']:.1f} s")
+        details.append(ui.seconds(check["elapsed"]))
     return text + f" ({'; '.join(details)})"
 
 
@@ -130,7 +141,8 @@ def run_grade(args: argparse.Namespace) -> int:
     from ssebench.task import TaskError
 
     try:
-        result = grade(args.task, args.tree)
+        with _progress() as on_event:
+            result = grade(args.task, args.tree, on_event)
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -141,5 +153,51 @@ def run_grade(args: argparse.Namespace) -> int:
         print(json.dumps({"task": result.task_id, "tree": str(result.tree), "passed": result.passed,
                           "checks": result.checks}, indent=2))
     else:
-        print(_summary(result))
+        _print_summary(_summary(result))
     return 0 if result.passed else 1
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A live line on stderr naming the running check, on a terminal only (pipes and
+    logs get nothing, so their text stays the same)."""
+    if not ui.is_tty(sys.stderr):
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=ui.console(sys.stderr), transient=True) as bar:
+        current = bar.add_task("grading: copying the tree", total=None)
+        done: list[str] = []
+
+        def on_event(event: dict[str, Any]) -> None:
+            kind = event.get("event")
+            if kind == "check_started":
+                bar.update(current, description=f"grading: {_check(event['check']).label}"
+                           + (f" (done: {', '.join(done)})" if done else ""))
+            elif kind == "check_finished":
+                state = {"passed": "passed", "failed": "FAILED"}.get(event["state"], "not run")
+                done.append(f"{_check(event['check']).label} {state}")
+
+        yield on_event
+
+
+def _print_summary(text: str) -> None:
+    """The summary with its verdicts coloured on a terminal; the same text elsewhere."""
+    if not ui.color_enabled(sys.stdout):
+        print(text)
+        return
+    for line in text.split("\n"):
+        if line.startswith("Grade of task "):
+            head, sep, verdict = line.rpartition(": ")
+            ui.echo(head + sep, (verdict, "ok" if verdict == "every check passed" else "fail"))
+        elif line.startswith("- ") and ": " in line:
+            label, sep, rest = line.partition(": ")
+            state, space, detail = rest.partition(" ")
+            meaning = {"passed": "ok", "FAILED": "fail"}.get(state, "dim")
+            ui.echo(label + sep, (state, meaning), space, (detail, "dim"))
+        elif line.startswith("Log ("):
+            ui.echo((line, "head"))
+        else:
+            ui.echo(line)

@@ -1,0 +1,289 @@
+"""``ssebench task check FILE`` and ``ssebench task new DIR``: write a task without guessing.
+
+``check`` runs the daemon's own loader (so it accepts exactly what the daemon accepts) and
+then prints, level by level, which checks ``test_patch`` runs for the agent and which it
+withholds: the question a task author has to answer before trusting a result. ``new``
+writes a small complete task (a C program with one bug, a PoC that triggers it, functional
+tests) that passes ``check`` and that ``ssebench grade`` runs, to be edited into a real one.
+The skeleton's files are strings here, not package data, so a plain wheel install has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ssebench import ui
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    task = sub.add_parser("task", help="check a task file, or start a new task from a skeleton",
+                          description="Check a task file (task.toml) or write a new task skeleton. "
+                                      "The format: docs/task-format.md.")
+    verbs = task.add_subparsers(dest="task_command", metavar="ACTION", required=True)
+    p = verbs.add_parser("check", help="validate a task file and show what each difficulty level shows",
+                         description="Validate FILE with the daemon's loader and print which checks "
+                                     "test_patch runs and withholds at each difficulty level. "
+                                     "Exit 0 valid, 2 not (one line naming the file, key and fault).")
+    p.add_argument("file", metavar="FILE", help="the task file (task.toml)")
+    p.set_defaults(func=_check)
+    p = verbs.add_parser("new", help="write a task skeleton into DIR (new or empty)",
+                         description="Write a small complete task into DIR: task.toml, a C program "
+                                     "with one bug (src/), a PoC and functional tests. DIR must be "
+                                     "new or empty.")
+    p.add_argument("dir", metavar="DIR", help="the folder to create (or an empty one)")
+    p.add_argument("--id", help="the task id (default: DIR's name, cleaned to [A-Za-z0-9._-])")
+    p.set_defaults(func=_new)
+
+
+# -- check ----------------------------------------------------------------------------------
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
+
+
+def _timeout(seconds: float) -> str:
+    return f"timeout {seconds:g} s"
+
+
+def _network(command: object) -> str:
+    # The per-check ``network`` key (sandbox): shown only where a task turns it on.
+    return ", network on" if getattr(command, "network", False) else ""
+
+
+def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported lazily
+    """The lines ``task check`` prints for a valid task (no styles)."""
+    from ssebench.daemon.runner import task_checks
+    from ssebench.difficulty import CHECK_ORDER, DEFAULT_LEVEL, LEVELS, Check
+
+    lines = [f"{task.file}: valid task '{task.id}'",
+             f"  source: {task.source}",
+             f"  description (shown to the agent): {task.description or '(none)'}",
+             f"  build: {task.build.run} ({_timeout(task.build.timeout)}{_network(task.build)})"]
+    if task.pocs is None:
+        lines.append("  PoCs: none (the PoC step passes: 'the task has none')")
+    else:
+        files = ", ".join(_rel(f, task.dir) for f in task.pocs.files) or "(empty list)"
+        lines.append(f"  PoCs: {len(task.pocs.files)}, each run as: {task.pocs.command.run} "
+                     f"({_timeout(task.pocs.command.timeout)} each{_network(task.pocs.command)}): {files}")
+    if task.intent is None:
+        lines.append("  intent tests: none")
+    else:
+        lines.append(f"  intent tests: apply {_rel(task.intent.diff, task.dir)}, then: "
+                     f"{task.intent.command.run} ({_timeout(task.intent.command.timeout)}"
+                     f"{_network(task.intent.command)})")
+    if task.functional is None:
+        lines.append("  functional tests: none")
+    else:
+        lines.append(f"  functional tests: {task.functional.run} ({_timeout(task.functional.timeout)}"
+                     f"{_network(task.functional)})")
+
+    has = set(task_checks(task))
+    lines += ["", "What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):"]
+    for number, level in LEVELS.items():
+        runs = [c for c in level.allowed if c in has]
+        withheld = [c for c in level.withheld if c in has]
+        names = []
+        for check in runs:
+            name = check.label
+            if check is Check.POCS and task.poc_count == 0:
+                name += " (none: reported passed)"
+            elif check is Check.FUNCTIONAL and Check.INTENT in runs:
+                name += " (only when the intent tests fail)"
+            names.append(name)
+        default = " (default)" if number == DEFAULT_LEVEL else ""
+        text = f"  {number} {level.name}{default}: runs {', '.join(names) if names else 'nothing'}"
+        if withheld:
+            text += f"; withheld: {', '.join(c.label for c in withheld)}"
+        lines.append(text)
+    every = [c.label for c in CHECK_ORDER if c in has]
+    lines.append(f"Final grading (ssebench grade) runs every check the task has: {', '.join(every)}.")
+    return lines
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ssebench.task import TaskError, load_task
+
+    try:
+        task = load_task(args.file)
+    except TaskError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    lines = describe(task)
+    ui.echo((lines[0], "ok"))
+    for line in lines[1:]:
+        ui.echo(line)
+    return 0
+
+
+# -- new ------------------------------------------------------------------------------------
+
+TASK_TOML = '''\
+# A task for ssebench: one vulnerability to fix in one source tree.
+# The format, key by key: docs/task-format.md. Paths are relative to this folder.
+# Check it with: ssebench task check task.toml
+id = "{id}"
+source = "src"                      # the tree the agent edits
+description = "app prints the value of each KEY=VALUE line it reads. A line without '=' crashes it; fix that without changing the output for valid lines."
+
+[build]
+run = "make"                        # bash -c, in a copy of the tree
+timeout = 300                       # seconds (default 1800)
+
+[pocs]                              # hidden from the agent
+run = './app < "$SSE_POC"'          # once per file; exit 0 = the PoC no longer triggers the bug
+files = ["pocs/no-equals"]
+timeout = 60                        # per PoC (default 300)
+
+[functional]                        # the project's own regression tests
+run = "make test"
+timeout = 300                       # default 1800
+
+# The tests that came with the upstream fix, if you have them (hidden from the agent):
+# [intent]
+# diff = "intent.diff"              # git apply -p1, in a fresh copy of the built tree
+# run = "make test"
+# timeout = 300
+'''
+
+APP_C = '''\
+/* A tiny program with one bug, as a starting point: replace src/ with the project. */
+#include <stdio.h>
+#include <string.h>
+
+/* Prints the value of each KEY=VALUE line read from standard input. The bug: for a line
+   without '=', strchr returns NULL, and NULL + 1 is dereferenced (a crash). */
+int main(void) {
+    char line[256];
+    while (fgets(line, sizeof line, stdin)) {
+        char *eq = strchr(line, '=');
+        fputs(eq + 1, stdout);
+    }
+    return 0;
+}
+'''
+
+MAKEFILE = '''\
+CC ?= cc
+CFLAGS ?= -O0 -g
+
+app: app.c
+\t$(CC) $(CFLAGS) -o $@ app.c
+
+test: app
+\t./tests/run-tests.sh
+
+clean:
+\trm -f app
+
+.PHONY: test clean
+'''
+
+RUN_TESTS = '''\
+#!/bin/sh
+# The functional tests: valid input gives the expected output.
+cd "$(dirname "$0")/.." || exit 2
+expected="$(printf '1\\n2\\n')"
+if [ "$(printf 'a=1\\nb=2\\n' | ./app)" = "$expected" ]; then
+    echo "PASS two values"
+else
+    echo "FAIL two values"
+    exit 1
+fi
+'''
+
+POC = "a line without an equals sign\n"
+
+README = '''\
+# {id}
+
+A task skeleton written by `ssebench task new`. Edit it into the real task:
+
+- `src/`: the tree the agent edits (here a C program, `app`, that crashes on a line without
+  `=`), with its build (`make`) and its functional tests (`make test`).
+- `pocs/`: inputs that trigger the bug, run by `[pocs] run` with `$SSE_POC` set to each.
+  Hidden from the agent.
+- `task.toml`: what to build and run; see docs/task-format.md.
+
+Then:
+
+    ssebench task check task.toml
+    ssebench grade --task task.toml      # unfixed: the PoC still crashes the program
+'''
+
+_EXECUTABLE = {"src/tests/run-tests.sh"}
+
+
+def skeleton(task_id: str) -> dict[str, str]:
+    """The skeleton's files, by path relative to the task folder."""
+    return {
+        "task.toml": TASK_TOML.format(id=task_id),
+        "README.md": README.format(id=task_id),
+        "src/app.c": APP_C,
+        "src/Makefile": MAKEFILE,
+        "src/tests/run-tests.sh": RUN_TESTS,
+        "pocs/no-equals": POC,
+    }
+
+
+def _default_id(folder: Path) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name).strip("-")
+    return cleaned or "new-task"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _new(args: argparse.Namespace) -> int:
+    target = Path(os.path.abspath(args.dir))
+    task_id = args.id if args.id is not None else _default_id(target)
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", task_id):
+        print(f"ssebench task new: --id must match [A-Za-z0-9._-]+, got {task_id!r}", file=sys.stderr)
+        return 2
+    if target.exists() and not target.is_dir():
+        print(f"ssebench task new: {target} exists and is not a folder", file=sys.stderr)
+        return 2
+    if target.is_dir() and any(target.iterdir()):
+        print(f"ssebench task new: {target} is not empty; give a new or empty folder", file=sys.stderr)
+        return 2
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside DIR and renamed into place: an interrupted run leaves no half task.
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            for rel, text in skeleton(task_id).items():
+                path = staging / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                if rel in _EXECUTABLE:
+                    path.chmod(0o777 & ~_umask())
+            staging.chmod(0o777 & ~_umask())
+            os.rename(staging, target)  # replaces DIR only while it is empty
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    except OSError as exc:
+        print(f"ssebench task new: {exc.filename or target}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    task_file = target / "task.toml"
+    ui.echo(("Wrote task '" + task_id + "' to " + str(target) + ":", "ok"))
+    for line in ("  task.toml               what to build and run (docs/task-format.md)",
+                 "  src/                    the tree the agent edits: app.c, Makefile, tests/run-tests.sh",
+                 "  pocs/no-equals          a PoC (hidden from the agent)",
+                 "  README.md               what to edit next",
+                 "Next:",
+                 f"  ssebench task check {task_file}",
+                 f"  ssebench grade --task {task_file}"):
+        ui.echo(line)
+    return 0
