@@ -37,6 +37,7 @@ class Command:
 
     run: str
     timeout: float
+    network: bool = False  # the check's sandbox may use the network (``network = true``)
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,10 @@ class Task:
 # The keys task-format.md defines; anything else is refused (see the module docstring).
 _TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent"}
 _TABLE_KEYS = {
-    "build": {"run", "timeout"},
-    "pocs": {"run", "files", "timeout"},
-    "functional": {"run", "timeout"},
-    "intent": {"diff", "run", "timeout"},
+    "build": {"run", "timeout", "network"},
+    "pocs": {"run", "files", "timeout", "network"},
+    "functional": {"run", "timeout", "network"},
+    "intent": {"diff", "run", "timeout", "network"},
 }
 
 
@@ -148,7 +149,10 @@ class _Reader:
 
     def command(self, table: dict[str, Any], prefix: str, default_timeout: float) -> Command:
         run = self.string(table, "run", prefix, required=True, nonempty=True)
-        return Command(run, self.timeout(table, prefix, default_timeout))
+        network = table.get("network", False)
+        if not isinstance(network, bool):
+            raise self.fail(prefix + "network", f"must be true or false, got {_kind(network)}")
+        return Command(run, self.timeout(table, prefix, default_timeout), network)
 
 
 def _kind(value: object) -> str:

@@ -174,9 +174,9 @@ BAD = [
     ("unknown top-level table", FULL + '\n[extra]\nrun = "x"\n', "extra",
      "unknown key (known keys: build, description, functional, id, intent, pocs, source)"),
     ("unknown key in a table", _replace("timeout = 600\n", "timout = 600\n"), "build.timout",
-     "unknown key (known keys: run, timeout)"),
+     "unknown key (known keys: network, run, timeout)"),
     ("unknown key in intent", _replace('diff = "intent.diff"\n', 'diff = "intent.diff"\npatch = "x"\n'),
-     "intent.patch", "unknown key (known keys: diff, run, timeout)"),
+     "intent.patch", "unknown key (known keys: diff, network, run, timeout)"),
 ]
 
 
