@@ -7,9 +7,11 @@ exits 2 with its message in a few milliseconds and before any port is bound.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -109,11 +111,65 @@ def _level_or_exit() -> Level | None:
         return None
 
 
-def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str) -> int:
-    """Serve until SIGTERM/SIGINT; both end it cleanly with status 0."""
+def _display_host(host: str) -> str:
+    return "localhost" if host in ("127.0.0.1", "::1", "localhost") else host
+
+
+def _url(args: argparse.Namespace) -> str:
+    host = _display_host(args.host)
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{args.port}{args.path}"
+
+
+def _holder(port: int) -> str:
+    """`` (by PID N: name)`` for the process listening on *port*, when we may see it."""
+    import psutil
+
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
+                try:
+                    return f" (by PID {conn.pid}: {psutil.Process(conn.pid).name()})"
+                except psutil.Error:
+                    return f" (by PID {conn.pid})"
+    except (psutil.Error, OSError):
+        pass
+    return ""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind and listen on *host*:*port* the way uvicorn would, before anything is printed.
+
+    Raises :class:`BindError` with the one line to show (the port's holder when visible).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise BindError(f"port {port} is in use{_holder(port)}; stop that process or pass --port") from None
+        if exc.errno == errno.EACCES:
+            raise BindError(f"port {port}: permission denied (ports below 1024 need privileges); "
+                            "pass --port") from None
+        raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(False)
+    return sock
+
+
+class BindError(OSError):
+    """The port cannot be bound; the message is the one line for the user."""
+
+
+def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str, sock: socket.socket) -> int:
+    """Serve on the bound *sock* until SIGTERM/SIGINT; both end it cleanly with status 0."""
     import asyncio
 
     from .app import DEFAULT_HEARTBEAT, create_server
+    from .calllog import CallLog
     from .longlog import LogDir
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -125,6 +181,7 @@ def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str) -> i
         log_dir,
         heartbeat=args.heartbeat if args.heartbeat is not None else DEFAULT_HEARTBEAT,
     )
+    mcp.add_middleware(CallLog(level))
     # uvicorn restores the handlers it found and re-raises the signal after its
     # graceful shutdown: ours turns that into a normal return instead of a kill.
     stopped: list[int] = []
@@ -141,9 +198,18 @@ def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str) -> i
             host_origin_protection=True,
             allowed_hosts=args.allowed_host,
             log_level="warning",
+            sockets=[sock],  # bound before the banner: a busy port fails with one line
         )
     )
     return 0
+
+
+def _bind_or_exit(args: argparse.Namespace, command: str) -> socket.socket | None:
+    try:
+        return bind(args.host, args.port)
+    except BindError as exc:
+        print(f"ssebench {command}: {exc}", file=sys.stderr)
+        return None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -152,7 +218,16 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     from ssebench.daemon.paths import resolve_socket_path
 
-    return _run_server(args, level, str(resolve_socket_path(args.daemon_socket)))
+    daemon_socket = resolve_socket_path(args.daemon_socket)
+    sock = _bind_or_exit(args, "serve")
+    if sock is None:
+        return 2
+    print(f"ssebench serve: test_patch at {_url(args)} (difficulty {level.number}, {level.name}); "
+          f"daemon socket {daemon_socket}", flush=True)
+    if not daemon_socket.exists():
+        print(f"ssebench serve: warning: no daemon socket at {daemon_socket} yet; test_patch calls "
+              "report an internal failure until `ssebench daemon` listens there", file=sys.stderr, flush=True)
+    return _run_server(args, level, str(daemon_socket), sock)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -161,30 +236,35 @@ def _up(args: argparse.Namespace) -> int:
         return 2
     from .stack import StackError, start, stop, ssebench_argv, wait_daemon
 
+    sock = _bind_or_exit(args, "up")  # before the daemon: a busy port costs nothing
+    if sock is None:
+        return 2
     workdir = Path(tempfile.mkdtemp(prefix="ssebench-up-"))  # 0700, ours
-    sock = workdir / "daemon.sock"
-    argv = ["daemon", "--task", args.task, "--socket", str(sock)]
+    daemon_sock = workdir / "daemon.sock"
+    argv = ["daemon", "--task", args.task, "--socket", str(daemon_sock)]
     if args.tree:
         argv += ["--tree", args.tree]
     daemon = start(ssebench_argv(*argv))
     try:
         try:
-            wait_daemon(sock, daemon)
+            wait_daemon(daemon_sock, daemon)
         except StackError as exc:
             print(f"ssebench up: {exc}", file=sys.stderr)
             return daemon.poll() or 1
         except KeyboardInterrupt:  # Ctrl-C before the server was up
             return 130
-        host = "localhost" if args.host in ("127.0.0.1", "::1", "localhost") else args.host
+        url = _url(args)
         print(
-            f"ssebench: serving test_patch at http://{host}:{args.port}{args.path} "
+            f"ssebench: serving test_patch at {url} "
             f"(difficulty {level.number}, {level.name}); Ctrl-C stops.\n"
-            "Point Claude Code at it with:\n"
-            f"  claude mcp add ssebench http://{host}:{args.port}{args.path} --transport http --scope user",
+            "Register it with Claude Code (with a one-hour tool timeout) with:\n"
+            f"  ssebench agents install claude --url {url}\n"
+            "(other agents: ssebench agents install --help)",
             flush=True,
         )
-        return _run_server(args, level, str(sock))
+        return _run_server(args, level, str(daemon_sock), sock)
     finally:
+        sock.close()
         stop(daemon)
         shutil.rmtree(workdir, ignore_errors=True)
 

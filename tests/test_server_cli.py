@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -48,14 +49,16 @@ def test_serve_refuses_a_bad_difficulty_before_importing_fastmcp(raw: str) -> No
 def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
     task = write_task(tmp_path / "task")
     port = free_port()
-    proc = subprocess.Popen(
-        ssebench_argv("up", "--task", str(task), "--port", str(port)),
-        env={**os.environ, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "logs")},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
+    err = tmp_path / "up.err"
+    with open(err, "xb") as err_file:
+        proc = subprocess.Popen(
+            ssebench_argv("up", "--task", str(task), "--port", str(port)),
+            env={**os.environ, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "logs")},
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+            start_new_session=True,
+        )
     try:
         wait_server(f"http://127.0.0.1:{port}/healthz", proc)
         children = psutil.Process(proc.pid).children(recursive=True)
@@ -64,11 +67,60 @@ def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(15) == 0
         out = proc.stdout.read() if proc.stdout else ""
-        assert f"  claude mcp add ssebench http://localhost:{port}/mcp --transport http --scope user\n" in out
+        assert out == (
+            f"ssebench: serving test_patch at http://localhost:{port}/mcp (difficulty 2, NO_FUTURE_TEST); "
+            "Ctrl-C stops.\n"
+            "Register it with Claude Code (with a one-hour tool timeout) with:\n"
+            f"  ssebench agents install claude --url http://localhost:{port}/mcp\n"
+            "(other agents: ssebench agents install --help)\n")
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert alive == []
     finally:
         stop(proc)
+    # One line per call: level, outcome summary, duration; nothing about withheld checks.
+    calls = [line for line in err.read_text().splitlines() if "ssebench.server.calls" in line]
+    assert len(calls) == 1, err.read_text()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ssebench.server.calls INFO test_patch call 1 \(level 2\): "
+        r"every check that ran passed \[build: passed, functional tests: passed\] in \d+\.\d s", calls[0])
+
+
+@pytest.mark.parametrize("command", ["serve", "up"])
+def test_a_busy_port_is_one_line_naming_its_holder(tmp_path: Path, command: str) -> None:
+    task = write_task(tmp_path / "task")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        args = ["--task", str(task)] if command == "up" else []
+        proc = subprocess.run(ssebench_argv(command, *args, "--port", str(port)), capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "SSE_DIFFICULTY": "2"})
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    name = psutil.Process().name()
+    assert proc.stderr == (f"ssebench {command}: port {port} is in use (by PID {os.getpid()}: {name}); "
+                           "stop that process or pass --port\n")
+
+
+def test_serve_prints_a_start_line_and_warns_without_a_daemon(tmp_path: Path) -> None:
+    port = free_port()
+    sock = tmp_path / "nothing-here.sock"
+    out, err = tmp_path / "serve.out", tmp_path / "serve.err"
+    with open(out, "xb") as out_file, open(err, "xb") as err_file:
+        proc = subprocess.Popen(
+            ssebench_argv("serve", "--port", str(port), "--daemon-socket", str(sock),
+                          "--log-dir", str(tmp_path / "logs")),
+            env={**os.environ, "SSE_DIFFICULTY": "3"}, stdout=out_file, stderr=err_file,
+            start_new_session=True)
+    try:
+        wait_server(f"http://127.0.0.1:{port}/healthz", proc)
+    finally:
+        stop(proc)
+    assert out.read_text() == (f"ssebench serve: test_patch at http://localhost:{port}/mcp "
+                               f"(difficulty 3, BUILD_ONLY); daemon socket {sock}\n")
+    assert err.read_text().splitlines()[0] == (
+        f"ssebench serve: warning: no daemon socket at {sock} yet; test_patch calls report an "
+        "internal failure until `ssebench daemon` listens there")
 
 
 def test_up_with_a_bad_task_exits_with_the_daemons_message(tmp_path: Path) -> None:

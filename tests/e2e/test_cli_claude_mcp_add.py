@@ -3,8 +3,9 @@
 Issue 3 is done when ``claude mcp add ssebench http://localhost:3000/mcp --transport http
 --scope user`` against ``ssebench up`` works for a real client. Here, with the real Claude
 Code CLI in a private HOME and only the port changed: ``ssebench up`` on a copy of the
-example task at level 2 (a real process in its own session, as from a terminal), the line
-``up`` prints is the spec's line and is run as printed, ``claude mcp get`` reports the entry
+example task at level 2 (a real process in its own session, as from a terminal), ``up``
+suggests ``ssebench agents install claude --url`` with its actual URL (issue 12: that
+one sets a tool timeout), the spec's line is run as typed, ``claude mcp get`` reports the entry
 connected, a headless run by Claude's run recipe against the scripted Anthropic model hands
 the model the spec's level-2 text verbatim, and Ctrl-C (SIGINT to up's process group) ends
 ``up`` with status 0 leaving no process and no private socket folder behind.
@@ -67,7 +68,8 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
     try:
         wait_server(f"http://127.0.0.1:{port}/healthz", up)
         printed = up_out.read_text()
-        assert f"\n  {line}\n" in printed, printed
+        # up suggests the registration that sets a tool timeout; the spec's line works too
+        assert f"\n  ssebench agents install claude --url http://localhost:{port}/mcp\n" in printed, printed
         children = psutil.Process(up.pid).children(recursive=True)
         daemons = [p for p in children if "daemon" in p.cmdline()]
         assert len(daemons) == 1, [p.cmdline() for p in children]
@@ -75,7 +77,7 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
         assert sock_dir.is_dir() and stat.S_IMODE(sock_dir.stat().st_mode) == 0o700, sock_dir
         assert {p.pid for p in marked_processes(marker)} >= {up.pid, daemons[0].pid}
 
-        # 2. the line up printed (the spec's), run as printed, into the private HOME
+        # 2. the spec's line, run as a user types it, into the private HOME
         add = run_group([str(agent_clis / "claude"), *shlex.split(line)[1:]], env=env, cwd=tree, timeout=60)
         assert add.returncode == 0, f"{add.stdout}\n{add.stderr}"
         assert f"Added HTTP MCP server ssebench with URL: http://localhost:{port}/mcp to user config" \
