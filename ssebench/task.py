@@ -21,6 +21,14 @@ DEFAULT_BUILD_TIMEOUT = 1800.0
 DEFAULT_POC_TIMEOUT = 300.0
 DEFAULT_FUNCTIONAL_TIMEOUT = 1800.0
 DEFAULT_INTENT_TIMEOUT = 1800.0
+MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: a bigger figure is a typo (and 1e400 cannot be waited on)
+MAX_TASK_BYTES = 1024 * 1024  # a task file is a page of TOML; a bigger one is not a task file
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, which Windows editors put first: accepted
+# Control characters refused in strings. A NUL cannot reach bash or the OS at all; the others
+# make a command or a path that reads differently from what runs. Tabs and newlines are fine
+# in commands and text (multi-line ``run``), not in paths.
+_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _ID_RE = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -100,7 +108,7 @@ class _Reader:
                 raise self.fail(prefix + key, f"unknown key (known keys: {known})")
 
     def string(self, table: dict[str, Any], key: str, prefix: str, *, required: bool,
-               default: str = "", nonempty: bool = False) -> str:
+               default: str = "", nonempty: bool = False, path: bool = False) -> str:
         if key not in table:
             if required:
                 raise self.fail(prefix + key, "missing (required)")
@@ -110,6 +118,7 @@ class _Reader:
             raise self.fail(prefix + key, f"must be a string, got {_kind(value)}")
         if nonempty and not value.strip():
             raise self.fail(prefix + key, "must not be empty")
+        _no_control(self, prefix + key, value, path=path)
         return value
 
     def timeout(self, table: dict[str, Any], prefix: str, default: float) -> float:
@@ -120,6 +129,9 @@ class _Reader:
             raise self.fail(prefix + "timeout", f"must be a number of seconds, got {_kind(value)}")
         if not value > 0 or value != value or value == float("inf"):
             raise self.fail(prefix + "timeout", f"must be a positive number of seconds, got {value}")
+        if value > MAX_TIMEOUT:
+            shown = value if len(str(value)) <= 20 else f"a {len(str(value))}-digit number"
+            raise self.fail(prefix + "timeout", f"must be at most {MAX_TIMEOUT:.0f} seconds (a week), got {shown}")
         return float(value)
 
     def table(self, data: dict[str, Any], key: str, *, required: bool) -> dict[str, Any] | None:
@@ -141,10 +153,10 @@ class _Reader:
         if want_dir:
             if not path.is_dir():
                 fault = "is not a folder" if path.exists() else "does not exist"
-                raise self.fail(key, f"folder '{raw}' {fault} (resolved to {path})")
+                raise self.fail(key, f"folder '{raw}' {fault} (resolved to {_shown_path(path)})")
         elif not path.is_file():
             fault = "is not a file" if path.exists() else "does not exist"
-            raise self.fail(key, f"file '{raw}' {fault} (resolved to {path})")
+            raise self.fail(key, f"file '{raw}' {fault} (resolved to {_shown_path(path)})")
         return path
 
     def command(self, table: dict[str, Any], prefix: str, default_timeout: float) -> Command:
@@ -153,6 +165,21 @@ class _Reader:
         if not isinstance(network, bool):
             raise self.fail(prefix + "network", f"must be true or false, got {_kind(network)}")
         return Command(run, self.timeout(table, prefix, default_timeout), network)
+
+
+def _no_control(reader: _Reader, key: str, value: str, *, path: bool) -> None:
+    match = (_PATH_CONTROL if path else _TEXT_CONTROL).search(value)
+    if match is not None:
+        char = match.group()
+        line = value.count("\n", 0, match.start()) + 1
+        where = f" (line {line} of the value)" if "\n" in value and not path else ""
+        what = "a path" if path else "a string"
+        raise reader.fail(key, f"{what} must not contain control characters, found U+{ord(char):04X}{where}")
+
+
+def _shown_path(path: Path) -> str:
+    text = str(path)
+    return text if text.isprintable() else repr(text)
 
 
 def _kind(value: object) -> str:
@@ -169,20 +196,30 @@ def _normalize(path: Path) -> str:
 def load_task(path: str | Path) -> Task:
     """Read, validate and resolve a task file; raises :class:`TaskError`."""
     file = Path(_normalize(Path(path)))
+    if _PATH_CONTROL.search(str(file)):
+        raise TaskError(f"{_shown_path(file)}: the task file's path must not contain control characters")
     try:
-        raw = file.read_bytes()
+        with file.open("rb") as stream:
+            raw = stream.read(MAX_TASK_BYTES + 1)
     except FileNotFoundError:
         raise TaskError(f"{file}: the task file does not exist") from None
     except IsADirectoryError:
         raise TaskError(f"{file}: is a folder, not a task file") from None
     except OSError as exc:
         raise TaskError(f"{file}: cannot read the task file: {exc.strerror}") from None
+    if len(raw) > MAX_TASK_BYTES:
+        raise TaskError(f"{file}: the task file is larger than {MAX_TASK_BYTES // 1024} KiB; "
+                        "a task file names its PoCs and diffs, it does not hold them")
+    if raw.startswith(BOM):
+        raw = raw[len(BOM):]
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise TaskError(f"{file}: not valid TOML: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TaskError(f"{file}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise TaskError(f"{file}: not valid TOML for a task: arrays or tables nested too deeply") from None
 
     r = _Reader(file)
     r.unknown(data, _TOP_KEYS, "")
@@ -190,7 +227,7 @@ def load_task(path: str | Path) -> Task:
     task_id = r.string(data, "id", "", required=True)
     if not _ID_RE.fullmatch(task_id):
         raise r.fail("id", f"must match [A-Za-z0-9._-]+, got {task_id!r}")
-    source = r.path(r.string(data, "source", "", required=True, nonempty=True), "source", want_dir=True)
+    source = r.path(r.string(data, "source", "", required=True, nonempty=True, path=True), "source", want_dir=True)
     description = r.string(data, "description", "", required=False)
 
     build_table = r.table(data, "build", required=True)
@@ -209,6 +246,7 @@ def load_task(path: str | Path) -> Task:
         for i, item in enumerate(files):
             if not isinstance(item, str):
                 raise r.fail(f"pocs.files[{i}]", f"must be a string, got {_kind(item)}")
+            _no_control(r, f"pocs.files[{i}]", item, path=True)
             resolved.append(r.path(item, f"pocs.files[{i}]", want_dir=False))
         pocs = Pocs(command, tuple(resolved))
 
@@ -218,7 +256,8 @@ def load_task(path: str | Path) -> Task:
 
     intent = None
     if (t := r.table(data, "intent", required=False)) is not None:
-        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True), "intent.diff", want_dir=False)
+        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True, path=True), "intent.diff",
+                      want_dir=False)
         intent = Intent(r.command(t, "intent.", DEFAULT_INTENT_TIMEOUT), diff)
 
     return Task(file=file, id=task_id, source=source, description=description, build=build,

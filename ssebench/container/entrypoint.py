@@ -143,7 +143,14 @@ class Entrypoint:
             raise SettingsError("SSE_TREE is not set: in sidecar mode without SSE_TASK, name the agent's tree")
         if not tree.is_dir():
             raise SettingsError(f"SSE_TREE: '{tree}' is not a folder")
-        s.results_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            s.results_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SettingsError(f"SSE_RESULTS_DIR: cannot create '{s.results_dir}': {exc.strerror}") from None
+        if not s.results_dir.is_dir():
+            raise SettingsError(f"SSE_RESULTS_DIR: '{s.results_dir}' is not a folder")
+        if not os.access(s.results_dir, os.W_OK | os.X_OK):
+            raise SettingsError(f"SSE_RESULTS_DIR: '{s.results_dir}' is not writable")
         for name in (RESULTS_FILE, DIALOG_FILE):
             if os.path.lexists(s.results_dir / name):
                 raise SettingsError(f"SSE_RESULTS_DIR: {s.results_dir} already holds {name}; "
