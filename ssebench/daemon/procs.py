@@ -27,6 +27,8 @@ from pathlib import Path
 
 import psutil
 
+from ssebench.daemon import guard
+
 _PR_SET_CHILD_SUBREAPER = 36
 TOKEN_VAR = "SSEBENCH_CHECK_TOKEN"
 
@@ -55,10 +57,14 @@ def enable_subreaper() -> bool:
 
 def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
           append: bool = False) -> subprocess.Popen[bytes]:
-    """Start *argv* in a new session, stdin empty, output straight into two files."""
+    """Start *argv* in a new session, stdin empty, output straight into two files.
+
+    It runs under :mod:`ssebench.daemon.guard`, so it dies with us even if we are
+    killed with SIGKILL.
+    """
     mode = "ab" if append else "wb"
     with open(stdout, mode) as out, open(stderr, mode) as err:
-        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(guard.wrap(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=err, start_new_session=True, close_fds=True)
     _managed.add(proc.pid)
     return proc

@@ -1,0 +1,188 @@
+"""A check's guard: the check dies with the daemon, even after ``kill -9`` of the daemon.
+
+The daemon kills a check's process group on timeout, cancel and shutdown, and as child
+subreaper it collects what escaped the group. None of that happens when the daemon
+itself is killed with SIGKILL: ``PR_SET_PDEATHSIG`` would stop only the first process
+(it is not inherited across ``fork``), and escaped processes are re-parented past the
+dead daemon. So each command runs under this small guard::
+
+    daemon ─ guard (child subreaper, watches the daemon through a pidfd) ─ bash -c ...
+
+The guard is a child subreaper too, so everything the command starts, ``setsid`` and
+double forks included, stays below it. When the command ends, the guard exits with
+the same status, and what it left behind is re-parented to the daemon, which sweeps
+it as before. When the daemon dies first, the guard kills every process below it,
+round after round until none is left, then exits. The guard shares the command's
+process group, so the daemon's group kill takes both at once.
+
+This file runs as a script (``python -I -S guard.py PARENT_PID -- ARGV...``) and
+imports only the standard library: about 10 ms per command. With the bwrap sandbox,
+``--die-with-parent`` plus the PID namespace do the same inside; the guard is kept
+on both paths, so there is one rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import resource
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
+KILL_PATIENCE = 5.0
+
+
+def wrap(argv: list[str], parent: int | None = None) -> list[str]:
+    """*argv* run under the guard of process *parent* (default: this process)."""
+    parent = os.getpid() if parent is None else parent
+    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(parent), "--", *argv]
+
+
+# ----------------------------------------------------------------------- the guard itself
+
+
+def _prctl(option: int, value: int) -> bool:
+    with contextlib.suppress(Exception):
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    return False
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    try:
+        text = Path(f"/proc/{me}/task/{me}/children").read_text()
+    except OSError:
+        return _children_by_scan(me)
+    return [int(p) for p in text.split()]
+
+
+def _children_by_scan(me: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                    found.append(int(entry))
+    return found
+
+
+def _group_members(pgid: int) -> list[int]:
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    found.append(int(entry))
+    return found
+
+
+def _reap() -> dict[int, int]:
+    """Reap every exited child; their statuses by pid."""
+    reaped = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if pid == 0:
+            return reaped
+        reaped[pid] = status
+
+
+def _kill_everything() -> None:
+    """Kill every process below us and in our group, round after round, until none is left."""
+    own_group = os.getpgrp()
+    deadline = time.monotonic() + KILL_PATIENCE
+    while True:
+        targets = set(_children()) | set(_group_members(own_group))
+        if not targets:
+            return
+        for pid in targets:
+            with contextlib.suppress(OSError):
+                pgid = os.getpgid(pid)
+                if pgid != own_group:
+                    os.killpg(pgid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+        _reap()
+        if time.monotonic() > deadline:
+            return
+
+
+def _exit_like(status: int) -> None:
+    """End this process the way the command ended (same exit code or signal)."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        with contextlib.suppress(Exception):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+            os.kill(os.getpid(), sig)
+            time.sleep(1)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def main(args: list[str]) -> None:
+    if len(args) < 3 or args[1] != "--":
+        sys.stderr.write("usage: guard.py PARENT_PID -- ARGV...\n")
+        os._exit(2)
+    parent = int(args[0])
+    argv = args[2:]
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        parent_fd: int | None = os.pidfd_open(parent)
+    except (AttributeError, OSError):
+        parent_fd = None
+        # No pidfd (old kernel): at least the signal, and a poll of our parent below.
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        signal.signal(signal.SIGTERM, lambda *_: None)
+    if os.getppid() != parent:  # the daemon died before we could watch it
+        os._exit(137)
+
+    try:
+        child = os.fork()
+    except OSError as exc:
+        sys.stderr.write(f"ssebench guard: cannot start the command: {exc}\n")
+        os._exit(126)
+    if child == 0:
+        # Python ignores these; an ignored signal stays ignored across exec (``yes |
+        # head`` would then print "Broken pipe" instead of dying quietly).
+        for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            sys.stderr.write(f"ssebench guard: {argv[0]}: {exc.strerror}\n")
+        os._exit(127)
+
+    watch = [parent_fd] if parent_fd is not None else []
+    with contextlib.suppress(OSError):
+        watch.append(os.pidfd_open(child))
+    while True:
+        try:
+            ready, _, _ = select.select(watch, [], [], 1.0)
+        except InterruptedError:
+            ready = []
+        statuses = _reap()  # also orphans re-parented to us while the command runs
+        if child in statuses:
+            _exit_like(statuses[child])
+        if (parent_fd is not None and parent_fd in ready) or os.getppid() != parent:
+            _kill_everything()
+            os._exit(137)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
