@@ -216,3 +216,48 @@ def test_fuzzed_task_files_give_a_task_or_one_line(body: bytes) -> None:
             assert message.startswith(f"{file}: ") and "\n" not in message and "\r" not in message
         else:
             assert isinstance(task, Task)
+
+
+# --------------------------------------------------------------------------- item 5: SIGTERM like docker stop
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_sigterm_with_an_agent_ignoring_term_finishes_inside_docker_stops_10s(tmp_path: Path, task_factory) -> None:
+    """`docker stop`: SIGTERM, then SIGKILL 10 s later. The agent ignores TERM (so does its
+    child); the entrypoint's one grace period must end, results.json be written and the
+    entrypoint exit before that kill."""
+    task = task_factory()
+    ready = tmp_path / "agent-ready"
+    marker = uuid.uuid4().hex
+    script = f"trap '' TERM; sleep 300 & touch {ready}; while :; do wait; done"
+    proc = subprocess.Popen([*ENTRY, "--", "bash", "-c", script], env=entry_env(tmp_path, task.file, marker),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed_by_docker = False
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=10)  # what docker stop waits by default
+        except subprocess.TimeoutExpired:
+            killed_by_docker = True
+            proc.kill()
+            _, stderr = proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not killed_by_docker, "the entrypoint was still running 10 s after SIGTERM"
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    data = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert (data["status"], data["error"]) == ("interrupted", "interrupted by SIGTERM")
+    assert data["agent"]["signal"] == "SIGKILL"  # it ignored TERM: killed after the grace
+    assert data["stages"]["grading"] == {"state": "skipped", "detail": "interrupted by SIGTERM"}
+    deadline = time.monotonic() + 5
+    while survivors(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not survivors(marker)

@@ -42,6 +42,12 @@ RESULTS_FILE = "results.json"
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw, not converted
 DIALOG_FILE = "dialog.jsonl"
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# After SIGTERM/SIGINT/SIGHUP the agent gets this long to exit, once; then its group is
+# killed. Everything else (servers, grading) gets what is left of it, at least
+# SIGNAL_FLOOR_SECONDS. So results.json is written within about 7 s, inside the 10 s
+# `docker stop` waits before its SIGKILL (docs/container.md).
+SIGNAL_GRACE_SECONDS = 5.0
+SIGNAL_FLOOR_SECONDS = 1.0
 
 # Exit statuses (docs/container.md has the same table). The first that applies wins.
 EXIT_PASSED = 0  # agent exited 0, every check passed
@@ -102,6 +108,7 @@ class Entrypoint:
         self._children: list[Child] = []
         self._agent: Child | None = None
         self._signal: int | None = None
+        self._signal_deadline: float | None = None  # the one grace period after a signal ends here
         self._stages: dict[str, dict[str, Any]] = {}
         self._dialog_lock = threading.Lock()
         self._dialog_closed = False
@@ -176,7 +183,7 @@ class Entrypoint:
         try:
             exit_code, error, grading = self._stages_run(task, tree, workdir, agent)
         finally:
-            stop_all(self._children)
+            stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             kill_strays(self._keep)
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
@@ -218,7 +225,7 @@ class Entrypoint:
         # 3. the agent
         self._run_agent(tree, agent)
         # 4. stop the servers before grading: nothing may change the tree any more
-        stop_all(self._children)
+        stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
         if self._signal is not None:
             self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
             return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
@@ -272,13 +279,13 @@ class Entrypoint:
                 child.signal(self._signal)
             finished = wait_for_exit(child, s.agent_timeout, self._interrupted)
             if not finished and self._signal is not None:
-                # the signal was forwarded: give the agent the grace period to exit by itself
-                finished = wait_for_exit(child, STOP_GRACE_SECONDS, lambda: False)
+                # the signal was forwarded: what is left of the one grace period to exit by itself
+                finished = wait_for_exit(child, self._grace(SIGNAL_GRACE_SECONDS), lambda: False)
             elif not finished:
                 agent.timed_out = True
                 self._stage("agent", "failed", f"timed out after {s.agent_timeout} s")
             if not finished:
-                child.stop(STOP_GRACE_SECONDS)  # TERM the group, KILL after the grace
+                self._stop_agent(child)  # TERM the group, KILL after the grace
             else:
                 child.signal(signal.SIGKILL)  # leftovers of an agent that exited
             code = child.proc.wait()
@@ -291,7 +298,7 @@ class Entrypoint:
             if code < 0:
                 agent.signal = signal.Signals(-code).name
             if reader is not None:
-                reader.join(timeout=STOP_GRACE_SECONDS)
+                reader.join(timeout=self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             if pipeline is not None:
                 # A process that left the agent's group may still hold the pipe open:
                 # stop converting (under the pump's lock) and close the dialog now.
@@ -307,7 +314,10 @@ class Entrypoint:
             detail = f"exited {agent.exit_code}" + (f" ({agent.signal})" if agent.signal else "")
             self._stage("agent", state, f"{detail} after {agent.duration:.1f} s", seconds=agent.duration)
         if agent.exit_code != 0 and agent.error is None and not agent.timed_out:
-            agent.error = f"the agent exited with status {agent.exit_code}"
+            from ssebench.container.agentlog import last_error_line
+
+            said = last_error_line(self.settings.results_dir)  # the CLI's own reason, for the summary
+            agent.error = f"the agent exited with status {agent.exit_code}" + (f": {said}" if said else "")
 
     def _start_dialog(self, child: Child, tee) -> tuple[Any, threading.Thread]:  # noqa: ANN001
         from ssebench.dialog.convert import DialogPipeline, load_converter
@@ -351,7 +361,7 @@ class Entrypoint:
                                                        "--json"), log=log, stdout=stdout)
         while not wait_for_exit(child, 3600.0, self._interrupted):
             if self._signal is not None:
-                child.stop()
+                child.stop(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
                 return None, f"grading interrupted by {signal.Signals(self._signal).name}", None
         code = child.proc.returncode
         try:
@@ -391,6 +401,21 @@ class Entrypoint:
     def _interrupted(self) -> bool:
         return self._signal is not None
 
+    def _grace(self, default: float, floor: float = 0.0) -> float:
+        """*default* seconds, or after a signal what is left of its one grace period (≥ *floor*)."""
+        if self._signal_deadline is None:
+            return default
+        return max(floor, min(default, self._signal_deadline - time.monotonic()))
+
+    def _stop_agent(self, child: Child) -> None:
+        """TERM the agent's group, KILL it after the grace: STOP_GRACE_SECONDS after a
+        timeout, cut short to the signal's grace period if a signal comes meanwhile."""
+        child.signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        while child.running() and time.monotonic() < min(deadline, self._signal_deadline or deadline):
+            time.sleep(0.05)
+        child.signal(signal.SIGKILL)
+
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
             return {}
@@ -406,6 +431,8 @@ class Entrypoint:
     def _on_signal(self, signum: int, frame: object) -> None:
         first = self._signal is None
         self._signal = signum
+        if first:
+            self._signal_deadline = time.monotonic() + SIGNAL_GRACE_SECONDS
         if self._agent is not None and self._agent.running():
             self._agent.signal(signum)
         elif not first and signum == signal.SIGINT:

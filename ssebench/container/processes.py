@@ -70,7 +70,7 @@ class Child:
         # Members may outlive the leader (a daemonised grandchild): kill the group.
         self.signal(signal.SIGKILL)
         try:
-            return self.proc.wait(timeout=grace)
+            return self.proc.wait(timeout=max(grace, 2.0))  # KILL is immediate: reap it even with no grace
         except subprocess.TimeoutExpired:  # pragma: no cover - unkillable (D state)
             return None
 
@@ -116,7 +116,7 @@ def stop_all(children: list[Child], grace: float = STOP_GRACE_SECONDS) -> None:
         except subprocess.TimeoutExpired:
             pass
     for child in children:
-        child.stop(grace)  # SIGKILL whatever is left of each group, reap
+        child.stop(0.0)  # SIGKILL whatever is left of each group at once (the grace is spent), reap
 
 
 def spawn(name: str, argv: Sequence[str], *, env: Mapping[str, str], log: Path | None,
