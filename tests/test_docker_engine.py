@@ -51,7 +51,7 @@ def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.Mon
                       results_dir=tmp_path / "r", difficulty=2)
     assert str(error.value) == (
         f"no Docker engine answers at unix://{path}; start ssebench's own with "
-        "scripts/docker-engine.sh start, or set DOCKER_HOST"
+        f"{docker.script('docker-engine.sh')} start, or set DOCKER_HOST"
     )
     assert not (tmp_path / "r").exists()
 

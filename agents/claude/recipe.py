@@ -16,10 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CLAUDE_STREAM_JSON, Launch, NoPrepare, model_from, pick
+from ssebench.agents.recipe import CLAUDE_STREAM_JSON, Launch, ModelApi, NoPrepare, model_from, pick
 
 TOOL = "mcp__ssebench__test_patch"
 MCP_STARTUP_MS = 300_000  # as long as the entrypoint waits for the server (SSE_MCP_TIMEOUT)
+# Claude Code's headless credentials: an API key, a bearer token (gateways), or the
+# long-lived token of ``claude setup-token``. A login in ~/.claude does not count: a run
+# has its own HOME.
+KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,10 @@ class ClaudeRecipe(NoPrepare):
     dialog: str = "claude"
     stream_format: str = CLAUDE_STREAM_JSON
     binary: str = "claude"
+    package: str = "@anthropic-ai/claude-code"
+
+    def model_api(self, env: Mapping[str, str]) -> ModelApi:
+        return ModelApi(keys=KEY_VARS, base_url="ANTHROPIC_BASE_URL")
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "-p", prompt, "--allowedTools", TOOL, "--dangerously-skip-permissions",
@@ -36,7 +44,7 @@ class ClaudeRecipe(NoPrepare):
         if model:
             argv += ["--model", model]
         added = {
-            **pick(env, "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+            **pick(env, "ANTHROPIC_BASE_URL", *KEY_VARS),
             "IS_SANDBOX": "1",
             "ENABLE_TOOL_SEARCH": "false",
             "MCP_TIMEOUT": str(MCP_STARTUP_MS),

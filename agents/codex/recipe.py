@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CODEX_JSON, Launch, NoPrepare, model_from, pick
+from ssebench.agents.recipe import CODEX_JSON, Launch, ModelApi, NoPrepare, model_from, pick
 
 SERVER_NAME = "ssebench"  # the name agents install registers the server under
 PROVIDER_ID = "ssebench"  # the provider ssebench defines when OPENAI_BASE_URL is set
 KEY_VAR = "OPENAI_API_KEY"
+EXEC_KEY_VAR = "CODEX_API_KEY"  # codex exec's own key variable (OpenAI's API)
 
 
 def _toml_string(value: str) -> str:
@@ -35,6 +36,14 @@ class CodexRecipe(NoPrepare):
     dialog: str = "codex"
     stream_format: str = CODEX_JSON
     binary: str = "codex"
+    package: str = "@openai/codex"
+
+    def model_api(self, env: Mapping[str, str]) -> ModelApi:
+        # with OPENAI_BASE_URL the recipe's provider names OPENAI_API_KEY as its env_key;
+        # without a key Codex retries its connection until the agent timeout
+        if (env.get("OPENAI_BASE_URL") or "").strip():
+            return ModelApi(keys=(KEY_VAR,), base_url="OPENAI_BASE_URL")
+        return ModelApi(keys=(KEY_VAR, EXEC_KEY_VAR), base_url="OPENAI_BASE_URL")
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "exec", "--skip-git-repo-check", "--json",
@@ -49,7 +58,7 @@ class CodexRecipe(NoPrepare):
         if model:
             argv += ["-c", f"model={_toml_string(model)}"]
         argv.append(prompt)
-        return Launch(argv=tuple(argv), env=pick(env, "OPENAI_BASE_URL", KEY_VAR, "CODEX_HOME"),
+        return Launch(argv=tuple(argv), env=pick(env, "OPENAI_BASE_URL", KEY_VAR, EXEC_KEY_VAR, "CODEX_HOME"),
                       stream_format=self.stream_format,
                       timeouts={"tool_timeout_sec": "from agents install (default 3600 s), not reset by progress"})
 

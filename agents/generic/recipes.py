@@ -24,11 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.agents import files
-from ssebench.agents.recipe import (GEMINI_STREAM_JSON, OPENCODE_JSON, Launch, NoPrepare, Recipe,
+from ssebench.agents.recipe import (GEMINI_STREAM_JSON, OPENCODE_JSON, Launch, ModelApi, NoPrepare, Recipe,
                                     model_from, pick)
 
 GEMINI_AUTH_KEY = ("security", "auth", "selectedType")
 GEMINI_AUTH_TYPE = "gemini-api-key"
+# opencode provider -> the variables holding its key (opencode's own provider list);
+# a provider not listed here is not checked by the preflight
+OPENCODE_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "google": ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY"),
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,11 @@ class GeminiRecipe:
     dialog: str = "gemini"
     stream_format: str = GEMINI_STREAM_JSON
     binary: str = "gemini"
+    package: str = "@google/gemini-cli"
+
+    def model_api(self, env: Mapping[str, str]) -> ModelApi:
+        # prepare() selects API-key auth: without GEMINI_API_KEY Gemini CLI exits 41
+        return ModelApi(keys=("GEMINI_API_KEY",), base_url="GOOGLE_GEMINI_BASE_URL")
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "-p", prompt, "--output-format", "stream-json", "--approval-mode", "yolo"]
@@ -67,7 +80,18 @@ class OpencodeRecipe(NoPrepare):
     dialog: str = "opencode"
     stream_format: str = OPENCODE_JSON
     binary: str = "opencode"
+    package: str = "opencode-ai"
     default_provider: str = "anthropic"
+
+    def provider(self, env: Mapping[str, str]) -> str:
+        model = model_from(env)
+        return model.split("/", 1)[0] if model and "/" in model else self.default_provider
+
+    def model_api(self, env: Mapping[str, str]) -> ModelApi:
+        # without a key opencode waits silently until the agent timeout
+        provider = self.provider(env)
+        base_url = "ANTHROPIC_BASE_URL" if provider == "anthropic" else None
+        return ModelApi(keys=OPENCODE_KEYS.get(provider, ()), base_url=base_url)
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
         argv = [self.binary, "run", "--format", "json"]
@@ -75,7 +99,7 @@ class OpencodeRecipe(NoPrepare):
         if model:
             argv += ["--model", model if "/" in model else f"{self.default_provider}/{model}"]
         argv.append(prompt)
-        added = {**pick(env, "ANTHROPIC_API_KEY"), "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        added = {**pick(env, *OPENCODE_KEYS.get(self.provider(env), ())), "OPENCODE_DISABLE_MODELS_FETCH": "1",
                  "OPENCODE_DISABLE_AUTOUPDATE": "1"}
         base_url = (env.get("ANTHROPIC_BASE_URL") or "").strip().rstrip("/")
         if base_url:

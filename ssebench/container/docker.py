@@ -35,7 +35,6 @@ from pathlib import Path
 
 from ssebench import __version__
 from ssebench.container.dockerfile import (
-    CHECKOUT,
     CONTAINER_RESULTS_DIR,
     CONTAINER_TASK_DIR,
     DEFAULT_BASE_IMAGE,
@@ -46,6 +45,7 @@ from ssebench.container.dockerfile import (
     render_agent_dockerfile,
     render_task_dockerfile,
 )
+from ssebench.resources import script
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
@@ -53,10 +53,6 @@ MCP_PORT = 3000  # the port `ssebench agents install` registers in the agent lay
 CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
 SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
 GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
-
-# A fixed date for the ssebench wheel, so an unchanged tree gives the same bytes and the
-# task image's tag (a hash of its context) stays the same: no rebuild.
-WHEEL_EPOCH = "315532800"
 
 
 def cache_dir() -> Path:
@@ -142,7 +138,7 @@ def run_in_docker(
     if not engine.has_image(base):
         raise DockerRunError(
             f"the base image {base} is not in the Docker engine at {engine.host}; "
-            "build it with scripts/docker-base-image.sh (offline, from Debian's packages) "
+            f"build it with {script('docker-base-image.sh')} (offline, from Debian's packages) "
             "or set SSEBENCH_BASE_IMAGE"
         )
     stage("task image")
@@ -344,7 +340,7 @@ class DockerEngine:
     @classmethod
     def locate(cls) -> DockerEngine:
         if shutil.which("docker") is None:
-            raise DockerRunError("the docker command is not installed (scripts/docker-engine.sh install)")
+            raise DockerRunError(f"the docker command is not installed ({script('docker-engine.sh')} install)")
         candidates = [os.environ["DOCKER_HOST"]] if os.environ.get("DOCKER_HOST") else []
         if not candidates:
             if PRIVATE_ENGINE_SOCKET.is_socket():
@@ -356,7 +352,7 @@ class DockerEngine:
                 return engine
         raise DockerRunError(
             f"no Docker engine answers at {' or '.join(candidates)}; "
-            "start ssebench's own with scripts/docker-engine.sh start, or set DOCKER_HOST"
+            f"start ssebench's own with {script('docker-engine.sh')} start, or set DOCKER_HOST"
         )
 
     def environ(self) -> dict[str, str]:
@@ -507,14 +503,13 @@ def _link_tree(source: Path, target: Path) -> None:
 
 
 def prepare_task_context(context: Path) -> None:
-    """wheels/project/ (ssebench, built from this checkout) and wheels/deps/ (cached by requirements)."""
-    if not (CHECKOUT / "pyproject.toml").is_file():
-        raise DockerRunError(
-            f"the task image is built from an ssebench source checkout; {CHECKOUT} has no pyproject.toml"
-        )
-    project = context / "wheels" / "project"
-    _pip("wheel", "--no-deps", "--wheel-dir", str(project), str(CHECKOUT), env={"SOURCE_DATE_EPOCH": WHEEL_EPOCH})
-    (wheel,) = project.glob("*.whl")
+    """wheels/project/ (ssebench without the example task: selfwheel.py) and wheels/deps/ (cached by requirements)."""
+    from ssebench.container.selfwheel import SelfWheelError, build_image_wheel
+
+    try:
+        wheel = build_image_wheel(context / "wheels" / "project")
+    except SelfWheelError as error:
+        raise DockerRunError(str(error)) from None
     requirements = _requirements(wheel)
     deps_cache = cache_dir() / "wheels" / _digest("\n".join(requirements).encode(), sys.version.encode())
     if not deps_cache.is_dir():

@@ -3,13 +3,12 @@
 Two images: the task image (ssebench, its daemon, server and entrypoint on an offline-built
 Debian base) and, on top of it, one layer per bundled agent with that agent's pinned CLI,
 registered by ``ssebench agents install``. The CLI versions are read from the one place that
-pins them, tests/e2e/package.json (the same versions the end-to-end tests prove), so a
-Dockerfile can never name a version the tests did not run.
+pins them, configs/agent-clis/package.json (shipped in the wheel; the same file the
+end-to-end tests install, so a Dockerfile can never name a version the tests did not run).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,17 +16,17 @@ from pathlib import Path
 import jinja2
 
 from ssebench import __version__
-from ssebench.resources import data_dir
+from ssebench.resources import PinError, cli_pins_file, data_dir
+from ssebench.resources import pinned_version as _pinned
 
-CHECKOUT = Path(__file__).resolve().parents[2]
 TEMPLATES_DIR = data_dir("configs") / "docker"
-PINS_FILE = CHECKOUT / "tests" / "e2e" / "package.json"
+PINS_FILE = cli_pins_file()
 
 # Where the task copy and the results folder are mounted inside a task container.
 CONTAINER_TASK_DIR = "/task"
 CONTAINER_RESULTS_DIR = "/results"
 
-DEFAULT_BASE_IMAGE = "ssebench-base:bookworm"  # made by scripts/docker-base-image.sh
+DEFAULT_BASE_IMAGE = "ssebench-base:bookworm"  # made by the shipped scripts/docker-base-image.sh
 DEFAULT_TASK_IMAGE = "ssebench-task:latest"
 NODE_MAJOR = 20
 
@@ -40,12 +39,14 @@ class AgentCli:
     bin: str
 
 
-AGENT_CLIS: dict[str, AgentCli] = {
-    "claude": AgentCli("@anthropic-ai/claude-code", "claude"),
-    "codex": AgentCli("@openai/codex", "codex"),
-    "gemini": AgentCli("@google/gemini-cli", "gemini"),
-    "opencode": AgentCli("opencode-ai", "opencode"),
-}
+def _agent_clis() -> dict[str, AgentCli]:
+    """Each bundled recipe's npm package and command (agents/*/recipe.py say them once)."""
+    from ssebench.agents.recipe import AGENTS, get_recipe
+
+    return {agent: AgentCli(get_recipe(agent).package, get_recipe(agent).binary) for agent in AGENTS}
+
+
+AGENT_CLIS: dict[str, AgentCli] = _agent_clis()
 
 
 class DockerfileError(Exception):
@@ -73,18 +74,11 @@ def agent_cli(agent: str) -> AgentCli:
 
 
 def pinned_version(agent: str) -> str:
-    """The exact version of AGENT's CLI pinned in tests/e2e/package.json."""
-    cli = agent_cli(agent)
+    """The exact version of AGENT's CLI pinned in configs/agent-clis/package.json."""
     try:
-        pins = json.loads(PINS_FILE.read_text(encoding="utf-8"))["dependencies"]
-    except FileNotFoundError:
-        raise DockerfileError(f"the CLI pins are missing: {PINS_FILE} does not exist") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise DockerfileError(f"{PINS_FILE}: no readable \"dependencies\" object ({error})") from None
-    version = pins.get(cli.package)
-    if not isinstance(version, str) or not version[:1].isdigit():
-        raise DockerfileError(f"{PINS_FILE}: \"dependencies\" has no exact version for {cli.package}")
-    return version
+        return _pinned(agent_cli(agent).package, PINS_FILE)
+    except PinError as error:
+        raise DockerfileError(str(error)) from None
 
 
 def render_task_dockerfile(base_image: str = DEFAULT_BASE_IMAGE) -> str:

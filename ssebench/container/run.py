@@ -5,6 +5,11 @@ task's tree, a private HOME where ``ssebench agents install`` registers the serv
 for the agent, the agent's run recipe (agents/*/recipe.py) as the command, and the
 entrypoint's stages (:class:`ssebench.container.entrypoint.Entrypoint`) shown live.
 ``--docker`` hands the same recipe to ssebench/container/docker.py instead.
+
+Before anything starts, a bundled agent's preflight (agents/recipe.py) checks the model
+API variables and, in process mode, the CLI and its pinned version: a missing key is one
+message and exit 2 at once, not a run that waits out the agent timeout. The summary shows
+the agent's last error line (results.json ``error``), read by ssebench/container/agentlog.py.
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dialog", metavar="AGENT", choices=AGENTS,
                    help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl")
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
+    p.add_argument("--skip-preflight", action="store_true",
+                   help="start a bundled agent even when its API key variables or its CLI version look wrong")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(func=_run)
 
@@ -75,6 +82,10 @@ def private_home(results: Path) -> Path:
     home = results / "home"
     home.mkdir(mode=0o700)
     return home
+
+
+#: variables that would point a CLI at the user's own config instead of the run's HOME
+USER_CONFIG_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR")
 
 
 def home_env(home: Path) -> dict[str, str]:
@@ -138,13 +149,13 @@ def _run(args: argparse.Namespace) -> int:
     except DifficultyError as exc:
         print(f"ssebench run: {exc}", file=err)
         return 2
-    if args.agent and not args.docker:
-        from ssebench.agents.recipe import get_recipe
+    if args.agent and not args.skip_preflight:
+        from ssebench.agents.recipe import PreflightError, preflight
 
-        binary = get_recipe(args.agent).binary
-        if shutil.which(binary, path=env.get("PATH", os.defpath)) is None:
-            print(f"ssebench run: {binary}: not found on PATH; install the {args.agent} CLI first "
-                  "(tests/e2e/package.json pins the tested version)", file=err)
+        try:
+            preflight(args.agent, env, cli=not args.docker)
+        except PreflightError as exc:
+            print(f"ssebench run: {exc}\n(--skip-preflight starts it anyway)", file=err)
             return 2
     name = args.agent or "command"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -199,6 +210,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
     dialog = args.dialog
     if args.agent:
         home = private_home(results)
+        env = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # the run's HOME, not the user's
         agent_env.update(home_env(home))
         install_agent(args.agent, url, {**env, **agent_env}, results / "install.log")
         plan = recipe_plan(args.agent, prompt, url=url, home=home, env={**env, **agent_env})
@@ -227,7 +239,8 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
         extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
     if args.agent:
         home = Path("/root")
-        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**env, **extra},
+        own = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # paths of this machine
+        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra},
                            prepare=False)
         command = plan.command
         extra.update(plan.env)

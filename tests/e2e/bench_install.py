@@ -2,7 +2,7 @@
 
 Run by hand (not a test): ``.venv/bin/python tests/e2e/bench_install.py [--warm]``.
 Each CLI goes into its own temporary folder with an empty npm cache (``--warm`` keeps the
-user's npm cache), at the version tests/e2e/package.json pins; then ``--version`` is run
+user's npm cache), at the version configs/agent-clis/package.json pins; then ``--version`` is run
 to show it works on this Node. Prints one Markdown table row per CLI.
 """
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--warm", action="store_true", help="use the user's npm cache")
     args = parser.parse_args()
-    pins = json.loads((E2E / "package.json").read_text())["dependencies"]
+    pins = json.loads((E2E.parents[1] / "configs" / "agent-clis" / "package.json").read_text())["dependencies"]
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"Node {node}, {'warm' if args.warm else 'cold'} npm cache\n")
     print("| CLI | version | install | size | `--version` |")

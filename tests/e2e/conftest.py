@@ -1,6 +1,7 @@
 """End-to-end fixtures: the real agent CLIs from npm, a private HOME, the real stack.
 
-- ``agent_clis`` (session): ``npm install`` of tests/e2e/package.json + its lock into a cache folder outside
+- ``agent_clis`` (session): ``npm install`` of configs/agent-clis/package.json + its lock (the one pin file,
+  shipped in the wheel too: Docker layers, preflight and doctor read it) into a cache folder outside
   the repository (``$SSEBENCH_E2E_CACHE`` or ``~/.cache/ssebench/e2e-node``, one folder per
   hash of the lock file), done once and reused; returns the ``node_modules/.bin`` folder.
   Skipped, with the reason, only where npm is absent; a failing install fails the tests.
@@ -29,6 +30,7 @@ import pytest
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
+PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = ("claude", "codex", "gemini", "opencode")
 INSTALL_TIMEOUT = 900
@@ -63,8 +65,8 @@ def install_clis(report: Callable[[str], None] = print) -> Path:
     """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``."""
     from filelock import FileLock
 
-    lock_bytes = (E2E / "package-lock.json").read_bytes()
-    digest = hashlib.sha256((E2E / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
+    lock_bytes = (PINS / "package-lock.json").read_bytes()
+    digest = hashlib.sha256((PINS / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
     target = _cache_root() / digest
     stamp = target / "installed.json"
     bin_dir = target / "node_modules" / ".bin"
@@ -75,7 +77,7 @@ def install_clis(report: Callable[[str], None] = print) -> Path:
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(mode=0o700)
         for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(E2E / name, target / name)
+            shutil.copyfile(PINS / name, target / name)
         started = time.monotonic()
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with

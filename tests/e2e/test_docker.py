@@ -295,7 +295,7 @@ def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, 
                       difficulty=2, base_image="ssebench-base:no-such-key")
     assert str(error.value) == (
         f"the base image ssebench-base:no-such-key is not in the Docker engine at {docker_host}; build it with "
-        "scripts/docker-base-image.sh (offline, from Debian's packages) or set SSEBENCH_BASE_IMAGE"
+        f"{BASE_IMAGE_SCRIPT} (offline, from Debian's packages) or set SSEBENCH_BASE_IMAGE"
     )
     assert not (tmp_path / "r").exists()
 

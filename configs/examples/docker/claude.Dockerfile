@@ -5,7 +5,7 @@
 # Build context (made by ssebench.container.docker.build_agent_image):
 #   node           the host's Node 20 binary (Debian bookworm's nodejs is 18;
 #                  Gemini CLI needs 20, and nodejs.org is not reachable offline)
-#   cli/           `npm install @anthropic-ai/claude-code@2.1.332` done on the host (pin: tests/e2e/package.json)
+#   cli/           `npm install @anthropic-ai/claude-code@2.1.332` done on the host (pin: configs/agent-clis/package.json)
 FROM ssebench-task:latest
 
 LABEL org.ssebench.image="agent" \
