@@ -4,11 +4,22 @@ sockets, a real small tmpfs where a full disk is needed."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import stat
+import threading
 import time
+import uuid
+from pathlib import Path
+from typing import Any
 
+import httpx
 import psutil
 import pytest
+
+from ssebench.daemon import stale
+from tests.helpers.daemon import marked_processes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,3 +79,115 @@ def test_a_200_mb_post_is_refused_without_reading_it(task_factory, daemon_factor
     assert after - before < 20 * MiB, f"RSS grew by {(after - before) / MiB:.1f} MiB"
     # The daemon still serves: a normal run works right after.
     assert d.result()["build"]["state"] == "passed"
+
+
+# -- item 2: kill -9 of the daemon during a check ------------------------------------------------
+
+# Starts processes that leave the check's process group in every usual way, then hangs.
+ESCAPES = ("sleep 300 & "                                  # plain background child
+           "setsid sleep 301 & "                           # new session
+           "(setsid sh -c 'sleep 302 & sleep 303' &) ; "   # daemonized (double fork + setsid)
+           "nohup sleep 304 >/dev/null 2>&1 & "
+           "echo started; sleep 1000")
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def workspaces(tmp: Path) -> list[Path]:
+    return sorted(p for p in tmp.iterdir() if p.name.startswith("ssebench-daemon-"))
+
+
+@pytest.mark.slow
+def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_workspace(
+        task_factory, daemon_factory, tmp_path):
+    mark = uuid.uuid4().hex
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    t = task_factory(build=ESCAPES, build_timeout=600)
+    env = {"SSE_TEST_MARK": mark, "TMPDIR": str(tmp)}
+    d = daemon_factory(t.file, difficulty="3", env=env)
+    (old_workspace,) = workspaces(tmp)
+    events: list[Any] = []
+    runner = threading.Thread(target=lambda: events.append(_run_quietly(d)), daemon=True)
+    runner.start()
+    # bash, the five sleeps and sh (zombies excluded): the check is fully under way.
+    assert wait_until(lambda: len(marked_processes(mark, exclude=[d.proc.pid])) >= 7)
+    assert len(marked_processes(mark, exclude=[d.proc.pid])) >= 7
+
+    d.proc.kill()
+    d.proc.wait()
+    assert wait_until(lambda: marked_processes(mark) == [])
+    runner.join(10)
+    assert old_workspace.is_dir()  # nobody could clean up after a SIGKILL...
+
+    d2 = daemon_factory(t.file, difficulty="3", env=env)  # ...until the next daemon starts
+    assert not old_workspace.exists()
+    (new_workspace,) = workspaces(tmp)
+    owner = json.loads((new_workspace / "owner.json").read_text())
+    assert owner["pid"] == d2.proc.pid
+    d2.stop()
+    assert workspaces(tmp) == []
+
+
+def _run_quietly(d) -> Any:  # noqa: ANN001
+    try:
+        return d.run()
+    except httpx.HTTPError as exc:
+        return exc
+
+
+def _dead_record() -> dict[str, Any]:
+    record = stale.owner_record()
+    record["start_time"] = -1  # no live process has this start time
+    return record
+
+
+def test_the_sweep_removes_only_our_own_dead_workspaces(tmp_path):
+    def workspace(name: str, record: dict[str, Any] | None) -> Path:
+        path = tmp_path / name
+        (path / "run" / "logs").mkdir(parents=True)
+        (path / "run" / "logs" / "build.out").write_text("log\n")
+        if record is not None:
+            (path / "owner.json").write_text(json.dumps(record))
+        return path
+
+    dead = workspace("ssebench-daemon-dead", _dead_record())
+    reboot = workspace("ssebench-daemon-reboot", {**stale.owner_record(), "boot_id": "an earlier boot"})
+    live = workspace("ssebench-daemon-live", stale.owner_record())  # this test process owns it
+    unknown = workspace("ssebench-daemon-norecord", None)
+    other_ns = workspace("ssebench-daemon-otherns", {**_dead_record(), "pid_ns": "pid:[1]"})
+    not_ours = workspace("ssebench-daemon-notours", _dead_record())
+    for p in [not_ours, *not_ours.rglob("*")]:
+        os.chown(p, 65534, 65534, follow_symlinks=False)
+    victim = workspace("victim", _dead_record())  # a folder a symlink points to
+    (tmp_path / "ssebench-daemon-link").symlink_to(victim)
+    # A workspace whose record is a symlink to a dead record elsewhere.
+    linked = workspace("ssebench-daemon-linkedrecord", None)
+    (linked / "owner.json").symlink_to(dead / "owner.json")
+    other_name = workspace("something-else", _dead_record())
+
+    removed = stale.sweep_dead_workspaces(tmp_path)
+
+    assert sorted(removed) == sorted([dead, reboot])
+    assert not dead.exists() and not reboot.exists()
+    for kept in (live, unknown, other_ns, not_ours, victim, linked, other_name):
+        assert (kept / "run" / "logs" / "build.out").read_text() == "log\n", kept
+    assert (tmp_path / "ssebench-daemon-link").is_symlink()
+
+
+def test_a_new_workspace_records_its_owner(tmp_path):
+    path = stale.create_workspace(base=tmp_path)
+    assert path.name.startswith("ssebench-daemon-")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    record = json.loads((path / "owner.json").read_text())
+    assert record["pid"] == os.getpid()
+    assert stale.owner_alive(record) is True
+    assert stale.sweep_dead_workspaces(tmp_path) == []
+    assert path.is_dir()

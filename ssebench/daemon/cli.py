@@ -11,7 +11,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 HEARTBEAT_VAR = "SSE_DAEMON_HEARTBEAT"
@@ -63,7 +62,7 @@ def heartbeat_from_env() -> float:
 
 
 def run_daemon(args: argparse.Namespace) -> int:
-    from ssebench.daemon import paths, procs
+    from ssebench.daemon import paths, procs, stale
     from ssebench.difficulty import DifficultyError, level_from_env
     from ssebench.task import TaskError, load_task
 
@@ -94,7 +93,8 @@ def run_daemon(args: argparse.Namespace) -> int:
     inode = paths.socket_inode(socket_path)
 
     procs.enable_subreaper()
-    workspace = Path(tempfile.mkdtemp(prefix="ssebench-daemon-"))
+    stale.sweep_dead_workspaces()  # what daemons killed with SIGKILL left on disk
+    workspace = stale.create_workspace()
     try:
         return _serve(task, tree, level, heartbeat, workspace, sock, socket_path)
     finally:
