@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--task", required=True, metavar="FILE", help="the task file (task.toml)")
     p.add_argument("--tree", metavar="DIR", help="the tree to grade (default: the task's source)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    from ssebench.daemon.cli import add_sandbox_args
+
+    add_sandbox_args(p)
     p.set_defaults(func=run_grade)
 
 
@@ -49,11 +52,14 @@ class Grade:
 
 
 def grade(task_file: str | Path, tree: str | Path | None = None,
-          on_event: Callable[[dict[str, Any]], None] | None = None) -> Grade:
+          on_event: Callable[[dict[str, Any]], None] | None = None, *,
+          sandbox: Any = None, limits: Any = None) -> Grade:
     """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
 
     *on_event* sees each runner event (check_started, check_finished...) as it happens:
-    the progress display's feed.
+    the progress display's feed. *sandbox* / *limits* (ssebench.daemon.sandbox): by
+    default the bwrap sandbox (``SSE_NO_SANDBOX=1`` turns it off) and the limits the
+    environment sets; raises SandboxUnavailable where namespaces are not permitted.
     """
     import asyncio
 
@@ -63,13 +69,17 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
     from ssebench.task import load_task
 
     task = load_task(task_file)
-    root = Path(tree).absolute() if tree else task.source
+    root = Path(tree).resolve() if tree else task.source.resolve()
     if not root.is_dir():
         raise ValueError(f"--tree {tree}: is not a folder")
+    if sandbox is None:
+        from ssebench.daemon.sandbox import detect
+
+        sandbox = detect()
     procs.enable_subreaper()
     workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
     try:
-        runner = Runner(task, root, workspace, heartbeat=3600)
+        runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits)
 
         async def run_all() -> list[dict[str, Any]]:
             run = await runner.prepare()
@@ -137,16 +147,19 @@ def _summary(result: Grade) -> str:
 
 
 def run_grade(args: argparse.Namespace) -> int:
+    from ssebench.daemon.cli import sandbox_from_args
     from ssebench.daemon.runner import RunError
+    from ssebench.daemon.sandbox import SandboxUnavailable
     from ssebench.task import TaskError
 
     try:
+        sandbox, limits = sandbox_from_args(args)
         with _progress() as on_event:
-            result = grade(args.task, args.tree, on_event)
+            result = grade(args.task, args.tree, on_event, sandbox=sandbox, limits=limits)
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return 2
-    except (ValueError, RunError) as exc:
+    except (ValueError, RunError, SandboxUnavailable) as exc:
         print(f"ssebench grade: {exc}", file=sys.stderr)
         return 2
     if args.json:

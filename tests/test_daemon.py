@@ -44,7 +44,7 @@ def tree_hash(root: Path) -> str:
 def test_health(task_factory, daemon_factory):
     d = daemon_factory(task_factory().file, difficulty="3")
     assert d.get("/health").json() == {"status": "ok", "version": "0.1.0", "difficulty": 3,
-                                       "busy": False, "queued": 0}
+                                       "busy": False, "queued": 0, "sandbox": "bwrap 0.11.0"}
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
@@ -114,7 +114,8 @@ def test_pocs_run_in_order_and_stop_at_the_first_that_triggers(task_factory, dae
                      poc_run='test -f built.flag && basename "$SSE_POC" >> "$ORDER_FILE" && '
                              'echo "ran $(basename "$SSE_POC")" && test "$(cat "$SSE_POC")" = fixed',
                      intent="true", functional="true")
-    d = daemon_factory(t.file, difficulty="0", env={"ORDER_FILE": str(order)})
+    # Without the sandbox: the checks write ORDER_FILE on the host, which a sandbox forbids.
+    d = daemon_factory(t.file, difficulty="0", env={"ORDER_FILE": str(order)}, args=("--no-sandbox",))
     r = d.result()
     assert order.read_text() == "poc-1\npoc-2\npoc-3\n"
     assert r["pocs"]["state"] == "failed"
@@ -124,9 +125,11 @@ def test_pocs_run_in_order_and_stop_at_the_first_that_triggers(task_factory, dae
     assert d.log(r["_run"], "pocs") == "ran poc-3\n\n"
 
 
-def test_pocs_run_in_the_built_copy(task_factory, daemon_factory):
-    t = task_factory(build="echo built > artefact", pocs=["fixed"], functional="test ! -e artefact",
-                     poc_run='test "$(cat artefact)" = built')
+def test_pocs_and_functional_run_in_views_of_the_built_tree(task_factory, daemon_factory):
+    # Each later check sees what the build made, and none sees another's side effects.
+    t = task_factory(build="echo built > artefact", pocs=["fixed"],
+                     functional='test "$(cat artefact)" = built && test ! -e poc-was-here',
+                     poc_run='test "$(cat artefact)" = built && touch poc-was-here')
     r = daemon_factory(t.file, difficulty="1").result()
     assert states(r) == {"build": "passed", "pocs": "passed", "functional": "passed"}
 
@@ -146,9 +149,9 @@ def test_checks_the_task_lacks_are_left_out(task_factory, daemon_factory):
     assert states(r) == {"build": "passed", "pocs": "passed"}
 
 
-def test_intent_failing_runs_functional_in_a_fresh_copy(task_factory, daemon_factory):
+def test_intent_failing_runs_functional_in_a_fresh_view(task_factory, daemon_factory):
     t = task_factory(build="touch built.flag", intent="test -f intent-added.txt && echo intent-ran && exit 1",
-                     functional="test ! -e intent-added.txt && test ! -e built.flag && echo functional-ran")
+                     functional="test ! -e intent-added.txt && test -e built.flag && echo functional-ran")
     d = daemon_factory(t.file, difficulty="0")
     r = d.result()
     assert states(r) == {"build": "passed", "pocs": "passed", "intent": "failed", "functional": "passed"}
@@ -199,14 +202,29 @@ def test_intent_diff_applies_to_a_tree_that_is_a_git_repository(task_factory, da
 # -- the command's environment, logs ----------------------------------------------------------
 
 
-def test_environment_and_stdin(task_factory, daemon_factory):
+def test_environment_and_stdin_without_sandbox(task_factory, daemon_factory):
     t = task_factory(
         build='test "$SSE_TREE" = "$PWD" && test "$SSE_TASK_DIR" = "$EXPECT_TASK_DIR" && '
               'test "$SSE_TREE" != "$EXPECT_TREE" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
         pocs=["fixed"],
         poc_run='test "$SSE_POC" = "$EXPECT_TASK_DIR/pocs/poc-1" && test "$SSE_TREE" = "$PWD" && test -z "$(cat)"',
         functional='test "$SSE_TREE" = "$PWD" && test -z "${SSE_POC+x}" && test -z "$(cat)"')
-    d = daemon_factory(t.file, difficulty="1", env={"EXPECT_TASK_DIR": str(t.dir), "EXPECT_TREE": str(t.tree)})
+    d = daemon_factory(t.file, difficulty="1", env={"EXPECT_TASK_DIR": str(t.dir), "EXPECT_TREE": str(t.tree)},
+                       args=("--no-sandbox",))
+    assert states(d.result()) == {"build": "passed", "pocs": "passed", "functional": "passed"}
+
+
+def test_environment_and_stdin_in_the_sandbox(task_factory, daemon_factory):
+    # The sandbox's fixed paths: the tree at /sse/tree, an empty task folder at /sse/task
+    # that holds only the PoC being run, at its place relative to the task folder.
+    t = task_factory(
+        build='test "$SSE_TREE" = /sse/tree && test "$PWD" = /sse/tree && test "$SSE_TASK_DIR" = /sse/task && '
+              'test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
+        pocs=["fixed"],
+        poc_run='test "$SSE_POC" = /sse/task/pocs/poc-1 && test "$(cat "$SSE_POC")" = fixed && '
+                'test "$(cd /sse/task && find . -type f)" = ./pocs/poc-1 && test -z "$(cat)"',
+        functional='test "$SSE_TREE" = "$PWD" && test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"')
+    d = daemon_factory(t.file, difficulty="1")
     assert states(d.result()) == {"build": "passed", "pocs": "passed", "functional": "passed"}
 
 

@@ -123,7 +123,8 @@ def create_app(runner: Runner, level: Level) -> Starlette:
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "difficulty": level.number,
-                             "busy": queue.busy, "queued": queue.queued})
+                             "busy": queue.busy, "queued": queue.queued,
+                             "sandbox": runner.sandbox.describe()})
 
     async def task_view(request: Request) -> JSONResponse:
         view: dict[str, Any] = {

@@ -30,7 +30,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                         "daemon.sock, else /tmp/ssebench-<uid>/daemon.sock)")
     p.add_argument("--socket-mode", metavar="MODE", default="0600", type=_octal,
                    help="permissions of the socket file (octal, default 0600)")
+    add_sandbox_args(p)
     p.set_defaults(func=run_daemon)
+
+
+def add_sandbox_args(p: argparse.ArgumentParser) -> None:
+    """The sandbox flags, shared by ``daemon`` and ``grade`` (docs/security.md)."""
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run checks without the bwrap sandbox (also: SSE_NO_SANDBOX=1); "
+                        "the checks can then read the task's hidden parts and the host")
+    p.add_argument("--output-limit", metavar="SIZE",
+                   help="most output one check may write, e.g. 512M (default 1G; env SSE_OUTPUT_LIMIT)")
+    p.add_argument("--memory-limit", metavar="SIZE",
+                   help="most memory one check may use, e.g. 2G (default 4G; env SSE_MEMORY_LIMIT)")
+    p.add_argument("--pids-limit", metavar="N",
+                   help="most processes one check may run at once (default 1024; env SSE_PIDS_LIMIT)")
+
+
+def sandbox_from_args(args: argparse.Namespace):  # noqa: ANN201 - (Sandbox, Limits)
+    """The sandbox and limits the flags ask for; raises ValueError or SandboxUnavailable."""
+    from ssebench.daemon.sandbox import Limits, detect
+
+    limits = Limits.from_env(memory=args.memory_limit, pids=args.pids_limit, output=args.output_limit)
+    return detect(args.no_sandbox), limits
 
 
 def _octal(text: str) -> int:
@@ -76,12 +98,19 @@ def run_daemon(args: argparse.Namespace) -> int:
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return exc.exit_code
-    tree = Path(args.tree).absolute() if args.tree else task.source
+    # A symlinked tree is resolved once, here: later runs copy what it pointed to now.
+    tree = Path(args.tree).resolve() if args.tree else task.source.resolve()
     if not tree.is_dir():
         return _fail(f"--tree {args.tree}: is not a folder")
     try:
         heartbeat = heartbeat_from_env()
     except ValueError as exc:
+        return _fail(str(exc))
+    from ssebench.daemon.sandbox import SandboxUnavailable
+
+    try:
+        sandbox, limits = sandbox_from_args(args)
+    except (ValueError, SandboxUnavailable) as exc:
         return _fail(str(exc))
 
     socket_path = paths.resolve_socket_path(args.socket)
@@ -96,7 +125,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     stale.sweep_dead_workspaces()  # what daemons killed with SIGKILL left on disk
     workspace = stale.create_workspace()
     try:
-        return _serve(task, tree, level, heartbeat, workspace, sock, socket_path)
+        return _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits)
     finally:
         paths.remove_socket(socket_path, inode)
         sock.close()
@@ -104,18 +133,18 @@ def run_daemon(args: argparse.Namespace) -> int:
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _serve(task, tree, level, heartbeat, workspace, sock, socket_path) -> int:  # noqa: ANN001
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits) -> int:  # noqa: ANN001
     import uvicorn
 
     from ssebench.daemon.app import create_app
     from ssebench.daemon.runner import Runner
     from ssebench.daemon.server import DaemonServer
 
-    runner = Runner(task, tree, workspace, heartbeat=heartbeat)
+    runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits)
     config = uvicorn.Config(create_app(runner, level), lifespan="off", log_level="warning",
                             access_log=False, timeout_graceful_shutdown=3, log_config=None)
     server = DaemonServer(config, on_exit=runner.kill_running)
     print(f"ssebench daemon: task '{task.id}' at difficulty {level.number} ({level.name}), "
-          f"listening on {socket_path}", file=sys.stderr, flush=True)
+          f"listening on {socket_path}; sandbox: {sandbox.describe()}", file=sys.stderr, flush=True)
     server.run(sockets=[sock])
     return 0

@@ -22,7 +22,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import psutil
@@ -56,7 +57,8 @@ def enable_subreaper() -> bool:
 
 
 def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
-          append: bool = False) -> subprocess.Popen[bytes]:
+          append: bool = False, stdin_data: bytes | None = None,
+          preexec: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
     """Start *argv* in a new session, stdin empty, output straight into two files.
 
     It runs under :mod:`ssebench.daemon.guard`, so it dies with us even if we are
@@ -64,10 +66,22 @@ def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, s
     """
     mode = "ab" if append else "wb"
     with open(stdout, mode) as out, open(stderr, mode) as err:
-        proc = subprocess.Popen(guard.wrap(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(guard.wrap(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
+                                stdout=out, stderr=err, start_new_session=True, close_fds=True,
+                                preexec_fn=preexec)
     _managed.add(proc.pid)
+    if stdin_data is not None:
+        # A pipe, never a file: the payload (the intent diff) is not visible by any path.
+        threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True).start()
     return proc
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(OSError):
+        proc.stdin.write(data)
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
 
 
 async def wait_exit(proc: subprocess.Popen[bytes]) -> int:

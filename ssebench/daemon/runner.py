@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.daemon import procs
+from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
@@ -46,10 +47,11 @@ class Outcome:
 
     returncode: int | None = None
     timed_out: bool = False
+    limit: str | None = None  # the sandbox limit that killed it ("output", "memory", "pids")
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
+        return self.returncode == 0 and not self.timed_out and self.limit is None
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,12 @@ class Runner:
     """Runs checks for one task; the caller serializes runs (one at a time)."""
 
     def __init__(self, task: Task, tree: Path, workspace: Path, *, heartbeat: float = 10.0,
-                 keep_runs: int = 8, env: dict[str, str] | None = None) -> None:
+                 keep_runs: int = 8, env: dict[str, str] | None = None,
+                 sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
         self.task = task
+        # No sandbox unless the caller passes one (the daemon and grade always do).
+        self.sandbox = sandbox if sandbox is not None else Sandbox(None)
+        self.limits = limits if limits is not None else Limits()
         self.tree = tree
         self.workspace = workspace
         self.heartbeat = heartbeat
@@ -290,8 +296,7 @@ class Runner:
             log = CheckLog(run.dir / "logs" / f"poc-{index}.out", run.dir / "logs" / f"poc-{index}.err")
             result.log = log
             outcome = Outcome()
-            async for event in self._command(Check.POCS, pocs.command, tree, log, outcome,
-                                             extra_env={"SSE_POC": str(poc)}):
+            async for event in self._command(Check.POCS, pocs.command, tree, log, outcome, poc=poc):
                 yield event
             if not outcome.ok:
                 result.state = FAILED
@@ -300,59 +305,92 @@ class Runner:
             result.pocs_passed = index
         result.state = PASSED
 
-    async def _apply_intent(self, tree: Path, log: CheckLog) -> bool:
-        """``git apply -p1`` the intent diff; git's own output is the log when it fails."""
+    async def _apply_intent(self, tree: Path | TreeView, log: CheckLog) -> bool:
+        """``git apply -p1`` the intent diff; git's own output is the log when it fails.
+
+        git runs in the check's sandbox (the tree may carry a hostile ``.git/config``)
+        and reads the diff from a pipe, so the diff is never visible as a file.
+        """
         assert self.task.intent is not None
-        env = self._env(tree)
+        view = _view(tree)
+        env = self._env(view.lower)
         # Never let git find a repository above the copy (it would apply relative to it).
-        env["GIT_CEILING_DIRECTORIES"] = str(tree.parent)
+        env["GIT_CEILING_DIRECTORIES"] = str(Path(env["SSE_TREE"]).parent)
         outcome = Outcome()
-        argv = ["git", "apply", "-p1", "--", str(self.task.intent.diff)]
-        async for _ in self._supervise(Check.INTENT, argv, tree, env, log, outcome, timeout=None):
+        diff = await asyncio.to_thread(self.task.intent.diff.read_bytes)
+        argv = ["git", "apply", "-p1", "-"]
+        async for _ in self._supervise(Check.INTENT, argv, view.lower, env, log, outcome, timeout=None,
+                                       view=view, stdin_data=diff):
             pass
         return outcome.ok
 
-    async def _command(self, check: Check, command: Command, tree: Path, log: CheckLog,
-                       outcome: Outcome, *, extra_env: dict[str, str] | None = None,
+    async def _command(self, check: Check, command: Command, tree: Path | TreeView, log: CheckLog,
+                       outcome: Outcome, *, poc: Path | None = None,
                        append: bool = False) -> AsyncIterator[dict[str, Any]]:
-        env = self._env(tree)
-        env.update(extra_env or {})
+        """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write)."""
+        view = _view(tree)
+        env = self._env(view.lower)
+        files: dict[str, Path] = {}
+        if poc is not None:
+            env["SSE_POC"] = self.sandbox.poc(self.task.dir, poc)
+            if self.sandbox.enabled:
+                files[env["SSE_POC"]] = poc  # the one PoC being run, nothing else of the task
         argv = ["bash", "-c", command.run]
-        async for event in self._supervise(check, argv, tree, env, log, outcome,
-                                           timeout=command.timeout, append=append):
+        async for event in self._supervise(check, argv, view.lower, env, log, outcome,
+                                           timeout=command.timeout, append=append, view=view,
+                                           files=files, network=command.network):
             yield event
         if outcome.timed_out:
-            note = (f"[ssebench] timed out after {command.timeout:g} s: the command and "
-                    "every process it started were killed.\n").encode()
-            with open(log.stderr, "ab+") as f:
-                if f.tell() > 0:
-                    f.seek(-1, os.SEEK_END)
-                    if f.read(1) != b"\n":
-                        note = b"\n" + note
-                f.write(note)
+            _note(log, f"[ssebench] timed out after {command.timeout:g} s: the command and "
+                       "every process it started were killed.\n")
+        elif outcome.limit is not None:
+            _note(log, limit_note(outcome.limit, self.limits))
 
     def _env(self, tree: Path) -> dict[str, str]:
-        env = dict(self.base_env)
-        env["SSE_TASK_DIR"] = str(self.task.dir)
-        env["SSE_TREE"] = str(tree)
+        if self.sandbox.enabled:
+            env = self.sandbox.environment(self.base_env)
+            env["SSE_TASK_DIR"] = TASK_PATH
+            env["SSE_TREE"] = TREE_PATH
+        else:
+            env = dict(self.base_env)
+            env["SSE_TASK_DIR"] = str(self.task.dir)
+            env["SSE_TREE"] = str(tree)
         env.pop("SSE_POC", None)
         return env
 
     async def _supervise(self, check: Check, argv: list[str], cwd: Path, env: dict[str, str],
                          log: CheckLog, outcome: Outcome, *, timeout: float | None,
-                         append: bool = False) -> AsyncIterator[dict[str, Any]]:
+                         append: bool = False, view: TreeView | None = None,
+                         files: dict[str, Path] | None = None, network: bool = False,
+                         stdin_data: bytes | None = None) -> AsyncIterator[dict[str, Any]]:
         """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel.
 
-        When the process ends by itself, what is left of its process group is killed at
-        once; processes that left the group are swept after the run (see ``execute``).
-        After a timeout or a kill they are swept at once, before the next check.
+        With a *view* the process is a check's: it runs in the sandbox with *view* at
+        ``/sse/tree`` and within the limits (output, memory, pids); without one it is the
+        daemon's own (``cp``) and runs as is. When the process ends by itself, what is
+        left of its process group is killed at once; processes that left the group are
+        swept after the run (see ``execute``). After a timeout or a kill they are swept
+        at once, before the next check.
         """
         token = secrets.token_hex(8)
         env[procs.TOKEN_VAR] = token
         loop = asyncio.get_running_loop()
-        proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append)
+        guard: Guard | None = None
+        watcher: asyncio.Task[str] | None = None
+        if view is not None:
+            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits)
+            base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
+            guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
+        try:
+            proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append,
+                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None)
+        finally:
+            if guard is not None:
+                guard.spawned()
         self._running.add(proc)
         waiter = loop.create_task(procs.wait_exit(proc))
+        if guard is not None:
+            watcher = loop.create_task(_watch(guard, proc.pid))
         start = loop.time()
         deadline = None if timeout is None else start + timeout
         next_beat = start + self.heartbeat
@@ -360,9 +398,18 @@ class Runner:
         try:
             while True:
                 until = next_beat if deadline is None else min(next_beat, deadline)
-                done, _ = await asyncio.wait({waiter}, timeout=max(0.0, until - loop.time()))
-                if done:
+                watched = {waiter} if watcher is None else {waiter, watcher}
+                done, _ = await asyncio.wait(watched, timeout=max(0.0, until - loop.time()),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if waiter in done:
                     outcome.returncode = waiter.result()
+                    if guard is not None:
+                        outcome.limit = guard.check()
+                    break
+                if watcher is not None and watcher in done:
+                    outcome.limit = watcher.result()
+                    procs.kill_group(proc.pid)
+                    outcome.returncode = await waiter
                     break
                 outcome.timed_out = deadline is not None and loop.time() >= deadline
                 if outcome.timed_out or self._closing:
@@ -375,13 +422,21 @@ class Runner:
             finished = True
         finally:
             self._running.discard(proc)
+            if watcher is not None:
+                watcher.cancel()
             if finished:
                 procs.kill_group(proc.pid)
-                if outcome.timed_out or self._closing:
+                if outcome.timed_out or self._closing or outcome.limit:
                     await procs.sweep(token)
+                if guard is not None and outcome.limit == "output":
+                    # Every writer is gone now (the sandbox's pid namespace died with it).
+                    await asyncio.to_thread(guard.settle)
+                    guard.cut_output()
             else:  # cancelled (client went away) or failed: kill without awaiting
                 waiter.cancel()
                 procs.kill_now(proc, token)
+            if guard is not None:
+                guard.close()
         if self._closing and not outcome.ok:
             raise RunError("the daemon is shutting down")
 
@@ -427,6 +482,36 @@ class Runner:
             os.rename(path, trash)
             path = trash
         _in_thread(shutil.rmtree, path, ignore_errors=True)
+
+
+def _view(tree: Path | TreeView) -> TreeView:
+    return tree if isinstance(tree, TreeView) else TreeView.bind(tree)
+
+
+def _note(log: CheckLog, text: str) -> None:
+    """Append a line of ssebench's own to the end of the log (its stderr part)."""
+    note = text.encode()
+    with open(log.stderr, "ab+") as f:
+        if f.tell() > 0:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                note = b"\n" + note
+        f.write(note)
+
+
+async def _watch(guard: Guard, pid: int, interval: float = 0.05) -> str:
+    """Poll *guard* until a limit is hit; returns which. Without cgroups the process
+    tree is scanned in a thread every fourth round (it reads /proc)."""
+    for tick in itertools.count():
+        reason = guard.check()
+        if reason is None and guard.cgroups is None and tick % 4 == 0:
+            reason = await asyncio.to_thread(guard.scan, pid)
+        if reason is not None:
+            if guard.cgroups is None:
+                await asyncio.to_thread(guard.remember, pid)
+            return reason
+        await asyncio.sleep(interval)
+    raise AssertionError("unreachable")
 
 
 def _in_thread(func: Any, *args: Any, **kwargs: Any) -> None:

@@ -434,6 +434,13 @@ def _keyed(path: Path) -> dict[str, int]:
     return out
 
 
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
 def _cgroups_allowed() -> bool:
     return os.environ.get(CGROUP_VAR, "").lower() != "off"
 
@@ -447,6 +454,7 @@ class Guard:
         self.base = base  # bytes already in the log before this process (intent: git's output)
         self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
         self._fds: list[int] = []
+        self.victims: list[psutil.Process] = []  # the tree when a limit was hit (watchdog mode)
 
     @property
     def mode(self) -> str:
@@ -500,6 +508,25 @@ class Guard:
             with contextlib.suppress(psutil.Error):
                 rss += p.memory_info().rss
         return "memory" if rss > self.limits.memory else None
+
+    def remember(self, pid: int) -> None:
+        """Note the processes under *pid* (before killing them), for :meth:`settle`."""
+        with contextlib.suppress(psutil.Error):
+            self.victims = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every process of the killed tree is gone, so none can still write
+        to the log when it is cut (blocking: run it in a thread)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.cgroups is not None:
+                alive = any(Path(f).read_text().strip() for f in self.cgroups.procs_files()
+                            if os.path.exists(f))
+            else:
+                alive = any(_running(p) for p in self.victims)
+            if not alive:
+                return
+            time.sleep(0.02)
 
     def cut_output(self) -> None:
         """Cut the log to the output limit (stdout first, then stderr)."""
