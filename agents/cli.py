@@ -24,6 +24,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class _OneOf:
+    """An argparse type for one of *choices* (``choices`` is read by ``ssebench completion``)."""
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+        self.__name__ = "agent"
+
+    def __call__(self, text: str) -> str:
+        if text not in self.choices:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})")
+        return text
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
     from ssebench.agents.registry import CLIENTS  # plain data: cheap to import at start-up
@@ -34,8 +48,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="Register the ssebench MCP server with an agent or MCP client.")
     verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
-    def common(p: argparse.ArgumentParser, *, entry: bool) -> None:
-        p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
+    def common(p: argparse.ArgumentParser, *, entry: bool, several: bool = False) -> None:
+        if several:
+            # Not choices=: with nargs="*" Python 3.11 checks the empty default against them.
+            p.add_argument("agent", metavar="AGENT", nargs="*", type=_OneOf(names),
+                           help=" | ".join(names) + " (one or more)")
+            p.add_argument("--all", action="store_true",
+                           help="every agent detected here (client binary on PATH or its config "
+                                "present, not counting what ssebench created)")
+        else:
+            p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
         p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
         if entry:
             p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
@@ -49,13 +71,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    p = verbs.add_parser("install", help="add or update the server entry")
-    common(p, entry=True)
+    p = verbs.add_parser("install", help="add or update the server entry (several agents, or --all)")
+    common(p, entry=True, several=True)
     writes(p)
     p.set_defaults(func=_install)
 
-    p = verbs.add_parser("uninstall", help="remove the server entry")
-    common(p, entry=False)
+    p = verbs.add_parser("uninstall", help="remove the server entry, and files and folders ssebench created")
+    common(p, entry=False, several=True)
     writes(p)
     p.set_defaults(func=_uninstall)
 
@@ -85,39 +107,154 @@ def _settings(args: argparse.Namespace):  # noqa: ANN202
         else Settings(name=args.name)
 
 
-def _run_edit(args: argparse.Namespace, install: bool) -> int:
-    from ssebench.agents import actions, files
-    from ssebench.agents.base import Env, Scope
+def check_url(url: str) -> str | None:
+    """Why *url* cannot be an MCP server's URL, or None when it can (http/https, host, port, path)."""
+    from urllib.parse import urlsplit
+
+    if any(c.isspace() for c in url):
+        return "must not contain spaces"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "must start with http:// or https:// (the Streamable HTTP transport)"
+    if not parts.hostname:
+        return "has no host (e.g. http://localhost:3000/mcp)"
+    if port == 0:
+        return "has port 0"
+    if not parts.path or parts.path == "/":
+        return "has no path: the server's endpoint is its --path, /mcp by default (e.g. http://localhost:3000/mcp)"
+    if parts.fragment:
+        return "must not have a #fragment"
+    return None
+
+
+def _several(args: argparse.Namespace, install: bool) -> int:
+    """install/uninstall for AGENT... or --all: each agent in turn, the worst status wins."""
+    from ssebench.agents.base import Env
+
+    if install and (problem := check_url(args.url)) is not None:
+        _error(f"--url {args.url!r} {problem}")
+        return 2
+    env = Env.current()
+    names = list(dict.fromkeys(args.agent))  # in order, once each
+    if args.all and names:
+        _error("give AGENT names or --all, not both")
+        return 2
+    if args.all:
+        names = _detected(env) if install else _registered(env, args.name, args.scope)
+        if not names:
+            print("No agent detected here; nothing to do." if install
+                  else f"{args.name} is not registered with any agent ({args.scope} scope); nothing to do.")
+            if args.json:
+                print("[]")
+            return 0
+    elif not names:
+        _error(f"name at least one AGENT to {'install' if install else 'uninstall'}, or give --all")
+        return 2
+    if args.file is not None and len(names) > 1:
+        _error("--file names one file: give one AGENT with it")
+        return 2
+    statuses, outputs = [], []
+    for name in names:
+        status, data = _run_edit(args, name, install, env)
+        statuses.append(status)
+        if data is not None:
+            outputs.append(data)
+    if args.json and outputs:
+        one = len(names) == 1 and not args.all
+        print(json.dumps(outputs[0] if one else outputs, indent=2))
+    return max(statuses)
+
+
+def _detected(env) -> list[str]:  # noqa: ANN001
+    from ssebench.agents import created
+    from ssebench.agents.registry import CLIENTS
+
+    mine = created.load(env)
+    return [c.name for c in CLIENTS.values() if c.name != "generic"
+            and (_installed(c, env) or _config_present(c, env, mine))]
+
+
+def _registered(env, name: str, scope: str) -> list[str]:  # noqa: ANN001
+    from ssebench.agents import actions
+    from ssebench.agents.base import Settings
+    from ssebench.agents.registry import CLIENTS
+
+    clients = [c for c in CLIENTS.values() if c.name != "generic"]
+    rows = actions.registrations(clients, Settings(name=name), env)
+    return list(dict.fromkeys(r.client.name for r in rows if r.registered and r.scope.value == scope))
+
+
+def _installed(client, env) -> bool | None:  # noqa: ANN001
+    """The client's program is on PATH; None for a client without one (a desktop app)."""
+    import shutil
+
+    if not client.binaries:
+        return None
+    return any(shutil.which(b, path=env.vars.get("PATH")) for b in client.binaries)
+
+
+def _config_present(client, env, mine) -> bool:  # noqa: ANN001
+    """The client's user config file, or the folder it lives in, exists and is not only
+    what ssebench created (a home folder itself never counts)."""
+    from ssebench.agents.base import Scope
+
+    path = client.config_path(Scope.USER, env)
+    if path is None:
+        return False
+    if path.exists():
+        return not mine.ours_only(path)
+    folder = path.parent
+    return folder.is_dir() and folder != env.home and not mine.ours_only(folder)
+
+
+def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:  # noqa: ANN001
+    """One agent; prints its lines (or returns its JSON object when --json)."""
+    from ssebench.agents import actions, created, files
+    from ssebench.agents.base import Scope
     from ssebench.agents.registry import get
 
-    client = get(args.agent)
+    client = get(name)
     settings = _settings(args)
     if client.name == "generic" and args.file is None:
         if not install:
             _error("generic has no config file of its own: give --file PATH")
-            return 2
+            return 2, None
         if args.json:
-            print(json.dumps({"entry": client.entry(settings), "notes": client.notes(settings)}, indent=2))
-        else:
-            print(actions.snippet(client, settings), end="")
-            for note in client.notes(settings):
-                print(f"Note: {note}", file=sys.stderr)
-        return 0
+            return 0, {"entry": client.entry(settings), "notes": client.notes(settings)}
+        print(actions.snippet(client, settings), end="")
+        for note in client.notes(settings):
+            print(f"Note: {note}", file=sys.stderr)
+        return 0, None
     try:
+        scope = Scope(args.scope)
+        path = actions.target(client, scope, env, args.file)
+        existed, new_folders = path.exists(), created.missing_parents(path)
         action = actions.install if install else actions.uninstall
-        outcome = action(client, settings, Scope(args.scope), Env.current(), file=args.file, dry_run=args.dry_run)
+        outcome = action(client, settings, scope, env, file=args.file, dry_run=args.dry_run)
+        removed: list[Path] = []
+        if not args.dry_run and outcome.path is not None:
+            if install:
+                created.record_install(env, outcome.path, existed, new_folders)
+            else:
+                removed = created.clean_after_uninstall(env, outcome.path)
     except actions.UsageError as exc:
         _error(str(exc))
-        return 2
+        return 2, None
     except files.ConfigError as exc:
         _error(f"{str(exc).rstrip('.')}. The file was not changed.")
-        return 1
+        return 1, None
     except OSError as exc:
         _error(f"{exc.filename or ''}: {exc.strerror or exc}. The file was not changed.")
-        return 1
+        return 1, None
     if args.json:
-        print(json.dumps(outcome.as_json(), indent=2))
-        return 0
+        data = outcome.as_json()
+        if not install:
+            data["removed"] = [str(p) for p in removed]
+        return 0, data
     change = outcome.change
     assert change is not None
     where = f"{outcome.path} ({client.title}, {outcome.scope.value} scope)"
@@ -132,23 +269,28 @@ def _run_edit(args: argparse.Namespace, install: bool) -> int:
     else:
         print(f"Removed {settings.name} from {where}." if change.changed
               else f"{settings.name} is not registered in {where}; nothing changed.")
+        if removed:
+            print(f"Also removed what ssebench had created: {', '.join(map(str, removed))}.")
     for note in outcome.notes:
         print(f"Note: {note}")
-    return 0
+    return 0, None
 
 
 def _install(args: argparse.Namespace) -> int:
-    return _run_edit(args, install=True)
+    return _several(args, install=True)
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    return _run_edit(args, install=False)
+    return _several(args, install=False)
 
 
 def _show(args: argparse.Namespace) -> int:
     from ssebench.agents import render
     from ssebench.agents.registry import get
 
+    if (problem := check_url(args.url)) is not None:
+        _error(f"--url {args.url!r} {problem}")
+        return 2
     client = get(args.agent)
     settings = _settings(args)
     if args.json:
@@ -160,16 +302,28 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ssebench.agents import actions
+    from ssebench import ui
+    from ssebench.agents import actions, created
     from ssebench.agents.base import Env, Settings
     from ssebench.agents.registry import CLIENTS
 
+    env = Env.current()
+    mine = created.load(env)
     clients = [c for c in CLIENTS.values() if c.name != "generic"]
-    rows = actions.registrations(clients, Settings(name=args.name), Env.current())
+    rows = actions.registrations(clients, Settings(name=args.name), env)
+    found = {c.name: (_installed(c, env), _config_present(c, env, mine)) for c in clients}
     if args.json:
-        print(json.dumps([row.as_json() for row in rows], indent=2))
+        out = []
+        for row in rows:
+            installed, present = found[row.client.name]
+            data = row.as_json()
+            data["detected"] = bool(installed) or present
+            data.update(installed=installed, config_present=present,
+                        created_by_ssebench=row.exists and mine.ours_only(row.path))
+            out.append(data)
+        print(json.dumps(out, indent=2))
         return 0
-    table = [("AGENT", "DETECTED", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "CONFIG")]
+    table = [("AGENT", "INSTALLED", "CONFIG", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "FILE")]
     for row in rows:
         if row.error:
             registered = "unreadable"
@@ -183,11 +337,28 @@ def _list(args: argparse.Namespace) -> int:
             timeout = "not set"
         else:
             timeout = f"{row.timeout_seconds:g} s"
-        table.append((row.client.name, "yes" if row.detected else "no", row.scope.value, registered,
-                      row.url or "-", timeout, str(row.path) + ("" if row.exists else " (no file)")))
+        installed, present = found[row.client.name]
+        config = "yes" if present else "ssebench" if row.exists and mine.ours_only(row.path) else "no"
+        table.append((row.client.name, {True: "yes", False: "no", None: "-"}[installed], config,
+                      row.scope.value, registered, row.url or "-", timeout,
+                      str(row.path) + ("" if row.exists else " (no file)")))
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    for r in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1])
+    meaning = {"yes": "ok", "no": "dim", "-": "dim", "unreadable": "fail", "ssebench": "warn"}
+    for n, r in enumerate(table):
+        parts: list[str | tuple[str, str]] = []
+        for i, (cell, w) in enumerate(zip(r, widths)):
+            padded = cell.ljust(w) + "  "
+            if n == 0:
+                parts.append((padded, "head"))
+            elif i in (1, 2, 4):
+                parts.append((padded, meaning.get(cell, "")))
+            else:
+                parts.append(padded)
+        parts.append((r[-1], "head") if n == 0 else r[-1])
+        ui.echo(*parts)
+    if any(cell == "ssebench" for r in table[1:] for cell in r[2:3]):
+        ui.echo(("CONFIG ssebench: the config exists only because ssebench wrote it; "
+                 "the client itself was not found.", "dim"))
     for row in rows:
         if row.error:
             _error(row.error)

@@ -60,8 +60,8 @@ def walk(parser: argparse.ArgumentParser, path: str = "", help_text: str = "") -
         elif action.option_strings:
             node.options.append(Option(list(action.option_strings), action.nargs != 0,
                                        [str(c) for c in action.choices or ()], action.help or ""))
-        elif action.choices and not node.choices:
-            node.choices = [str(c) for c in action.choices]
+        elif (choices := action.choices or getattr(action.type, "choices", None)) and not node.choices:
+            node.choices = [str(c) for c in choices]
     return node
 
 

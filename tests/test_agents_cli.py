@@ -323,17 +323,123 @@ def test_list_shows_detection_registration_url_and_timeout(user: Home) -> None:
     done = user.run("list")
     assert done.returncode == 0, done.stderr
     lines = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}
-    assert lines["claude"][:6] == ["claude", "yes", "user", "yes", "http://127.0.0.1:3001/mcp", "3600"]
-    assert lines["cursor"][:8] == ["cursor", "yes", "user", "yes", "http://localhost:3000/mcp", "no", "timeout", "key"]
-    assert lines["goose"][:4] == ["goose", "yes", "user", "no"]
-    assert lines["codex"][:4] == ["codex", "no", "user", "no"]
+    # claude and cursor: no program on PATH, and their config files exist only because
+    # ssebench wrote them, so they are not counted as present
+    assert lines["claude"][:7] == ["claude", "no", "ssebench", "user", "yes", "http://127.0.0.1:3001/mcp", "3600"]
+    assert lines["cursor"][:9] == ["cursor", "no", "ssebench", "user", "yes", "http://localhost:3000/mcp",
+                                   "no", "timeout", "key"]
+    assert lines["goose"][:5] == ["goose", "no", "yes", "user", "no"]
+    assert lines["codex"][:5] == ["codex", "no", "no", "user", "no"]
+    assert lines["claude-desktop"][:3] == ["claude-desktop", "-", "no"]  # no program to look for
     rows = json.loads(user.run("list", "--json").stdout)
     claude = next(r for r in rows if r["agent"] == "claude")
     assert claude == {
         "agent": "claude", "title": "Claude Code", "scope": "user", "path": str(user.home / ".claude.json"),
-        "detected": True, "config_exists": True, "registered": True, "url": "http://127.0.0.1:3001/mcp",
+        "detected": False, "config_exists": True, "registered": True, "url": "http://127.0.0.1:3001/mcp",
         "timeout_seconds": 3600.0, "has_timeout_key": True, "error": None,
+        "installed": False, "config_present": False, "created_by_ssebench": True,
     }
+
+
+def _fake_program(user: Home, name: str) -> None:
+    bin_dir = user.home.parent / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    program = bin_dir / name
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    user.env["PATH"] = f"{bin_dir}:{user.env['PATH']}"
+
+
+def test_list_says_installed_when_the_program_is_on_path(user: Home) -> None:
+    _fake_program(user, "codex")
+    lines = {line.split()[0]: line.split() for line in user.run("list").stdout.splitlines()[1:]}
+    assert lines["codex"][:5] == ["codex", "yes", "no", "user", "no"]
+
+
+def test_install_several_agents_at_once(user: Home) -> None:
+    done = user.run("install", "claude", "gemini", "claude")  # a repeat counts once
+    assert done.returncode == 0, done.stderr
+    registered = [line for line in done.stdout.splitlines() if line.startswith("Registered")]
+    assert registered == [
+        f"Registered ssebench at http://localhost:3000/mcp in {user.home / '.claude.json'} (Claude Code, user scope).",
+        f"Registered ssebench at http://localhost:3000/mcp in {user.home / '.gemini' / 'settings.json'} "
+        "(Gemini CLI, user scope).",
+    ]
+    listed = json.loads(user.run("install", "claude", "gemini", "--json").stdout)
+    assert [(r["agent"], r["changed"]) for r in listed] == [("claude", False), ("gemini", False)]
+
+
+def test_install_all_takes_the_detected_agents_only(user: Home) -> None:
+    assert user.run("install", "--all").stdout == "No agent detected here; nothing to do.\n"
+    assert list(user.home.iterdir()) == []
+    _fake_program(user, "codex")
+    (user.home / ".config" / "goose").mkdir(parents=True)
+    assert user.run("install", "gemini").returncode == 0  # its folder is ssebench's: not detected
+    done = user.run("install", "--all", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [r["agent"] for r in json.loads(done.stdout)] == ["codex", "goose"]
+    done = user.run("uninstall", "--all")
+    assert done.returncode == 0, done.stderr
+    assert [line.split(" from ")[1].split(" (")[0] for line in done.stdout.splitlines()
+            if line.startswith("Removed")] == [
+        str(user.home / ".codex" / "config.toml"), str(user.home / ".gemini" / "settings.json"),
+        str(user.home / ".config" / "goose" / "config.yaml")]
+
+
+def test_uninstall_removes_the_folders_ssebench_created_and_keeps_the_users(user: Home) -> None:
+    assert user.run("install", "gemini", "windsurf").returncode == 0
+    (user.home / ".codeium" / "other.txt").write_text("the user's\n")  # the user uses this folder now
+    done = user.run("uninstall", "gemini")
+    assert done.stdout.splitlines()[1] == (
+        f"Also removed what ssebench had created: {user.home / '.gemini' / 'settings.json.bak'}, "
+        f"{user.home / '.gemini'}.")
+    assert not (user.home / ".gemini").exists()
+    done = user.run("uninstall", "windsurf")
+    assert done.returncode == 0, done.stderr
+    assert not (user.home / ".codeium" / "windsurf").exists()  # empty, ours: removed
+    assert (user.home / ".codeium" / "other.txt").is_file()  # not empty: kept
+    # Nothing of ssebench's is left but its lock folder (cache) and the user's file.
+    left = sorted(str(p.relative_to(user.home)) for p in user.home.rglob("*") if ".cache" not in p.parts)
+    assert left == [".codeium", ".codeium/other.txt"]
+
+
+def test_a_folder_that_was_there_before_is_never_removed(user: Home) -> None:
+    (user.home / ".gemini").mkdir()
+    assert user.run("install", "gemini").returncode == 0
+    assert user.run("uninstall", "gemini").returncode == 0
+    assert (user.home / ".gemini").is_dir()
+    lines = {line.split()[0]: line.split() for line in user.run("list").stdout.splitlines()[1:]}
+    assert lines["gemini"][:3] == ["gemini", "no", "yes"]
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    ("ftp://localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
+    ("localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
+    ("http:///mcp", "has no host (e.g. http://localhost:3000/mcp)"),
+    ("http://localhost:99999/mcp", "is not a valid URL (Port out of range 0-65535)"),
+    ("http://localhost:x/mcp", "is not a valid URL (Port could not be cast to integer value as 'x')"),
+    ("http://localhost:3000", "has no path: the server's endpoint is its --path, /mcp by default "
+                              "(e.g. http://localhost:3000/mcp)"),
+    ("http://localhost:3000/mcp#x", "must not have a #fragment"),
+    ("http://local host/mcp", "must not contain spaces"),
+])
+@pytest.mark.parametrize("action", ["install", "show"])
+def test_a_bad_url_is_one_line_and_exit_2(user: Home, url: str, problem: str, action: str) -> None:
+    done = user.run(action, "claude", "--url", url)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == f"ssebench agents: --url {url!r} {problem}\n"
+    assert list(user.home.iterdir()) == []
+
+
+def test_install_needs_an_agent_or_all(user: Home) -> None:
+    done = user.run("install")
+    assert (done.returncode, done.stderr) == (2, "ssebench agents: name at least one AGENT to install, or give --all\n")
+    done = user.run("install", "claude", "--all")
+    assert (done.returncode, done.stderr) == (2, "ssebench agents: give AGENT names or --all, not both\n")
+    done = user.run("install", "claude", "codex", "--file", "x.json")
+    assert (done.returncode, done.stderr) == (2, "ssebench agents: --file names one file: give one AGENT with it\n")
+    assert list(user.home.iterdir()) == []
 
 
 def test_list_shows_project_scope_when_the_project_has_a_file(user: Home) -> None:
