@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssebench.ui import seconds
+
 AGENTS = ("claude", "codex", "gemini", "opencode")
 STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
@@ -299,7 +301,8 @@ class Display:
         self._set(stage, "skipped", detail)
 
     def _set(self, stage: str, state: str, detail: str) -> None:
-        took = time.monotonic() - self.started.get(stage, time.monotonic())
+        now = time.monotonic()  # one reading: two could make a skipped stage take "-0.0 s"
+        took = now - self.started.get(stage, now)
         old = self.rows.get(stage)
         self.rows[stage] = [state, detail or (old[1] if old else ""), took]
         self.live.update(self._table())
@@ -313,7 +316,7 @@ class Display:
         for stage, (state, detail, took) in self.rows.items():
             style = {"done": "green", "failed": "red", "skipped": "dim"}.get(state, "yellow")
             table.add_row(stage, f"[{style}]{self.MARKS.get(state, state)} {state}[/]", detail,
-                          f"{took:.1f} s")
+                          seconds(took))
         return table
 
     def stop(self) -> None:
@@ -331,7 +334,7 @@ class Display:
         table.add_row("task", str((data.get("task") or {}).get("id")))
         difficulty = data.get("difficulty") or {}
         table.add_row("difficulty", f"{difficulty.get('level')} ({difficulty.get('name')})")
-        table.add_row("agent", f"exit {agent.get('exit_code')}, {agent.get('duration', 0):.1f} s"
+        table.add_row("agent", f"exit {agent.get('exit_code')}, {seconds(agent.get('duration', 0))}"
                       + (", timed out" if agent.get("timed_out") else ""))
         table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[data.get("passed")])
         for check in _grading_checks(grading):
