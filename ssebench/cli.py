@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "ssebench.dialog.cli",  # dialog show
     "ssebench.taskcmd",  # task check|new
     "ssebench.completion",  # completion bash|zsh|fish
+    "ssebench.doctor",  # doctor
 )
 
 

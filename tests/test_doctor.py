@@ -1,0 +1,144 @@
+"""``ssebench doctor`` as a user runs it: a private HOME, stand-in agent CLIs laid out as npm
+installs them, a real listening socket on the checked port, a real ``ssebench serve`` that
+a registered client's URL reaches, and a client registered at a URL nothing serves."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ssebench.resources import pinned_version
+from tests.test_preflight import fake_npm_cli
+
+SSEBENCH = [sys.executable, "-c", "from ssebench.cli import main; main()"]
+pytestmark = pytest.mark.timeout(120)
+
+
+def user_env(home: Path, path: str, **extra: str) -> dict[str, str]:
+    leaky = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE_", "OPENROUTER_", "SSE_", "XDG_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(leaky)}
+    return {**env, "HOME": str(home), "PATH": path, "NO_COLOR": "1", **extra}
+
+
+def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SSEBENCH, "doctor", *args], env=env, capture_output=True, text=True, timeout=90,
+                          cwd=env["HOME"])
+
+
+def findings(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
+    return {f["check"]: f for f in json.loads(result.stdout)["checks"]}
+
+
+@contextlib.contextmanager
+def listening(port: int = 0) -> Iterator[int]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+def test_clis_against_their_pins_and_a_busy_port(home: Path, tmp_path: Path) -> None:
+    claude = fake_npm_cli(tmp_path / "claude", "claude", pinned_version("@anthropic-ai/claude-code"))
+    codex = fake_npm_cli(tmp_path / "codex", "codex", "0.1.0")
+    env = user_env(home, f"{claude}:{codex}:/usr/bin:/bin", ANTHROPIC_API_KEY="k")
+    with listening() as port:
+        result = doctor("--json", "--port", str(port), env=env)
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["ok"] is False
+    found = findings(result)
+    assert found[f"port {port}"] == {"check": f"port {port}", "status": "fail",
+                                     "detail": f"port {port} is in use (by PID {os.getpid()})",
+                                     "fix": "stop that program, or serve on another port with --port"}
+    assert found["claude"]["status"] == "ok"
+    assert found["claude"]["detail"] == (f"{pinned_version('@anthropic-ai/claude-code')} (pinned) at "
+                                         f"{claude / 'claude'}; model API variables set")
+    pin = pinned_version("@openai/codex")
+    assert found["codex"] == {"check": "codex", "status": "fail",
+                              "detail": f"{codex / 'codex'} is version 0.1.0, ssebench runs {pin}",
+                              "fix": f"npm install -g @openai/codex@{pin}"}
+    assert found["gemini"]["status"] == "warn"
+    assert found["gemini"]["detail"] == "not installed (gemini is not on PATH)"
+    assert found["python"]["status"] == "ok"
+    assert found["clients"] == {"check": "clients", "status": "warn",
+                                "detail": "no client has the ssebench server registered",
+                                "fix": "ssebench agents install claude (or codex, gemini, ...)"}
+
+
+def test_plain_text_lines_without_colour(home: Path) -> None:
+    result = doctor("--port", str(free_port()), env=user_env(home, "/usr/bin:/bin"))
+    lines = result.stdout.splitlines()
+    assert "\x1b" not in result.stdout
+    assert lines[0].startswith("ok    python  ")  # state, check and detail in aligned columns
+    words = [" ".join(line.split()) for line in lines]
+    at = words.index("warn claude not installed (claude is not on PATH)")
+    assert lines[at + 1].startswith(" " * 10)
+    assert words[at + 1] == f"fix: npm install -g @anthropic-ai/claude-code@{pinned_version('@anthropic-ai/claude-code')}"
+    assert lines[-1].endswith(" warnings") or lines[-1] == "everything ssebench needs is here"
+
+
+def test_an_unreadable_client_config_fails(home: Path) -> None:
+    (home / ".claude.json").write_text('{"mcpServers": {"ssebench": ')
+    result = doctor("--json", "--port", str(free_port()), env=user_env(home, "/usr/bin:/bin"))
+    assert result.returncode == 1
+    config = findings(result)["claude config"]
+    assert config["status"] == "fail" and config["detail"].startswith(f"{home / '.claude.json'}")
+
+
+@pytest.mark.slow
+def test_registered_urls_are_probed_with_a_real_mcp_initialize(home: Path, tmp_path: Path) -> None:
+    env = user_env(home, os.environ["PATH"])
+    port, dead = free_port(), free_port()
+    server = subprocess.Popen([*SSEBENCH, "serve", "--port", str(port), "--daemon-socket", str(tmp_path / "no.sock")],
+                              env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            assert server.poll() is None and time.monotonic() < deadline, "ssebench serve did not start"
+            time.sleep(0.1)
+        for agent, url in (("claude", f"http://127.0.0.1:{port}/mcp"), ("codex", f"http://127.0.0.1:{dead}/mcp")):
+            installed = subprocess.run([*SSEBENCH, "agents", "install", agent, "--url", url], env=env,
+                                       capture_output=True, text=True, timeout=60)
+            assert installed.returncode == 0, installed.stderr
+        result = doctor("--json", "--port", str(port), env=env)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    found = findings(result)
+    assert found["claude config"] == {
+        "check": "claude config", "status": "ok", "fix": "",
+        "detail": f"{home / '.claude.json'} (user scope): http://127.0.0.1:{port}/mcp reaches a running ssebench server"}
+    assert found["codex config"] == {
+        "check": "codex config", "status": "warn",
+        "detail": f"{home / '.codex' / 'config.toml'} (user scope): no server answers at http://127.0.0.1:{dead}/mcp",
+        "fix": "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"}
+    assert found[f"port {port}"] == {"check": f"port {port}", "status": "ok", "fix": "",
+                                     "detail": f"in use by a running ssebench server (by PID {server.pid})"}
