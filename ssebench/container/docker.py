@@ -10,7 +10,9 @@ and context, so an unchanged image is reused without calling ``docker build``.
 A run works on private copies (the user's folders are never written). By default the task's
 hidden parts stay out of the agent's reach: a sidecar container holds the task, serves the
 daemon on a socket in a shared folder and grades at the end, while the agent's container
-gets only the tree and runs ``ssebench entrypoint --sidecar``. The results folder is mounted
+gets only the tree and runs ``ssebench entrypoint --sidecar``. The sidecar alone gets what
+the check sandbox (bwrap) needs: a seccomp profile letting namespaces and mounts through, an
+unmasked /proc, no capabilities, a non-root user. The results folder is mounted
 at ``/results``, where the entrypoint writes ``results.json`` and ``dialog.jsonl``.
 docs/docker.md has the layout and the measured costs.
 """
@@ -25,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 import zipfile
 from collections import deque
@@ -39,12 +42,14 @@ from ssebench.container.dockerfile import (
     CONTAINER_TASK_DIR,
     DEFAULT_BASE_IMAGE,
     NODE_MAJOR,
+    TEMPLATES_DIR,
     DockerfileError,
     agent_cli,
     pinned_version,
     render_agent_dockerfile,
     render_task_dockerfile,
 )
+from ssebench.daemon.sandbox import NO_SANDBOX_VAR
 from ssebench.resources import script
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
@@ -53,6 +58,24 @@ MCP_PORT = 3000  # the port `ssebench agents install` registers in the agent lay
 CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
 SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
 GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
+SIDECAR_START_TIMEOUT = 120  # seconds for the sidecar's daemon to answer /health
+SANDBOX_SECCOMP_PROFILE = TEMPLATES_DIR / "sandbox-seccomp.json"
+UNPRIVILEGED_ID = 65534  # the daemon's uid and gid in its container when the host user is root
+# What the check sandbox (bwrap) needs in the daemon's container, and nothing more
+# (docs/docker.md, "The check sandbox in a container", has the measurements): a seccomp
+# profile that lets namespaces, mount and pivot_root through; an unmasked /proc, so bwrap
+# can mount a fresh one (safe only because the container is not root: /proc/sys is
+# writable there); AppArmor's docker-default denies mount. No capability, no new privileges.
+SANDBOX_OPTIONS = (
+    "--cap-drop", "ALL",
+    "--security-opt", "no-new-privileges",
+    "--security-opt", "systempaths=unconfined",
+    "--security-opt", "apparmor=unconfined",
+)
+# The daemon's workspace (its /tmp) on an anonymous volume: it lives on the engine's data
+# root, which holds overlay2's own upper folders, so the sandbox's copy-on-write overlays
+# work there (not on the container's overlayfs root); removed with the container.
+WORKSPACE_MOUNT = ("--mount", "type=volume,dst=/tmp")
 
 
 def cache_dir() -> Path:
@@ -114,8 +137,10 @@ def run_in_docker(
         out of the agent's container: a sidecar container of the task image holds the task
         and serves the daemon on a socket in a shared folder; the agent's container gets only
         the tree (/tree), runs ``ssebench entrypoint --sidecar``, and the sidecar grades the
-        tree when the agent is done. False: one container with the whole task at /task
-        (simpler, but the agent can read the hidden parts).
+        tree when the agent is done. Only the sidecar gets what the check sandbox needs
+        (:func:`sandbox_options`; non-root, no capabilities). False: one container with the
+        whole task at /task (simpler, but the agent can read the hidden parts; its checks
+        run without the sandbox: SSE_NO_SANDBOX=1).
 
     The Docker engine is the one DOCKER_HOST names, else ssebench's private engine
     (scripts/docker-engine.sh) when it answers, else Docker's default socket.
@@ -148,7 +173,7 @@ def run_in_docker(
         image = build_agent_image(engine, agent, task_image)
     stage("container")
     results_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log"):
+    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log"):
         (results_dir / name).unlink(missing_ok=True)  # never report a previous run's files
     log_path = results_dir / "container.log"
     settings = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(difficulty)}
@@ -164,7 +189,10 @@ def run_in_docker(
                 image=image,
                 command=["--", *agent_command],
                 mounts={space.task: CONTAINER_TASK_DIR, results_dir.resolve(): CONTAINER_RESULTS_DIR},
-                env={**settings, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml"},
+                # One container: the agent runs as root beside the task (this layout hides
+                # nothing), and what bwrap needs here would give that root a writable
+                # /proc/sys; so its checks run unsandboxed, said by the daemon's /health.
+                env={**settings, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml", NO_SANDBOX_VAR: "1"},
                 network=network,
                 timeout=timeout,
                 log_path=log_path,
@@ -241,19 +269,27 @@ def _run_with_sidecar(
     log_path: Path,
     task_id: str,
 ) -> int:
-    """Daemon in a sidecar (no network, the task read-only), agent beside it, sidecar grades."""
+    """Daemon in a sidecar (no network, the task read-only, checks sandboxed), agent beside
+    it, sidecar grades. The agent's container starts once the daemon answers, so a daemon
+    that cannot start (no sandbox possible) is reported with its own line at once."""
     sidecar = f"ssebench-{uuid.uuid4().hex[:12]}-daemon"
     socket = f"{SIDECAR_SOCKET_DIR}/daemon.sock"
-    engine.start_detached(
-        name=sidecar,
-        image=task_image,
-        command=["daemon", "--task", f"{CONTAINER_TASK_DIR}/task.toml", "--tree", CONTAINER_TREE_DIR,
-                 "--socket", socket],
-        mounts={space.task: f"{CONTAINER_TASK_DIR}:ro", space.tree: CONTAINER_TREE_DIR,
-                space.sockets: SIDECAR_SOCKET_DIR},
-        env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
-    )
+    uid, gid = daemon_user()
+    if (uid, gid) != (os.getuid(), os.getgid()):  # root on the host: hand the copies to the daemon's user
+        for path in (space.task, space.tree, space.sockets):
+            _chown_tree(path, uid, gid)
     try:
+        engine.start_detached(
+            name=sidecar,
+            image=task_image,
+            command=["daemon", "--task", f"{CONTAINER_TASK_DIR}/task.toml", "--tree", CONTAINER_TREE_DIR,
+                     "--socket", socket],
+            mounts={space.task: f"{CONTAINER_TASK_DIR}:ro", space.tree: CONTAINER_TREE_DIR,
+                    space.sockets: SIDECAR_SOCKET_DIR},
+            env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
+            options=sandbox_options(uid, gid),
+        )
+        wait_for_sidecar(engine, sidecar, space.sockets / "daemon.sock")
         exit_code = engine.run_container(
             image=image,
             command=["--sidecar", "--", *command],
@@ -273,7 +309,60 @@ def _run_with_sidecar(
             exit_code = _grade_in_sidecar(engine, sidecar, results_dir, results, task_id)
         return exit_code
     finally:
-        engine.docker("rm", "--force", sidecar)
+        engine.save_logs(sidecar, results_dir / "daemon.log")
+        engine.docker("rm", "--force", "--volumes", sidecar)  # --volumes: its workspace too
+
+
+def daemon_user() -> tuple[int, int]:
+    """The sidecar's uid and gid: never root, because its /proc is unmasked for bwrap
+    (root could write /proc/sys there). The host user's own ids keep the shared copies
+    theirs; for root on the host, 65534 (nobody), and the copies are handed to it."""
+    if os.getuid() != 0:
+        return os.getuid(), os.getgid()
+    return UNPRIVILEGED_ID, UNPRIVILEGED_ID
+
+
+def sandbox_options(uid: int, gid: int) -> list[str]:
+    """``docker run`` options of the daemon's container (only there: the agent's container
+    gets none of them)."""
+    if not SANDBOX_SECCOMP_PROFILE.is_file():
+        raise DockerRunError(f"the sandbox's seccomp profile is missing: {SANDBOX_SECCOMP_PROFILE} does not exist")
+    return ["--user", f"{uid}:{gid}", *SANDBOX_OPTIONS,
+            "--security-opt", f"seccomp={SANDBOX_SECCOMP_PROFILE}", *WORKSPACE_MOUNT]
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+
+
+def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float = SIDECAR_START_TIMEOUT) -> dict:
+    """The daemon's ``/health`` (over its socket, from the host) once it answers; a sidecar
+    that exits first (e.g. the daemon refusing to start without a sandbox) or stays silent
+    raises DockerRunError with the container's last lines."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    transport = httpx.HTTPTransport(uds=str(sock))
+    with httpx.Client(transport=transport, base_url="http://daemon", timeout=2.0) as client:
+        while True:
+            if sock.exists():
+                try:
+                    answer = client.get("/health")
+                    if answer.status_code == 200:
+                        return answer.json()
+                except (httpx.HTTPError, ValueError):
+                    pass
+            state = engine.docker("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name).stdout.split()
+            if state[:1] != ["running"] or time.monotonic() > deadline:
+                logs = engine.docker("logs", "--tail", "20", name)
+                tail = (logs.stdout + logs.stderr).strip()
+                what = (f"exited with status {state[1]}" if len(state) == 2 and state[0] == "exited"
+                        else f"did not answer on its socket within {timeout:.0f} s")
+                raise DockerRunError(f"the daemon's container {what}" + (f":\n{tail}" if tail else ""))
+            time.sleep(0.2)
 
 
 def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, results: dict, task_id: str) -> int:
@@ -397,10 +486,12 @@ class DockerEngine:
         self.remove_older(tag)
 
     def start_detached(
-        self, *, name: str, image: str, command: Sequence[str], mounts: Mapping[Path, str], env: Mapping[str, str]
+        self, *, name: str, image: str, command: Sequence[str], mounts: Mapping[Path, str], env: Mapping[str, str],
+        options: Sequence[str] = (),
     ) -> None:
-        """A background container with no network (the sidecar); removed by the caller."""
-        args = ["run", "--detach", "--init", "--name", name, "--network", "none", "--entrypoint", "ssebench"]
+        """A background container with no network (the sidecar), with OPTIONS (``docker run``
+        flags); removed by the caller."""
+        args = ["run", "--detach", "--init", "--name", name, "--network", "none", *options, "--entrypoint", "ssebench"]
         for host_path, container_path in mounts.items():
             args += ["--volume", f"{host_path}:{container_path}"]
         for key, value in env.items():
@@ -408,6 +499,12 @@ class DockerEngine:
         started = self.docker(*args, image, *command)
         if started.returncode != 0:
             raise DockerRunError(f"the sidecar container did not start: {started.stderr.strip()}")
+
+    def save_logs(self, name: str, path: Path) -> None:
+        """Container NAME's output into PATH (streamed: never held in memory)."""
+        with open(path, "wb") as out:
+            subprocess.run(["docker", "logs", name], env=self.environ(), stdin=subprocess.DEVNULL, stdout=out,
+                           stderr=subprocess.STDOUT, check=False, timeout=60)
 
     def run_container(
         self,

@@ -287,6 +287,97 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
     assert [c["check"] for c in report["grading"]["checks"]][:2] == ["build", "pocs"]
 
 
+# The agent's code attacks through the tree: its Makefile (the build check) prints the
+# task's withheld files by the path the check is given and by the sidecar's absolute
+# path, and the container's /etc/shadow. The "agent" is a script in
+# the agent's container: it asks the daemon's /health, plants the Makefile, calls
+# test_patch over MCP like a CLI would and prints the text it got.
+ATTACK_AGENT = """
+import asyncio, os, httpx
+from pathlib import Path
+from fastmcp import Client
+health = httpx.Client(transport=httpx.HTTPTransport(uds=os.environ["SSE_DAEMON_SOCKET"])).get("http://daemon/health")
+print("health:", health.json()["sandbox"])
+Path("Makefile").write_text(
+    "all:\\n\\t-cat $$SSE_TASK_DIR/task.toml $$SSE_TASK_DIR/pocs/* $$SSE_TASK_DIR/intent.diff"
+    " /task/task.toml /task/pocs/* /task/intent.diff /etc/shadow\\n\\texit 1\\n")
+async def main():
+    async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
+        result = await client.call_tool("test_patch", {})
+    print(result.content[0].text)
+asyncio.run(main())
+"""
+
+
+def _withheld_texts(shadow: str) -> dict[str, str]:
+    """Lines that only the task's hidden files (or the daemon container's /etc/shadow) hold."""
+    return {
+        "task.toml": 'source = "src"',
+        "pocs/long-name": "NAME=" + "A" * 22,
+        "pocs/sixteen-chars": "NAME=Sixteen-chars-xx",
+        "intent.diff": "ThisNameIsMuchTooLong",
+        "/etc/shadow": shadow.splitlines()[0],
+    }
+
+
+@pytest.mark.parametrize("level", [2, 0])
+def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
+    base_image: str, level: int, tmp_path: Path
+) -> None:
+    """The checks run in bwrap inside the sidecar (its /health says so); a Makefile that
+    cats the withheld parts and /etc/shadow gets none of them, neither into the text the
+    agent reads nor into any file of the results folder (grading logs included)."""
+    from ssebench.container import docker
+
+    shadow = subprocess.run(["docker", "run", "--rm", base_image, "cat", "/etc/shadow"],
+                            capture_output=True, text=True, timeout=120, check=True).stdout
+    assert shadow.startswith("root:")
+    withheld = _withheld_texts(shadow)
+    for name, text in withheld.items():  # each text is really in what it stands for
+        if not name.startswith("/"):
+            assert text in (TASK_DIR / name).read_text(encoding="utf-8"), name
+    results = tmp_path / "results"
+    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ATTACK_AGENT],
+                               results_dir=results, difficulty=level)
+    said = (results / "agent-stdout.log").read_text(encoding="utf-8")
+    assert said.startswith("health: bwrap 0.11.0\ntest_patch result: FAILED."), said
+    # The cat ran, in the sandbox: the task folder it is given is empty, the rest absent.
+    assert "cat: /sse/task/task.toml: No such file or directory" in said
+    assert "cat: /etc/shadow: No such file or directory" in said
+    assert "cat: /task/task.toml: No such file or directory" in said
+    assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
+    build = run.results["grading"]["checks"][0]
+    assert (build["check"], build["state"]) == ("build", "failed")
+    files = sorted(p for p in results.rglob("*") if p.is_file())
+    assert {p.name for p in files} >= {"agent-stdout.log", "daemon.log", "grading.json", "grading.log",
+                                       "results.json"}
+    for path in files:
+        content = path.read_text(encoding="utf-8", errors="replace")
+        leaked = [name for name, text in withheld.items() if text in content]
+        assert not leaked, f"{path.name} holds {leaked}"
+
+
+def test_sidecar_without_the_sandbox_options_refuses_to_start(
+    base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docker's defaults (no seccomp profile, masked /proc) do not let bwrap run: the daemon
+    refuses to start with its one line, and the run stops with it before the agent starts."""
+    from ssebench.container import docker
+    from ssebench.daemon.sandbox import FIX_HINT
+
+    monkeypatch.setattr(docker, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
+    with pytest.raises(docker.DockerRunError) as error:
+        docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["true"],
+                             results_dir=tmp_path / "results", difficulty=2)
+    why = ("bwrap: No permissions to creating new namespace, likely because the kernel does not allow "
+           "non-privileged user namespaces. On e.g. debian this can be enabled with "
+           "'sysctl kernel.unprivileged_userns_clone=1'.")
+    assert str(error.value) == (
+        f"the daemon's container exited with status 2:\nssebench daemon: cannot sandbox checks ({why}): {FIX_HINT}"
+    )
+    assert not (tmp_path / "results" / "results.json").exists()  # the agent's container never ran
+
+
 def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, tmp_path: Path) -> None:
     from ssebench.container.docker import DockerRunError, run_in_docker
 
