@@ -178,6 +178,20 @@ def test_the_skeleton_is_what_the_docs_show() -> None:
     assert skeleton("my-task")["task.toml"] in doc
 
 
+def test_every_key_the_loader_accepts_is_documented() -> None:
+    """docs/task-format.md's key table lists exactly the keys ssebench/task.py accepts."""
+    from ssebench import task
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "task-format.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_.]+)` \|", doc, re.M))
+    tables = {f"[{t}]" for t in task._TABLE_KEYS}
+    documented |= {name for name in re.findall(r"^\| `(\[[a-z_]+\])` \|", doc, re.M) if name in tables}
+    accepted = {k for k in task._TOP_KEYS if k not in task._TABLE_KEYS}
+    accepted |= {f"[{t}]" for t in task._TABLE_KEYS}
+    accepted |= {f"{t}.{k}" for t, keys in task._TABLE_KEYS.items() for k in keys}
+    assert documented == accepted
+
+
 def test_help_lists_the_actions() -> None:
     done = run_ssebench("task", "--help")
     assert done.returncode == 0
