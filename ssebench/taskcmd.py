@@ -135,11 +135,11 @@ source = "src"                      # the tree the agent edits
 description = "app prints the value of each KEY=VALUE line it reads. A line without '=' crashes it; fix that without changing the output for valid lines."
 
 [build]
-run = "make"                        # bash -c, in a copy of the tree
+run = "make"                        # bash -c, in the build tree (incremental between calls)
 timeout = 300                       # seconds (default 1800)
 
 [pocs]                              # hidden from the agent
-run = './app < "$SSE_POC"'          # once per file; exit 0 = the PoC no longer triggers the bug
+run = './app < "$SSE_POC"'          # once per file, in a fresh view of the built tree; exit 0 = the PoC no longer triggers the bug
 files = ["pocs/no-equals"]
 timeout = 60                        # per PoC (default 300)
 
@@ -149,7 +149,7 @@ timeout = 300                       # default 1800
 
 # The tests that came with the upstream fix, if you have them (hidden from the agent):
 # [intent]
-# diff = "intent.diff"              # git apply -p1, in a fresh copy of the built tree
+# diff = "intent.diff"              # git apply -p1, in a fresh view of the built tree
 # run = "make test"
 # timeout = 300
 '''

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from test_report import SPEC_LEVEL_2, SPEC_REASONS
+from test_report import SPEC_BUILD_FAILED_2, SPEC_LEVEL_0, SPEC_LEVEL_2, SPEC_LEVEL_4, SPEC_REASONS
 from test_server_support import VULN_P2, call_sync, set_markers, write_task
 
 from ssebench.difficulty import Check
@@ -183,3 +183,16 @@ def test_demo_on_the_example_task() -> None:
     unfixed0, _, fixed0 = level0.partition("--- test_patch after applying fix.patch")
     assert f"test_patch result: FAILED. {SPEC_REASONS[Check.POCS]}" in unfixed0
     assert "test_patch result: every check passed." in fixed0
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (SPEC_LEVEL_2, "every check that ran passed [build: passed, functional tests: passed]"),
+    (SPEC_LEVEL_0, "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]"),
+    (SPEC_LEVEL_4, "no checks ran"),
+    (SPEC_BUILD_FAILED_2, "FAILED [build: FAILED, functional tests: not run]"),
+    ("An internal testing failure occurred. Your patch is not responsible for this failure.", "internal failure"),
+])
+def test_the_call_log_line_says_only_what_the_agent_was_told(text: str, expected: str) -> None:
+    from ssebench.server.calllog import summary
+
+    assert summary(text) == expected
