@@ -1,16 +1,23 @@
-"""Run a task's checks in copies of the tree, in the spec's order, with its skip rules.
+"""Run a task's checks in the daemon's own trees, in the spec's order, with its skip rules.
 
-One :class:`Run` is one request: the agent's tree is copied once into a private
-snapshot when the request arrives (``prepare``), and every check then works in its own
-copy of that snapshot, so the agent's tree is only ever read, and a run sees the tree
-as it was when it was asked for. ``execute`` yields progress events (dicts, the NDJSON
-lines of docs/daemon-api.md) and ends with the ``result`` event.
+One :class:`Run` is one request: the agent's sources are snapshotted by content when
+the request arrives (``prepare``, :mod:`ssebench.daemon.workspace`), so the agent's
+tree is only ever read and a run sees the tree as it was when it was asked for. The
+build runs incrementally in the daemon's one build mirror, brought to that snapshot
+(and, when an incremental build fails, once more in a fresh mirror); every later check
+runs in its own fresh view of the built mirror (a copy-on-write overlay, or a copy),
+discarded after the check, so no check sees another's side effects and the mirror is
+only changed by builds. ``execute`` yields progress events (dicts, the NDJSON lines of
+docs/daemon-api.md) and ends with the ``result`` event.
 
-Order and skip rules (test_patch-server.md): build first, in a copy; after a failed
-build nothing else runs (``not_run``); PoCs in order in the built copy, stopping at the
-first that still triggers; intent tests in a fresh copy after ``git apply -p1`` of the
-diff; when they pass, the functional tests count as passed without running, otherwise
-(or when intent is not run) the functional tests run in a fresh copy.
+Every tree a check sees is at one fixed path (:attr:`Runner.tree_path`, or the
+sandbox's ``/sse/tree``), so the absolute paths a build writes stay valid in the views.
+
+Order and skip rules (test_patch-server.md): build first; after a failed build nothing
+else runs (``not_run``); PoCs in order in one fresh view of the built tree, stopping
+at the first that still triggers; intent tests in a fresh view after ``git apply -p1``
+of the diff; when they pass, the functional tests count as passed without running,
+otherwise (or when intent is not run) the functional tests run in a fresh view.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.daemon import procs
-from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note
+from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
+from ssebench.daemon.workspace import RETRY_LINE, BuildMirror, Snapshot, SourceStore, SyncError, fs_now
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
@@ -140,7 +148,7 @@ class CheckResult:
 class Run:
     id: str
     dir: Path
-    snapshot: Path
+    snapshot: Snapshot | None
     results: dict[Check, CheckResult] = field(default_factory=dict)
 
 
@@ -171,20 +179,32 @@ class Runner:
         self._running: set[subprocess.Popen[bytes]] = set()
         self._closing = False
         self._pending_sweep: asyncio.Task[int] | None = None
+        # The daemon's own state between runs (workspace.py): sources and the build mirror.
+        engine = workspace / "engine"
+        engine.mkdir(mode=0o700, exist_ok=True)
+        self.store = SourceStore(tree, engine)
+        self.mirror = BuildMirror(self.store, engine / "mirror")
+        self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
+        self._overlay: bool | None = None  # views are overlays (probed at the first view)
 
     # -- runs -----------------------------------------------------------------------
 
     async def prepare(self) -> Run:
-        """Create a run and snapshot the agent's tree into it (the tree is only read)."""
+        """Create a run and snapshot the agent's sources for it (the tree is only read)."""
         run_id = f"r-{next(self._counter)}-{secrets.token_hex(4)}"
         run_dir = self.workspace / run_id
         os.mkdir(run_dir, 0o700)
         os.mkdir(run_dir / "logs", 0o700)
-        run = Run(run_id, run_dir, run_dir / "snapshot")
+        run = Run(run_id, run_dir, None)
+        sync = asyncio.get_running_loop().run_in_executor(None, self.store.sync)
         try:
-            async for _ in self._copy(self.tree, run.snapshot, run.dir / "logs" / "snapshot", Check.BUILD):
-                pass
+            run.snapshot = await asyncio.shield(sync)
+        except SyncError as exc:
+            self._remove_later(run.dir)
+            raise RunError(f"could not copy the source tree: {exc}") from None
         except BaseException:
+            # Cancelled: the sync still finishes in its thread; then free what it kept.
+            sync.add_done_callback(lambda f: f.cancelled() or f.exception() or self.store.release(f.result()))
             self._remove_later(run.dir)
             raise
         return run
@@ -194,6 +214,7 @@ class Runner:
 
     def discard(self, run: Run) -> None:
         """Drop a prepared run that will never execute (its client went away)."""
+        self._release(run)
         self._remove_later(run.dir)
 
     async def execute(self, run: Run, checks: Iterable[Check]) -> AsyncIterator[dict[str, Any]]:
@@ -223,11 +244,7 @@ class Runner:
             self._remove_trees_later(run)
 
     async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
-        built: Path | None = None
         intent_passed = False
-        # Each fresh copy comes from the snapshot; the last check that needs one may
-        # take the snapshot itself instead of copying it.
-        fresh_users = [c for c in plan if c in (Check.BUILD, Check.INTENT, Check.FUNCTIONAL)]
         for check in plan:
             if Check.BUILD in run.results and run.results[Check.BUILD].state != PASSED:
                 result = CheckResult(check, NOT_RUN)
@@ -239,22 +256,30 @@ class Runner:
                 yield {"event": "check_started", "check": check.value}
                 result = CheckResult(check, FAILED)
                 start = asyncio.get_running_loop().time()
-                if check is Check.POCS:
-                    assert built is not None
-                    async for event in self._pocs(run, built, result):
+                if check is Check.BUILD:
+                    async for event in self._build(run, result):
                         yield event
                 else:
-                    tree = run.dir / check.value
-                    if check is fresh_users[-1]:
-                        os.rename(run.snapshot, tree)
-                    else:
-                        async for event in self._copy(run.snapshot, tree,
-                                                      run.dir / "logs" / f"copy-{check.value}", check):
-                            yield event
-                    if check is Check.BUILD:
-                        built = tree
-                    async for event in self._check(run, check, tree, result):
-                        yield event
+                    try:
+                        view: Path | TreeView = self.tree_path
+                        if await self._overlays():
+                            # Upper and work folders live in the run's folder, go with it.
+                            upper, work = run.dir / f"view-{check.value}", run.dir / f"work-{check.value}"
+                            upper.mkdir(mode=0o700)
+                            work.mkdir(mode=0o700)
+                            view = TreeView.overlay(self.mirror.path, upper, work)
+                        else:
+                            async for event in self._copy(self.mirror.path, self.tree_path,
+                                                          run.dir / "logs" / f"copy-{check.value}", check):
+                                yield event
+                        if check is Check.POCS:
+                            async for event in self._pocs(run, view, result):
+                                yield event
+                        else:
+                            async for event in self._check(run, check, view, result):
+                                yield event
+                    finally:
+                        self._discard_view(run, check)
                 result.elapsed = asyncio.get_running_loop().time() - start
                 if check is Check.INTENT:
                     intent_passed = result.state == PASSED
@@ -263,8 +288,8 @@ class Runner:
 
     # -- checks ---------------------------------------------------------------------
 
-    async def _check(self, run: Run, check: Check, tree: Path,
-                     result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckResult,
+                     *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
         log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
         result.log = log
         if check is Check.BUILD:
@@ -280,12 +305,12 @@ class Runner:
                 return
         outcome = Outcome()
         async for event in self._command(check, command, tree, log, outcome,
-                                         append=check is Check.INTENT):
+                                         append=append or check is Check.INTENT):
             yield event
         result.state = PASSED if outcome.ok else FAILED
         result.timed_out = outcome.timed_out
 
-    async def _pocs(self, run: Run, tree: Path, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
         pocs = self.task.pocs
         result.pocs_total = len(pocs.files) if pocs else 0
         result.pocs_passed = 0
@@ -440,10 +465,80 @@ class Runner:
         if self._closing and not outcome.ok:
             raise RunError("the daemon is shutting down")
 
-    # -- copies -----------------------------------------------------------------------
+    # -- the build mirror and the views of it ------------------------------------------------
+
+    async def _build(self, run: Run, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+        """Build in the mirror, incrementally; if that fails, once more from a fresh mirror.
+
+        The mirror sits at :attr:`tree_path` while it builds. A build that did not end by
+        itself (timeout, cancel, shutdown) leaves the mirror in an unknown state, so the
+        next run starts from a fresh one.
+        """
+        assert run.snapshot is not None
+        snapshot = run.snapshot
+        ended = False
+        try:
+            try:
+                incremental, _ = await asyncio.to_thread(self.mirror.update, snapshot)
+            except OSError as exc:
+                raise RunError(f"could not copy the source tree: {exc}") from None
+            self._mirror_in()
+            async for event in self._check(run, Check.BUILD, self.tree_path, result):
+                yield event
+            if incremental and result.state != PASSED and not result.timed_out and not self._closing:
+                self._mirror_out()
+                try:
+                    await asyncio.to_thread(self.mirror.fresh, snapshot)
+                except OSError as exc:
+                    raise RunError(f"could not copy the source tree: {exc}") from None
+                self._mirror_in()
+                assert result.log is not None
+                result.log.stdout.write_text(RETRY_LINE)
+                result.log.stderr.write_bytes(b"")
+                result.timed_out = False
+                async for event in self._check(run, Check.BUILD, self.tree_path, result, append=True):
+                    yield event
+            ended = not result.timed_out
+        finally:
+            if not ended:
+                self.mirror.invalidate()
+            self._mirror_out()
+            self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    def _mirror_in(self) -> None:
+        """Move the mirror to the fixed tree path for a build."""
+        self._discard_view()
+        os.rename(self.mirror.path, self.tree_path)
+
+    def _mirror_out(self) -> None:
+        """Move the mirror back to where it waits between builds (no-op if it is there)."""
+        if self.tree_path.is_dir() and not self.mirror.path.exists():
+            os.rename(self.tree_path, self.mirror.path)
+
+    def _discard_view(self, run: Run | None = None, check: Check | None = None) -> None:
+        """Throw away the view at the fixed tree path (never the mirror itself), and the
+        overlay folders of *check*."""
+        if self.tree_path.exists() and self.mirror.path.exists():
+            self._remove_later(self.tree_path)
+        if run is not None and check is not None:
+            # overlayfs leaves a mode-000 folder in its work folder: make it removable.
+            with contextlib.suppress(OSError):
+                os.chmod(run.dir / f"work-{check.value}" / "work", 0o700)
+            for name in (f"view-{check.value}", f"work-{check.value}"):
+                if (run.dir / name).exists():
+                    self._remove_later(run.dir / name)
+
+    async def _overlays(self) -> bool:
+        """Are views copy-on-write overlays? Probed once (sandboxes only; not where the
+        workspace is itself on overlayfs, as in Docker); else views are copies."""
+        if self._overlay is None:
+            self._overlay = await asyncio.to_thread(overlay_supported, self.mirror.path.parent, self.sandbox)
+        return self._overlay
 
     async def _copy(self, src: Path, dst: Path, log_base: Path, check: Check) -> AsyncIterator[dict[str, Any]]:
-        """``cp -a`` (reflinks where the filesystem has them: big trees copy in no time)."""
+        """A fresh view of the built mirror: ``cp -a`` (reflinks where the filesystem has
+        them: big trees copy in no time)."""
+        self._discard_view()
         log = CheckLog(log_base.with_suffix(".out"), log_base.with_suffix(".err"))
         outcome = Outcome()
         argv = ["cp", "-a", "--reflink=auto", "--", str(src), str(dst)]
@@ -470,11 +565,14 @@ class Runner:
             self._remove_later(old.dir)
 
     def _remove_trees_later(self, run: Run) -> None:
-        for name in ("snapshot", *(c.value for c in CHECK_ORDER)):
-            path = run.dir / name
-            if path.exists():
-                # Rename first so the name is free at once, then delete off the loop.
-                self._remove_later(path)
+        """After a run: no view is left, and the blobs only this run needed are freed."""
+        self._discard_view()
+        self._release(run)
+
+    def _release(self, run: Run) -> None:
+        if run.snapshot is not None:
+            snapshot, run.snapshot = run.snapshot, None
+            _in_thread(self.store.release, snapshot)
 
     def _remove_later(self, path: Path) -> None:
         trash = path.with_name(f".trash-{path.name}-{secrets.token_hex(4)}")
