@@ -97,7 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _error(message: str) -> None:
-    print(f"ssebench agents: {message}", file=sys.stderr)
+    from ssebench import ui
+
+    ui.echo(("ssebench agents:", "fail"), f" {message}", stream=sys.stderr)
 
 
 def _settings(args: argparse.Namespace):  # noqa: ANN202
@@ -213,6 +215,7 @@ def _config_present(client, env, mine) -> bool:  # noqa: ANN001
 
 def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:  # noqa: ANN001
     """One agent; prints its lines (or returns its JSON object when --json)."""
+    from ssebench import ui
     from ssebench.agents import actions, created, files
     from ssebench.agents.base import Scope
     from ssebench.agents.registry import get
@@ -264,15 +267,19 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
         print(f"Dry run: {where} {'would change as shown' if change.changed else 'needs no change'}; "
               "nothing was written.")
     elif install:
-        print(f"Registered {settings.name} at {settings.url} in {where}." if change.changed
-              else f"{settings.name} is already registered in {where} with these settings; nothing changed.")
+        if change.changed:
+            ui.echo(("Registered", "ok"), f" {settings.name} at {settings.url} in {where}.")
+        else:
+            ui.echo(f"{settings.name} is already registered in {where} with these settings; nothing changed.")
     else:
-        print(f"Removed {settings.name} from {where}." if change.changed
-              else f"{settings.name} is not registered in {where}; nothing changed.")
+        if change.changed:
+            ui.echo(("Removed", "ok"), f" {settings.name} from {where}.")
+        else:
+            ui.echo(f"{settings.name} is not registered in {where}; nothing changed.")
         if removed:
-            print(f"Also removed what ssebench had created: {', '.join(map(str, removed))}.")
+            ui.echo(f"Also removed what ssebench had created: {', '.join(map(str, removed))}.")
     for note in outcome.notes:
-        print(f"Note: {note}")
+        ui.echo(("Note:", "dim"), f" {note}")
     return 0, None
 
 
