@@ -85,6 +85,8 @@ def install(client: Client, settings: Settings, scope: Scope, env: Env, *, file:
     ed = editor(client)
     change = files.edit(path, _guard(path, lambda text: ed.set(text, client.entry_path(settings), entry)),
                         dry_run=dry_run)
+    if not dry_run:
+        files.note_install(path, ed, change, client.entry_path(settings))  # what uninstall may take back
     return Outcome(client, settings, scope, path, entry, change, dry_run, client.notes(settings))
 
 
@@ -93,10 +95,20 @@ def uninstall(client: Client, settings: Settings, scope: Scope, env: Env, *, fil
     path = target(client, scope, env, file)
     ed = editor(client)
 
+    entry_path = client.entry_path(settings)
+    record = files.load_record(path, entry_path)  # only what install added goes
+    if record is None:
+        from ssebench.agents import created
+
+        if str(path) in created.load(env).files:  # no record of ours, but the file is ssebench's
+            record = files.Provenance(len(entry_path) - 1, True)
+
     def remove(text: str | None) -> str | None:
-        return None if text is None else ed.remove(text, client.entry_path(settings))
+        return None if text is None else files.removed_text(ed, text, entry_path, record, path)
 
     change = files.edit(path, _guard(path, remove), dry_run=dry_run)
+    if not dry_run and change.changed:
+        files.forget_install(path, entry_path)
     return Outcome(client, settings, scope, path, None, change, dry_run)
 
 

@@ -9,15 +9,21 @@ left untouched.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
+import errno
+import functools
 import hashlib
 import io
+import json
 import os
 import re
+import stat
 import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,12 +57,37 @@ class Editor(Protocol):
 
     def get(self, text: str, path: Sequence[str]) -> Any: ...
     def set(self, text: str | None, path: Sequence[str], value: Any) -> str: ...
-    def remove(self, text: str, path: Sequence[str]) -> str | None: ...
+    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
+               keep_empty: bool = False) -> str | None:
+        """The text without the entry; of its containers left empty, the innermost ``prune``
+        are removed too (default: all). None when nothing is left (the file goes), unless
+        ``keep_empty``."""
+    def present(self, text: str, keys: Sequence[str]) -> int:
+        """How many of ``keys``, from the first, exist (as containers) in the text."""
+
+
+def _depth_guarded(cls):  # noqa: ANN001, ANN202
+    """Every parser here recurses once per nesting level; a file nested thousands deep
+    (no client writes one) becomes a FormatError instead of a RecursionError traceback."""
+    def guard(method):  # noqa: ANN001, ANN202
+        @functools.wraps(method)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(*args, **kwargs)
+            except RecursionError:
+                raise FormatError("is nested too deeply to edit (hundreds of levels); no client writes such "
+                                  "a file") from None
+        return run
+
+    for name in ("get", "set", "remove", "present"):
+        setattr(cls, name, guard(getattr(cls, name)))
+    return cls
 
 
 # --------------------------------------------------------------------------- JSON / JSONC
 
 
+@_depth_guarded
 class JsonEditor:
     """JSON with comments, trailing commas and JSON5 syntax kept (see ``jsonc``)."""
 
@@ -76,11 +107,21 @@ class JsonEditor:
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
-    def remove(self, text: str, path: Sequence[str]) -> str | None:
+    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
+               keep_empty: bool = False) -> str | None:
         if text.strip() == "":
             return text
         try:
-            return jsonc.Document.parse(text, path).remove(path, prune=len(path) - 1)
+            return jsonc.Document.parse(text, path).remove(
+                path, prune=len(path) - 1 if prune is None else prune, keep_empty=keep_empty)
+        except jsonc.JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def present(self, text: str, keys: Sequence[str]) -> int:
+        if text.strip() == "":
+            return 0
+        try:
+            return jsonc.Document.parse(text, keys).present(keys)
         except jsonc.JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
@@ -90,6 +131,7 @@ class JsonEditor:
 _HEADER = re.compile(r"^[ \t]*(\[\[?)([^\[\]]+)\]\]?[ \t]*(#.*)?$")
 
 
+@_depth_guarded
 class TomlEditor:
     """TOML through tomlkit, with the entry's table added or cut as a text block.
 
@@ -184,7 +226,17 @@ class TomlEditor:
             return False
         return _prune_empty(got) == _prune_empty(expected)
 
-    def remove(self, text: str, path: Sequence[str]) -> str | None:
+    def present(self, text: str, keys: Sequence[str]) -> int:
+        node = self._parse(text)
+        for count, key in enumerate(keys):
+            if not isinstance(node, dict) or key not in node:
+                return count
+            node = node[key]
+        return len(keys)
+
+    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
+               keep_empty: bool = False) -> str | None:
+        prune = len(path) - 1 if prune is None else prune
         doc = self._parse(text)
         container = self._walk(doc, text, path[:-1])
         if container is None or path[-1] not in container:
@@ -207,9 +259,9 @@ class TomlEditor:
             import tomlkit
 
             del container[path[-1]]
-            _drop_empty_super_tables(doc, path[:-1])
+            _drop_empty_super_tables(doc, path[:-1], prune)
             result = tomlkit.dumps(doc)
-        return None if result.strip() == "" else result
+        return None if result.strip() == "" and not keep_empty else result
 
 
 def _unwrapped(item: Any) -> Any:
@@ -293,8 +345,8 @@ def _prune_empty(data: Any) -> Any:
     return data
 
 
-def _drop_empty_super_tables(doc, keys: Sequence[str]) -> None:  # noqa: ANN001
-    for depth in range(len(keys), 0, -1):
+def _drop_empty_super_tables(doc, keys: Sequence[str], prune: int) -> None:  # noqa: ANN001
+    for depth in range(len(keys), len(keys) - prune, -1):
         node = doc
         for key in keys[:depth - 1]:
             node = node[key]
@@ -306,6 +358,7 @@ def _drop_empty_super_tables(doc, keys: Sequence[str]) -> None:  # noqa: ANN001
 # --------------------------------------------------------------------------- YAML
 
 
+@_depth_guarded
 class YamlEditor:
     """YAML: the entry's lines are added or cut as text (``yamltext``) and the result checked
     by loading it with ruamel.yaml; where that is not possible (flow style, an empty or
@@ -412,25 +465,56 @@ class YamlEditor:
             return False
         return _prune_empty(_plain(data)) == _prune_empty(expected)
 
-    def remove(self, text: str, path: Sequence[str]) -> str | None:
+    def present(self, text: str, keys: Sequence[str]) -> int:
+        _, node = self._load(text)
+        for count, key in enumerate(keys):
+            if not isinstance(node, dict) or key not in node:  # a key with no value counts
+                return count
+            node = node[key]
+        return len(keys)
+
+    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
+               keep_empty: bool = False) -> str | None:
+        prune = len(path) - 1 if prune is None else prune
         yaml, data = self._load(text)
         container = self._walk(data, path[:-1])
         if container is None or path[-1] not in container:
             return text
         expected = _plain(data)
         _drop(expected, path)
-        candidate = yamltext.remove_block(text, path)
-        if candidate is not None and self._same(candidate, expected):
-            return None if candidate.strip() == "" else candidate
+        for depth in range(len(path) - 1, len(path) - 1 - prune, -1):  # what pruning takes too
+            parent = expected
+            for key in path[:depth - 1]:
+                parent = parent[key]
+            if parent.get(path[depth - 1]) == {}:
+                del parent[path[depth - 1]]
+        candidate = yamltext.remove_block(text, path, prune)
+        # strict: a container pruning must keep (it was there before install) must still be there
+        if candidate is not None and _empty_as_none(self._loaded(candidate)) == _empty_as_none(expected):
+            return None if candidate.strip() == "" and not keep_empty else candidate
         del container[path[-1]]
-        for depth in range(len(path) - 1, 0, -1):
+        for depth in range(len(path) - 1, len(path) - 1 - prune, -1):
             parent = self._walk(data, path[:depth - 1])
             child = parent.get(path[depth - 1]) if parent is not None else None
             if isinstance(child, dict) and len(child) == 0:
                 del parent[path[depth - 1]]
-        if len(data) == 0 and "#" not in text:
+        if len(data) == 0 and "#" not in text and not keep_empty:
             return None
         return self._dump(yaml, data)
+
+    def _loaded(self, text: str) -> Any:
+        try:
+            _, data = self._load(text)
+        except FormatError:
+            return object()  # equal to nothing
+        return _plain(data) if data is not None else {}
+
+
+def _empty_as_none(data: Any) -> Any:
+    """``extensions:`` (null) and ``extensions: {}`` are the same container for comparing."""
+    if isinstance(data, dict):
+        return {k: _empty_as_none(v) for k, v in data.items()} or None
+    return data
 
 
 def _plain(value: Any) -> Any:
@@ -496,6 +580,10 @@ def _decode(path: Path, data: bytes) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(path, "is not UTF-8 text", data.count(b"\n", 0, exc.start) + 1) from None
+    if text.startswith(BOM + BOM):
+        # One BOM is an editor's habit and is kept; two are a broken file no client reads.
+        raise ConfigError(path, "starts with two byte-order marks (U+FEFF); no client reads it so, remove one "
+                                "and try again", 1)
     return text[1:] if text.startswith(BOM) else text
 
 
@@ -510,57 +598,312 @@ def real_path(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
+def _cache_dir(*parts: str) -> Path:
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache").joinpath("ssebench", *parts)
+
+
+def _digest(path: Path, *more: str) -> str:
+    return hashlib.sha256("\0".join([str(path.resolve()), *more]).encode()).hexdigest()[:24]
+
+
 def lock_for(path: Path):  # noqa: ANN201
     """An inter-process lock for ``path``, kept in a folder we own rather than next to the
-    config (Claude Code keeps its own ``~/.claude.json.lock`` there, and a project-scope lock
-    file would show up in the project's tree)."""
+    config (a project-scope lock file would show up in the project's tree). Claude Code's own
+    lock is taken as well, see :func:`app_lock`."""
     from filelock import FileLock
 
-    cache = os.environ.get("XDG_CACHE_HOME", "")
-    base = (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache") / "ssebench" / "locks"
+    base = _cache_dir("locks")
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:24]
-    return FileLock(str(base / f"{digest}.lock"), timeout=60)
+    return FileLock(str(base / f"{_digest(path)}.lock"), timeout=60)
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+# --------------------------------------------------------------------------- the client's own lock
+
+# Claude Code locks ~/.claude.json (and $CLAUDE_CONFIG_DIR/.claude.json) while it rewrites it,
+# the proper-lockfile way: the lock is a DIRECTORY `<file>.lock` made with mkdir (atomic), kept
+# fresh by its holder touching its mtime every few seconds, and taken over by others once its
+# mtime is older than the stale limit (proper-lockfile's default, 10 s). Taking the same lock
+# means Claude Code never rewrites the file between our read and our rename.
+APP_LOCKED_NAMES = (".claude.json",)
+APP_LOCK_STALE_SECONDS = 10.0
+APP_LOCK_TIMEOUT_SECONDS = 10.0
+
+
+@contextlib.contextmanager
+def app_lock(path: Path, timeout: float | None = None) -> Iterator[Path | None]:
+    """Hold the client's own ``<path>.lock`` directory while ``path`` is written (for the files
+    in ``APP_LOCKED_NAMES``; a no-op for the rest). ``path`` as the client names it (not
+    resolved: proper-lockfile is used with ``realpath: false``)."""
+    if path.name not in APP_LOCKED_NAMES:
+        yield None
+        return
+    lock = path.with_name(path.name + ".lock")
+    timeout = APP_LOCK_TIMEOUT_SECONDS if timeout is None else timeout
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # the write would make it anyway
+            os.mkdir(lock, 0o777)
+            break
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ConfigError(path, f"cannot take Claude Code's lock {lock}: {exc.strerror}") from None
+        try:
+            age = time.time() - os.stat(lock).st_mtime
+        except FileNotFoundError:
+            continue  # released meanwhile
+        if age > APP_LOCK_STALE_SECONDS:
+            with contextlib.suppress(OSError):  # a holder that died: take it over, as Claude Code would
+                os.rmdir(lock)
+            continue
+        if time.monotonic() >= deadline:
+            raise ConfigError(path, f"is locked by Claude Code ({lock} has been held for more than {timeout:g} s, "
+                                    "refreshed by a running claude); try again when Claude Code is idle")
+        time.sleep(0.05)
+    try:
+        yield lock
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(lock)
+
+
+# --------------------------------------------------------------------------- what install added
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What an install added besides the entry, so uninstall removes that and nothing else:
+    an empty ``"mcpServers": {}`` or a ``{}`` file that was there before stays, byte for byte."""
+
+    containers_created: int  # the innermost containers of the entry's path that install made
+    file_created: bool  # there was no file
+    blank: str | None = None  # the text of a blank file (whitespace only) install filled
+    # sha256 of the text install wrote and of the text before it (which NAME.bak then holds):
+    # while the file is still exactly what install wrote, uninstall gives back the .bak's text,
+    # byte for byte whatever the format (a YAML `extensions: {}` turned into a block, say).
+    after_sha: str | None = None
+    before_sha: str | None = None
+
+
+def _records_dir() -> Path:
+    # Beside the locks, in ssebench's cache: losing a record is safe (uninstall then takes the
+    # entry only and leaves an empty container), and nothing of ours appears among the user's
+    # state (agents/created.py keeps the files and folders an install created there).
+    return _cache_dir("installed")
+
+
+def _record_file(target: Path, entry_path: Sequence[str]) -> Path:
+    return _records_dir() / f"{_digest(target, *entry_path)}.json"
+
+
+def provenance(editor: Editor, before: str | None, entry_path: Sequence[str]) -> Provenance:
+    if before is None:
+        return Provenance(len(entry_path) - 1, True)
+    if before.strip() == "":
+        return Provenance(len(entry_path) - 1, False, before if len(before) <= 4096 else "")
+    containers = entry_path[:-1]
+    return Provenance(len(containers) - editor.present(before, containers), False)
+
+
+def load_record(target: Path, entry_path: Sequence[str]) -> Provenance | None:
+    try:
+        data = json.loads(_record_file(real_path(target), entry_path).read_text(encoding="utf-8"))
+        return Provenance(int(data["containers_created"]), bool(data["file_created"]), data.get("blank"),
+                          data.get("after_sha"), data.get("before_sha"))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none (or unreadable): uninstall removes the entry only
+
+
+def note_install(target: Path, editor: Editor, change: Change, entry_path: Sequence[str]) -> None:
+    """Record what the install in ``change`` added. An entry that was there already keeps the
+    record of the install that added it. Best effort: without a record, uninstall is cautious."""
+    if not change.changed or (change.before is not None and change.before.strip()
+                              and editor.get(change.before, entry_path) is not None):
+        return
+    record = _record_file(real_path(target), entry_path)
+    with contextlib.suppress(OSError):
+        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        found = provenance(editor, change.before, entry_path)
+        if change.before is not None and change.after is not None:
+            found = Provenance(found.containers_created, found.file_created, found.blank,
+                               _sha(change.after), _sha(change.before))
+        data = {"config": str(target), "entry": list(entry_path), **asdict(found)}
+        _atomic_write(record, (json.dumps(data, ensure_ascii=False) + "\n").encode(), 0o600)
+
+
+def forget_install(target: Path, entry_path: Sequence[str]) -> None:
+    with contextlib.suppress(OSError):
+        _record_file(real_path(target), entry_path).unlink()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def removed_text(editor: Editor, text: str, entry_path: Sequence[str], record: Provenance | None,
+                 target: Path | None = None) -> str | None:
+    """``text`` without the entry and without what the install recorded in ``record`` added
+    (None: delete the file). Without a record only the entry goes: an empty container or an
+    empty ``{}`` may have been the user's."""
+    if record is not None and record.after_sha == _sha(text) and target is not None:
+        try:
+            previous = read_text(real_path(target).with_name(real_path(target).name + ".bak"))
+        except ConfigError:
+            previous = None
+        if previous is not None and _sha(previous) == record.before_sha:
+            return previous  # untouched since install: exactly what was there before
+    prune = record.containers_created if record else 0
+    result = editor.remove(text, entry_path, prune=prune)
+    if result is not None:
+        return result
+    if record is not None and record.file_created:
+        return None
+    if record is not None and record.blank is not None:
+        return record.blank
+    return editor.remove(text, entry_path, prune=prune, keep_empty=True)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+FS_IOC_GETFLAGS = 0x80086601  # linux/fs.h
+FS_IMMUTABLE_FL, FS_APPEND_FL = 0x10, 0x20
+
+
+def _inode_flags(path: Path) -> int:
+    """The file's chattr flags (0 where the filesystem or platform has none)."""
+    import array
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return 0
+    try:
+        buf = array.array("l", [0])
+        fcntl.ioctl(fd, FS_IOC_GETFLAGS, buf, True)
+        return int(buf[0])
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def check_writable(target: Path) -> None:
+    """Refuse, before writing anything, a config its owner made read-only or immutable: a
+    rename would replace a 0444 file (and root ignores the mode), against the user's intent."""
+    try:
+        st = target.stat()
+    except FileNotFoundError:
+        return
+    flags = _inode_flags(target)
+    if flags & (FS_IMMUTABLE_FL | FS_APPEND_FL):
+        flag = "i" if flags & FS_IMMUTABLE_FL else "a"
+        raise ConfigError(target, f"is {'immutable' if flag == 'i' else 'append-only'} (chattr +{flag}); "
+                                  f"ssebench leaves it so (chattr -{flag} lets it edit the file)")
+    if not st.st_mode & stat.S_IWUSR or not os.access(target, os.W_OK):
+        raise ConfigError(target, f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); ssebench does not replace a "
+                                  "read-only config (chmod u+w lets it edit the file)")
+
+
+def _temp_copy(next_to: Path, data: bytes, mode: int) -> str:
+    """``data`` in a new temp file in ``next_to``'s folder (synced, with ``mode``); its path."""
+    fd, tmp = tempfile.mkstemp(dir=next_to.parent, prefix=f".{next_to.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    tmp = _temp_copy(path, data, mode)
+    try:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def _why(exc: OSError) -> str:
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.EPERM:
+        reason += " (an immutable file or folder? lsattr shows an 'i')"
+    return reason
+
+
+def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> None:
+    """Put ``new`` in place of ``target`` (None: delete it) and ``raw`` (the old bytes) in
+    ``NAME.bak`` — both or neither. Both are first written to temp files beside them; the
+    config is replaced first, the .bak after; if the .bak cannot be replaced the old bytes
+    go back. Whatever fails, no temp file stays and the message names the config."""
+    bak = target.with_name(target.name + ".bak")
+    tmp_new = tmp_bak = None
+    try:
+        try:
+            if new is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp_new = _temp_copy(target, new, mode)
+            if raw is not None:
+                tmp_bak = _temp_copy(bak, raw, mode)
+        except OSError as exc:
+            raise ConfigError(target, f"cannot be written: cannot create a file in {target.parent}: "
+                                      f"{_why(exc)}") from None
+        try:
+            if tmp_new is not None:
+                os.replace(tmp_new, target)
+                tmp_new = None
+            else:
+                target.unlink()
+        except OSError as exc:
+            raise ConfigError(target, f"cannot be {'replaced' if new is not None else 'removed'}: {_why(exc)}") \
+                from None
+        if tmp_bak is not None:
+            try:
+                os.replace(tmp_bak, bak)
+                tmp_bak = None
+            except OSError as exc:
+                kept, tmp_bak = tmp_bak, None
+                try:
+                    os.replace(kept, target)  # the old bytes back: no change without its backup
+                except OSError:
+                    raise ConfigError(target, f"was changed, but its backup {bak} cannot be written "
+                                              f"({_why(exc)}); the previous content is in {kept}") from None
+                raise ConfigError(target, f"its backup {bak} cannot be written: {_why(exc)}") from None
+    finally:
+        for tmp in (tmp_new, tmp_bak):
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+
+
 def edit(path: Path, transform: Callable[[str | None], str | None], *, dry_run: bool = False) -> Change:
     """Read ``path``, apply ``transform`` (text → text, None meaning no file), and unless
-    ``dry_run`` write the result: under a lock, the previous content kept as ``NAME.bak``,
-    the new content put in place by an atomic rename with the file's mode kept. Nothing is
-    written when the text does not change."""
+    ``dry_run`` write the result: under a lock (ours, and the client's own where it has one),
+    the previous content kept as ``NAME.bak``, the new content put in place by an atomic
+    rename with the file's mode kept. Nothing is written when the text does not change; a
+    read-only or immutable config is refused before anything is written."""
     target = real_path(path)
     if dry_run:
         before = read_text(target)
         return Change(path, before, transform(before))
-    with lock_for(target):
+    with lock_for(target), app_lock(path):
         raw = _read_bytes(target)
         before = None if raw is None else _decode(target, raw)
         change = Change(path, before, transform(before))
         if not change.changed:
             return change
+        check_writable(target)
         mode = target.stat().st_mode & 0o7777 if raw is not None else 0o666 & ~_umask()
-        if raw is not None:
-            _atomic_write(target.with_name(target.name + ".bak"), raw, mode)
-        if change.after is None:
-            target.unlink()
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            bom = BOM.encode() if raw is not None and raw.startswith(BOM.encode()) else b""
-            _atomic_write(target, bom + change.after.encode("utf-8"), mode)
+        bom = BOM.encode() if raw is not None and raw.startswith(BOM.encode()) else b""
+        new = None if change.after is None else bom + change.after.encode("utf-8")
+        _commit(target, raw, new, mode)
         return change
 
 

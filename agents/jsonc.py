@@ -247,6 +247,10 @@ class Document:
             obj = member.value
         return obj, passed
 
+    def present(self, keys: Sequence[str]) -> int:
+        """How many of ``keys``, from the first, exist as nested objects."""
+        return len(self.walk(keys)[1])
+
     def get(self, path: Sequence[str]) -> Any:
         obj, passed = self.walk(path[:-1])
         if len(passed) != len(path) - 1:
@@ -329,10 +333,11 @@ class Document:
             return self._splice([(at, at, nl + indent + member + ",")])
         return self._splice([(last.value.end, last.value.end, ","), (at, at, nl + indent + member)])
 
-    def remove(self, path: Sequence[str], prune: int) -> str | None:
+    def remove(self, path: Sequence[str], prune: int, *, keep_empty: bool = False) -> str | None:
         """Text without ``path``; then the enclosing containers among the last ``prune`` path
         steps that are left empty (no members, no comments) are removed too. ``None`` means the
-        document is left with nothing in it at all: the caller deletes the file."""
+        document is left with nothing in it at all: the caller deletes the file (with
+        ``keep_empty`` the text is returned instead, e.g. ``{}``)."""
         text = self.text
         doc = self
         for depth in range(len(path), len(path) - prune - 1, -1):
@@ -349,7 +354,8 @@ class Document:
             text = doc._cut(obj, member)
             doc = Document.parse(text, self.path)
         root = doc.root
-        if not root.members and not doc.has_comment(0, len(text)) and text[:root.start].strip() == "" \
+        if not keep_empty and not root.members and not doc.has_comment(0, len(text)) \
+                and text[:root.start].strip() == "" \
                 and text[root.end:].strip() == "":
             return None
         return text

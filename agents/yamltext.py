@@ -116,9 +116,11 @@ def set_block(text: str, path: Sequence[str], value: Any, render: Callable[[dict
     return "".join(lines[:at]) + block + "".join(lines[at:])
 
 
-def remove_block(text: str, path: Sequence[str]) -> str | None:
+def remove_block(text: str, path: Sequence[str], prune: int | None = None) -> str | None:
     """``text`` without the block of ``path``, and without a container left with no content
-    (only when its line holds nothing but the key). None where this cannot edit the text."""
+    (only when its line holds nothing but the key), among the last ``prune`` containers
+    (default: all). None where this cannot edit the text."""
+    prune = len(path) - 1 if prune is None else prune
     lines = text.splitlines(keepends=True)
     region = _region(lines, path[:-1])
     if not isinstance(region, tuple):
@@ -129,7 +131,7 @@ def remove_block(text: str, path: Sequence[str]) -> str | None:
         return None
     i, block_end, _ = found
     del lines[i:block_end]
-    for depth in range(len(path) - 1, 0, -1):
+    for depth in range(len(path) - 1, len(path) - 1 - prune, -1):
         parent = _region(lines, path[:depth - 1])
         if not isinstance(parent, tuple):
             break

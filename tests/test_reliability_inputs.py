@@ -261,3 +261,291 @@ def test_sigterm_with_an_agent_ignoring_term_finishes_inside_docker_stops_10s(tm
     while survivors(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not survivors(marker)
+
+
+# --------------------------------------------------------------------------- item 8: config writers
+
+SSEBENCH = Path(sys.executable).with_name("ssebench")
+
+
+class User:
+    """A private HOME; runs the real `ssebench agents` command in it."""
+
+    def __init__(self, root: Path) -> None:
+        self.home = root / "home"
+        self.home.mkdir()
+        self.env = {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+    def agents(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(SSEBENCH), "agents", *args], cwd=self.home, env=self.env, capture_output=True,
+                              text=True, timeout=60)
+
+    def listing(self, folder: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.fixture
+def user(tmp_path: Path) -> User:
+    return User(tmp_path)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("agent", "name", "original"), [
+    ("claude", "c.json", '{"mcpServers": {}}\n'),
+    ("claude", "c.json", "{}"),
+    ("claude", "c.json", "{}\n"),
+    ("claude", "c.json", "   \n"),
+    ("claude", "c.json", ""),
+    ("claude", "c.json", '{\n  "a": 1,\n  "mcpServers": {}\n}\n'),
+    ("zed", "settings.json", '// zed\n{\n  "context_servers": {},\n}\n'),
+    ("goose", "config.yaml", "extensions: {}\n"),
+    ("goose", "config.yaml", "GOOSE_MODE: auto\nextensions:\n"),
+    ("codex", "config.toml", "[mcp_servers]\n"),
+])
+def test_uninstall_gives_back_the_original_bytes(user: User, agent: str, name: str, original: str) -> None:
+    config = user.home / name
+    config.write_text(original)
+    assert user.agents("install", agent, "--file", name).returncode == 0
+    assert config.read_text() != original
+    done = user.agents("uninstall", agent, "--file", name)
+    assert done.returncode == 0, done.stderr
+    assert config.read_bytes() == original.encode()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("agent", "name", "original", "container"), [
+    ("claude", "c.json", '{"mcpServers": {}}\n', "mcpServers"),
+    ("zed", "settings.json", '{\n  "context_servers": {}\n}\n', "context_servers"),
+])
+def test_a_container_the_user_had_survives_later_rewrites(user: User, agent: str, name: str, original: str,
+                                                          container: str) -> None:
+    """The client rewrote the file after install (no byte-exact undo possible): the entry goes,
+    the empty container the user had stays, the client's change stays."""
+    config = user.home / name
+    config.write_text(original)
+    assert user.agents("install", agent, "--file", name).returncode == 0
+    data = json.loads(config.read_text())
+    config.write_text(json.dumps({"numStartups": 7, **data}, indent=2) + "\n")  # as a client rewrites it
+    assert user.agents("uninstall", agent, "--file", name).returncode == 0
+    assert json.loads(config.read_text()) == {"numStartups": 7, container: {}}
+
+
+@pytest.mark.timeout(120)
+def test_what_install_created_goes_and_without_a_record_only_the_entry_goes(user: User) -> None:
+    config = user.home / "c.json"
+    assert user.agents("install", "claude", "--file", "c.json").returncode == 0
+    assert user.agents("uninstall", "claude", "--file", "c.json").returncode == 0
+    assert not config.exists()  # ssebench made the file: it goes
+    config.write_text('{"a": 1}\n')
+    assert user.agents("install", "claude", "--file", "c.json").returncode == 0
+    import shutil
+
+    shutil.rmtree(user.home / ".cache")  # the record of what install added is lost
+    assert user.agents("uninstall", "claude", "--file", "c.json").returncode == 0
+    assert json.loads(config.read_text()) == {"a": 1, "mcpServers": {}}  # cautious: the container may be the user's
+
+
+def refused(done: subprocess.CompletedProcess[str], path: Path, message: str) -> None:
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr == f"ssebench agents: {path}{message}. The file was not changed.\n"
+
+
+@pytest.mark.timeout(120)
+def test_read_only_config_is_refused(user: User) -> None:
+    config = user.home / ".claude.json"
+    config.write_text('{"a": 1, "mcpServers": {"ssebench": {"type": "http", "url": "http://old/mcp"}}}\n')
+    config.chmod(0o444)
+    before = user.listing(user.home)
+    for action in ("install", "uninstall"):  # each would change it
+        refused(user.agents(action, "claude"), config, ": is read-only (mode 0444); ssebench does not replace a "
+                                                       "read-only config (chmod u+w lets it edit the file)")
+        assert user.listing(user.home) == before  # no .bak, no temp file
+    assert config.stat().st_mode & 0o777 == 0o444
+
+
+def chattr(flag: str, path: Path) -> bool:
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def immutable():  # noqa: ANN201
+    """chattr +i where the filesystem and our privileges allow it; undone at teardown."""
+    flagged: list[Path] = []
+
+    def make(path: Path) -> None:
+        if not chattr("+i", path):
+            pytest.skip("chattr +i is not possible here (filesystem or privileges)")
+        flagged.append(path)
+
+    yield make
+    for path in flagged:
+        chattr("-i", path)
+
+
+@pytest.mark.timeout(120)
+def test_immutable_config_is_refused_and_nothing_is_left_behind(user: User, immutable) -> None:  # noqa: ANN001
+    config = user.home / ".claude.json"
+    config.write_text('{"a": 1}\n')
+    (user.home / ".claude.json.bak").write_text("an older backup\n")
+    immutable(config)
+    before = user.listing(user.home)
+    refused(user.agents("install", "claude"), config,
+            ": is immutable (chattr +i); ssebench leaves it so (chattr -i lets it edit the file)")
+    assert user.listing(user.home) == before
+    assert not (user.home / ".claude.json.lock").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_folder_that_refuses_new_files_leaves_nothing_behind(user: User, immutable) -> None:  # noqa: ANN001
+    folder = user.home / "proj"
+    folder.mkdir()
+    config = folder / "c.json"
+    config.write_text('{"a": 1}\n')
+    immutable(folder)
+    refused(user.agents("install", "claude", "--file", str(config)), config,
+            f": cannot be written: cannot create a file in {folder}: Operation not permitted "
+            "(an immutable file or folder? lsattr shows an 'i')")
+    assert user.listing(folder) == {"c.json": b'{"a": 1}\n'}
+
+
+@pytest.mark.timeout(120)
+def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutable) -> None:  # noqa: ANN001
+    """The config is replaced first, its .bak second: when the .bak fails the old bytes go back."""
+    config = user.home / "c.json"
+    config.write_text('{"a": 1}\n')
+    bak = user.home / "c.json.bak"
+    bak.write_text("an older backup\n")
+    immutable(bak)
+    refused(user.agents("install", "claude", "--file", "c.json"), config,
+            f": its backup {bak} cannot be written: Operation not permitted "
+            "(an immutable file or folder? lsattr shows an 'i')")
+    assert user.listing(user.home) == {"c.json": b'{"a": 1}\n', "c.json.bak": b"an older backup\n"}
+
+
+@pytest.mark.timeout(120)
+def test_doubly_bommed_file_is_refused(user: User) -> None:
+    config = user.home / "c.json"
+    original = "\ufeff\ufeff{\"a\": 1}\n".encode()
+    config.write_bytes(original)
+    for action in ("install", "uninstall"):
+        refused(user.agents(action, "claude", "--file", "c.json"), config,
+                ", line 1: starts with two byte-order marks (U+FEFF); no client reads it so, remove one and try again")
+    assert user.listing(user.home) == {"c.json": original}
+
+
+@pytest.mark.timeout(120)
+def test_a_single_bom_is_kept(user: User) -> None:
+    config = user.home / "c.json"
+    original = "\ufeff{\"a\": 1}\n".encode()
+    config.write_bytes(original)
+    assert user.agents("install", "claude", "--file", "c.json").returncode == 0
+    assert config.read_bytes().startswith("\ufeff{".encode())
+    assert user.agents("uninstall", "claude", "--file", "c.json").returncode == 0
+    assert config.read_bytes() == original
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("agent", "name", "text"), [
+    ("claude", "c.json", '{"a": ' + "[" * 3000 + "]" * 3000 + "}\n"),
+    ("zed", "c.json", '// jsonc\n{"a": ' + "[" * 3000 + "]" * 3000 + ",}\n"),
+    ("codex", "c.toml", "a = " + "[" * 3000 + "]" * 3000 + "\n"),
+    ("goose", "c.yaml", "a: " + "[" * 3000 + "]" * 3000 + "\n"),
+])
+def test_deep_nesting_is_a_clear_error(user: User, agent: str, name: str, text: str) -> None:
+    config = user.home / name
+    config.write_text(text)
+    for action in ("install", "uninstall"):
+        done = user.agents(action, agent, "--file", name)
+        assert (done.returncode, done.stdout) == (1, ""), done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+        assert done.stderr.startswith(f"ssebench agents: {config}")
+        assert done.stderr.endswith(". The file was not changed.\n")
+    assert user.listing(user.home) == {name: text.encode()}
+
+
+# Claude Code's lock on ~/.claude.json: proper-lockfile's, a <file>.lock DIRECTORY made with
+# mkdir and kept fresh (mtime) by its holder. A real process holds it here, as claude does.
+HOLDER = """
+import os, sys, time, json
+config, hold, lock = sys.argv[1], float(sys.argv[2]), sys.argv[1] + ".lock"
+os.mkdir(lock)
+print("held", flush=True)
+end = time.monotonic() + hold
+while time.monotonic() < end:
+    os.utime(lock)
+    time.sleep(0.2)
+data = json.load(open(config))
+data["numStartups"] = data.get("numStartups", 0) + 1  # what claude writes while it holds the lock
+with open(config + ".tmp", "w") as f:
+    json.dump(data, f, indent=2)
+os.replace(config + ".tmp", config)
+os.rmdir(lock)
+"""
+
+
+def hold_claude_lock(config: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(config), str(seconds)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+@pytest.mark.timeout(120)
+def test_install_waits_for_claude_codes_lock_and_keeps_its_write(user: User) -> None:
+    config = user.home / ".claude.json"
+    config.write_text('{"numStartups": 1}\n')
+    holder = hold_claude_lock(config, 1.5)
+    try:
+        done = user.agents("install", "claude")
+    finally:
+        holder.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(config.read_text())
+    assert data["numStartups"] == 2  # claude's write, made while it held the lock, is kept
+    assert data["mcpServers"]["ssebench"]["url"] == "http://localhost:3000/mcp"
+    assert not (user.home / ".claude.json.lock").exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ssebench.agents import files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(files, "APP_LOCK_TIMEOUT_SECONDS", 1.0)
+    config = tmp_path / ".claude.json"
+    config.write_text('{"a": 1}\n')
+    holder = hold_claude_lock(config, 8)
+    try:
+        with pytest.raises(files.ConfigError) as err:
+            files.edit(config, lambda text: files.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
+        assert str(err.value) == (f"{config}: is locked by Claude Code ({config}.lock has been held for more than "
+                                  "1 s, refreshed by a running claude); try again when Claude Code is idle")
+        assert config.read_text() == '{"a": 1}\n'
+        assert (tmp_path / ".claude.json.lock").is_dir()  # still the holder's
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.timeout(60)
+def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from ssebench.agents import files
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    config = tmp_path / ".claude.json"
+    config.write_text('{"a": 1}\n')
+    lock = tmp_path / ".claude.json.lock"
+    lock.mkdir()
+    old = time.time() - 60
+    os.utime(lock, (old, old))  # its holder died a minute ago
+    seen = []
+
+    def transform(text: str | None) -> str:
+        seen.append(lock.is_dir() and lock.stat().st_mtime > old)  # ours now, not the stale one
+        return files.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"})
+
+    files.edit(config, transform)
+    assert seen == [True]
+    assert json.loads(config.read_text())["mcpServers"] == {"s": {"url": "u"}}
+    assert not lock.exists()
