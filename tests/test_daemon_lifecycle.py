@@ -84,7 +84,8 @@ def test_concurrent_runs_serialize_in_arrival_order(task_factory, daemon_factory
     order = tmp_path / "order.txt"
     t = task_factory(build='v=$(cat VALUE); echo "start $v" >> "$ORDER_FILE"; sleep 1; '
                            'echo "end $v" >> "$ORDER_FILE"; echo "value $v"')
-    d = daemon_factory(t.file, difficulty="3", env={"ORDER_FILE": str(order)})
+    # Without the sandbox: the checks write ORDER_FILE on the host, which a sandbox forbids.
+    d = daemon_factory(t.file, difficulty="3", env={"ORDER_FILE": str(order)}, args=("--no-sandbox",))
     results: dict[int, list[dict]] = {}
     first_lines: dict[int, str] = {}
     threads = []
@@ -129,7 +130,8 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
     for th in threads:
         th.join(10)
     assert d.get("/health").json() | {"version": None} == {"status": "ok", "version": None, "difficulty": 3,
-                                                           "busy": False, "queued": 0}
+                                                           "busy": False, "queued": 0,
+                                                           "sandbox": "bwrap 0.11.0"}
 
 
 # -- disconnects and signals ------------------------------------------------------------------------
@@ -137,8 +139,9 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
 
 def test_client_disconnect_kills_the_running_check_and_frees_the_daemon(task_factory, daemon_factory):
     mark = uuid.uuid4().hex
-    t = task_factory(build='if [ -e "$SSE_TASK_DIR/slow" ]; then ' + ESCAPES + "; fi; echo quick")
-    (t.dir / "slow").touch()
+    # The switch is a file in the tree: the sandboxed check sees nothing of the task folder.
+    t = task_factory(build='if [ -e slow ]; then ' + ESCAPES + "; fi; echo quick")
+    (t.tree / "slow").touch()
     d = daemon_factory(t.file, difficulty="3", env={"SSE_TEST_MARK": mark})
     with d.client().stream("POST", "/runs") as r:
         lines = r.iter_lines()  # held: dropping it would close the response early
@@ -148,7 +151,7 @@ def test_client_disconnect_kills_the_running_check_and_frees_the_daemon(task_fac
     # The response is closed: the check and everything it started must go.
     assert wait_until(lambda: marked_processes(mark, exclude=[d.proc.pid]) == [])
     assert wait_until(lambda: d.descendants() == [])
-    (t.dir / "slow").unlink()
+    (t.tree / "slow").unlink()
     r = d.result()
     assert r["build"]["state"] == "passed"
     assert d.log(r["_run"], "build") == "quick\n\n"
