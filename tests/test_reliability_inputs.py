@@ -76,6 +76,10 @@ def assert_refused_before_start(result: subprocess.CompletedProcess[str], tmp_pa
     ("SSE_MCP_HOST", "fe80::1%eth0", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, "
                                      "got 'fe80::1%eth0'"),
     ("SSE_MCP_PORT", "99999", "SSE_MCP_PORT must be a TCP port from 1 to 65535, got '99999'"),
+    ("SSE_MCP_TIMEOUT", "9" * 400, "SSE_MCP_TIMEOUT must be at most 1000000000 seconds (about 31 years), "
+                                   "got a 400-digit number"),
+    ("SSE_AGENT_TIMEOUT", "1000000001", "SSE_AGENT_TIMEOUT must be at most 1000000000 seconds (about 31 years), "
+                                        "got '1000000001'"),
     ("SSE_MCP_PATH", "/mcp\nX-Evil: 1", "SSE_MCP_PATH must hold only URL path characters (letters, digits, "
                                         "-._~!$&'()*+,;=:@/ and %XX), got '/mcp\\nX-Evil: 1'"),
     ("SSE_MCP_PATH", "/a?b", "SSE_MCP_PATH must hold only URL path characters (letters, digits, "
@@ -549,3 +553,26 @@ def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tm
     assert seen == [True]
     assert json.loads(config.read_text())["mcpServers"] == {"s": {"url": "u"}}
     assert not lock.exists()
+
+
+SETTING_VARS = ["SSE_MCP_HOST", "SSE_MCP_PORT", "SSE_MCP_PATH", "SSE_MCP_TIMEOUT", "SSE_AGENT_TIMEOUT", "SSE_TASK",
+                "SSE_TREE", "SSE_RESULTS_DIR", "SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "SSE_DIALOG"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.dictionaries(st.sampled_from(SETTING_VARS),
+                              st.one_of(st.text(max_size=40), st.sampled_from(["::1", "[::1]", "1.2.3.4", "/mcp",
+                                                                               "300", "a:b", "[", "%", "/%4"])),
+                              max_size=4))
+def test_fuzzed_settings_give_settings_or_one_line(values: dict[str, str]) -> None:
+    from urllib.parse import urlsplit
+
+    from ssebench.container.settings import SettingsError, from_environment
+
+    try:
+        got = from_environment(values)
+    except SettingsError as exc:
+        assert "\n" not in str(exc) and "\r" not in str(exc)
+    else:
+        parts = urlsplit(got.mcp_url)  # what the agent is given is a URL that reads back
+        assert (parts.scheme, parts.port, parts.path) == ("http", got.mcp_port, got.mcp_path)

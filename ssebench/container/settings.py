@@ -20,6 +20,7 @@ DEFAULT_RESULTS_DIR = "/results"
 DEFAULT_MCP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 3000
 DEFAULT_MCP_PATH = "/mcp"
+MAX_SECONDS = 10**9  # a timeout beyond this is a typo, or "forever" (which is still finite here)
 UNIX_SOCKET_MAX_BYTES = 107  # sun_path holds 108 bytes, the last one a NUL
 # A host name: dot-separated labels of letters, digits and inner hyphens (RFC 1123).
 _LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
@@ -43,6 +44,9 @@ def whole_seconds(name: str, raw: str) -> int:
     value = raw.strip()
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise SettingsError(f"{name} must be a whole number of seconds (1 or more), got {shown(raw)}")
+    if len(value) > 10 or int(value) > MAX_SECONDS:  # 1e400 s would overflow every clock sum
+        raise SettingsError(f"{name} must be at most {MAX_SECONDS} seconds (about 31 years), "
+                            f"got {shown(raw) if len(raw) <= 40 else f'a {len(value)}-digit number'}")
     return int(value)
 
 
