@@ -345,7 +345,7 @@ class Runner:
         diff = await asyncio.to_thread(self.task.intent.diff.read_bytes)
         argv = ["git", "apply", "-p1", "-"]
         async for _ in self._supervise(Check.INTENT, argv, view.lower, env, log, outcome, timeout=None,
-                                       view=view, stdin_data=diff):
+                                       view=view, stdin_data=diff, network=self.task.intent.command.network):
             pass
         return outcome.ok
 
