@@ -33,6 +33,7 @@ from test_server_support import (
     set_markers,
 )
 
+from ssebench.daemon.workspace import RETRY_LINE
 from ssebench.difficulty import Check
 
 pytestmark = pytest.mark.timeout(300)
@@ -77,8 +78,10 @@ def test_spec_level_4_example_runs_nothing() -> None:
 
 
 def test_spec_build_failure_example(stacks: dict[str, Served]) -> None:
+    # A passing call first, so the failing build is an incremental one, retried clean.
+    run(stacks, "2")
     text = run(stacks, "2", **{BREAK_BUILD: True})
-    assert text == SPEC_BUILD_FAILED_2.replace("<log>", "building\n\nbuild broke")
+    assert text == SPEC_BUILD_FAILED_2.replace("<log>", RETRY_LINE + "building\n\nbuild broke")
 
 
 @pytest.mark.slow
@@ -96,7 +99,7 @@ NOTES = {
 }
 WITHOUT_POCS = " Without the PoCs, this result does not show whether the vulnerability is fixed."
 LOGS = {
-    Check.BUILD: "Full log (build):\nbuilding\n\nbuild broke",
+    Check.BUILD: "Full log (build):\n" + RETRY_LINE + "building\n\nbuild broke",
     Check.POCS: "Full log (PoCs):\nrunning p2\n\nERROR: AddressSanitizer: stack-buffer-overflow (p2)",
     Check.INTENT: "Full log (intent tests):\nintent tests\n\nintent test failed",
     Check.FUNCTIONAL: "Full log (functional tests):\nfunctional tests\n\nfunctional test 3 failed",
@@ -157,6 +160,8 @@ def expected_text(level: str, failed: Check | None, lines: list[str]) -> str:
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 @pytest.mark.parametrize("level", ["0", "1", "2", "3", "4"])
 def test_level_by_scenario(stacks: dict[str, Served], level: str, scenario: str) -> None:
+    if scenario == "build":
+        run(stacks, level)  # so the failing build is incremental, then retried clean (LOGS)
     text = run(stacks, level, **SCENARIOS[scenario])
     if level == "4":
         assert text == SPEC_LEVEL_4
