@@ -209,12 +209,13 @@ def test_sources_rule(tmp_path):
     for name in ("x.o", "lib/libx.a", "lib/libx.so.1", "x.lo", "x.la"):
         (tree / name).write_text("not really\n")
     (tree / "Makefile").write_text("all:\n")
+    (tree / "ld.so.conf").write_text("not an output\n")
     (tree / "link").symlink_to("Makefile")
     (tree / "dangling").symlink_to("/nowhere")
     os.mkfifo(tree / "fifo")
     (tree / "empty").mkdir()
     manifest = SourceStore(tree, tmp_path / "store").sync().manifest
-    assert sorted(manifest) == ["Makefile", "dangling", "empty", "lib", "link"]
+    assert sorted(manifest) == ["Makefile", "dangling", "empty", "ld.so.conf", "lib", "link"]
     assert manifest["link"].data == "Makefile"
 
 

@@ -503,7 +503,8 @@ class Runner:
             if not ended:
                 self.mirror.invalidate()
             self._mirror_out()
-            self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+            with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
+                self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
 
     def _mirror_in(self) -> None:
         """Move the mirror to the fixed tree path for a build."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -51,6 +52,7 @@ RACY_NS = 2_000_000_000
 _CHUNK = 1 << 20
 _OUTPUT_SUFFIXES = (".o", ".obj", ".lo", ".a", ".la", ".so", ".gch", ".pch", ".ko")
 _OUTPUT_MAGIC = (b"\x7fELF", b"!<arch>\n", b"!<thin>\n")
+_VERSIONED_SO = re.compile(r"\.so(\.[0-9]+)+$")
 
 # The one line the build log starts with when an incremental build failed and the
 # daemon builds again from a clean copy (docs/task-format.md quotes it).
@@ -85,7 +87,8 @@ class Snapshot:
 
 
 def is_output_name(name: str) -> bool:
-    return name.endswith(_OUTPUT_SUFFIXES) or ".so." in name
+    """``x.o``, ``libx.a``, ``libx.so.1.2`` ... (not ``ld.so.conf``)."""
+    return name.endswith(_OUTPUT_SUFFIXES) or _VERSIONED_SO.search(name) is not None
 
 
 class SourceStore:
