@@ -1,6 +1,6 @@
 """Daemon figures: run overhead with `true` checks, and RSS idle / under 500 MB of output.
 
-    .venv/bin/python benchmarks/bench_daemon.py [--runs 50] [--output-mb 500]
+    .venv/bin/python benchmarks/bench_daemon.py [--runs 50] [--output-mb 500] [--no-sandbox-compare] [--skip-rss]
 
 Starts a real ``ssebench daemon`` on a temporary socket with a task written to a temp
 folder, and reports:
@@ -8,6 +8,10 @@ folder, and reports:
   whose checks are all ``true``, at level 0 (build, 2 PoCs, intent diff + tests) and at
   level 2 (build + functional): median and p90 of N runs; with ``true`` checks this is
   the daemon's own overhead (snapshot, copies, process starts, sweeps);
+- with ``--no-sandbox-compare``: the same runs once more with ``--no-sandbox``, and the
+  sandbox's cost per sandboxed process (difference of the medians divided by the number
+  of processes a run starts in the sandbox: 5 at level 0 — build, 2 PoCs, git apply,
+  intent — and 2 at level 2);
 - the daemon's RSS when idle, and its peak while a check prints N MB (sampled every
   20 ms) and while that log is streamed back.
 """
@@ -33,8 +37,11 @@ from tests.test_daemon_lifecycle import RssSampler  # noqa: E402
 MiB = 2**20
 
 
-def time_runs(task_file: Path, level: str, runs: int) -> list[float]:
-    with running_daemon(task_file, difficulty=level, heartbeat=10) as d:
+SANDBOXED = {"0": 5, "2": 2}  # processes one run starts in the sandbox, per level
+
+
+def time_runs(task_file: Path, level: str, runs: int, args: tuple[str, ...] = ()) -> list[float]:
+    with running_daemon(task_file, difficulty=level, heartbeat=10, args=args) as d:
         client = d.client()
         times = []
         for i in range(runs + 3):
@@ -65,6 +72,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--output-mb", type=int, default=500)
+    parser.add_argument("--no-sandbox-compare", action="store_true",
+                        help="also time the runs with --no-sandbox and report the sandbox's cost")
+    parser.add_argument("--skip-rss", action="store_true", help="leave out the RSS figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
         root = Path(tmp)
@@ -74,10 +84,22 @@ def main() -> None:
         big = make_task(root / "big", build=f"yes 0123456789abcdef | head -c {args.output_mb * 10**6}")
         for level, what in (("0", "build, 2 PoCs, intent (git apply + true); functional covered"),
                             ("2", "build, functional")):
-            t = time_runs(true_task.file, level, args.runs)
-            q = statistics.quantiles(t, n=10)
-            print(f"run with `true` checks, level {level} ({what}): median {statistics.median(t) * 1000:.1f} ms, "
-                  f"p90 {q[-1] * 1000:.1f} ms, min {min(t) * 1000:.1f} ms over {len(t)} runs")
+            modes = [("sandbox", ())] + ([("--no-sandbox", ("--no-sandbox",))] if args.no_sandbox_compare else [])
+            medians = {}
+            for mode, extra in modes:
+                t = time_runs(true_task.file, level, args.runs, extra)
+                q = statistics.quantiles(t, n=10)
+                medians[mode] = statistics.median(t)
+                print(f"run with `true` checks, level {level} ({what}), {mode}: median "
+                      f"{medians[mode] * 1000:.1f} ms, p90 {q[-1] * 1000:.1f} ms, min {min(t) * 1000:.1f} ms "
+                      f"over {len(t)} runs")
+            if args.no_sandbox_compare:
+                cost = (medians["sandbox"] - medians["--no-sandbox"]) / SANDBOXED[level]
+                print(f"  sandbox cost per sandboxed process at level {level}: {cost * 1000:.1f} ms "
+                      f"(({medians['sandbox'] * 1000:.1f} - {medians['--no-sandbox'] * 1000:.1f}) / "
+                      f"{SANDBOXED[level]})")
+        if args.skip_rss:
+            return
         idle, run_peak, log_peak = rss_figures(big.file, args.output_mb * 10**6)
         print(f"daemon RSS idle: {idle / MiB:.1f} MiB")
         print(f"daemon RSS peak while a check prints {args.output_mb} MB: {run_peak / MiB:.1f} MiB "
