@@ -118,6 +118,7 @@ def bash(root: Node, prog: str = "ssebench") -> str:
 
 def zsh(root: Node, prog: str = "ssebench") -> str:
     return (f"# {prog} completion for zsh: the bash script through zsh's bashcompinit\n"
+            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
             "autoload -U +X bashcompinit && bashcompinit\n" + bash(root, prog))
 
 

@@ -6,6 +6,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import time
@@ -135,6 +136,7 @@ def test_bash_completion_completes_commands_agents_and_choices(tmp_path: Path) -
 def test_zsh_and_fish_scripts() -> None:
     zsh = run_ssebench("completion", "zsh").stdout
     assert zsh.startswith("# ssebench completion for zsh: the bash script through zsh's bashcompinit\n"
+                          "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
                           "autoload -U +X bashcompinit && bashcompinit\n")
     assert zsh.endswith(run_ssebench("completion", "bash").stdout)
     fish = run_ssebench("completion", "fish").stdout.splitlines()
@@ -144,6 +146,24 @@ def test_zsh_and_fish_scripts() -> None:
     done = run_ssebench("completion", "tcsh")
     assert done.returncode == 2
     assert "invalid choice: 'tcsh'" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_registers_the_completion(tmp_path: Path) -> None:
+    script = tmp_path / "ssebench.zsh"
+    script.write_text(run_ssebench("completion", "zsh").stdout)
+    done = subprocess.run(["zsh", "-f", "-c", f'source "{script}"; print -r -- "$_comps[ssebench]"'],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    assert (done.returncode, done.stdout) == (0, "_bash_complete -o filenames -F _ssebench\n"), done.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes(tmp_path: Path) -> None:
+    script = tmp_path / "ssebench.fish"
+    script.write_text(run_ssebench("completion", "fish").stdout)
+    done = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C 'ssebench agents install co'"],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    assert (done.returncode, done.stdout) == (0, "codex\n"), done.stderr
 
 
 def test_a_skipped_stage_shows_no_negative_time(tmp_path: Path) -> None:
