@@ -232,6 +232,10 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
     _timed("compose container run", began)
     report = json.loads((results / "results.json").read_text(encoding="utf-8"))
     _assert_session(AGENT, results, compose_run["model"], report, mode="process", tree="/task/src")
+    # One container: the checks run unsandboxed, and the daemon says so (docs/docker.md).
+    from ssebench.daemon.sandbox import Sandbox
+
+    assert f"; sandbox: {Sandbox(None).describe()}\n" in (results / "daemon.log").read_text(encoding="utf-8")
     # The container changed only its own copy of the task.
     assert (TASK_DIR / "task.toml").read_bytes() == (compose_run["task_copy"] / "task.toml").read_bytes()
 
