@@ -148,10 +148,11 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     if args.all:
         names = _detected(env) if install else _registered(env, args.name, args.scope)
         if not names:
-            print("No agent detected here; nothing to do." if install
-                  else f"{args.name} is not registered with any agent ({args.scope} scope); nothing to do.")
             if args.json:
                 print("[]")
+            else:
+                print("No agent detected here; nothing to do." if install
+                      else f"{args.name} is not registered with any agent ({args.scope} scope); nothing to do.")
             return 0
     elif not names:
         _error(f"name at least one AGENT to {'install' if install else 'uninstall'}, or give --all")

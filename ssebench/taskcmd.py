@@ -121,7 +121,21 @@ def _check(args: argparse.Namespace) -> int:
     ui.echo((lines[0], "ok"))
     for line in lines[1:]:
         ui.echo(line)
+    for warning in exposed(task):
+        ui.echo(("ssebench task check: warning:", "warn"), f" {warning}", stream=sys.stderr)
     return 0
+
+
+def exposed(task) -> list[str]:  # noqa: ANN001
+    """Hidden parts that sit inside the source tree, where the agent can read them."""
+    hidden = [("the task file", task.file)]
+    if task.pocs is not None:
+        hidden += [(f"pocs.files[{i}]", f) for i, f in enumerate(task.pocs.files)]
+    if task.intent is not None:
+        hidden.append(("intent.diff", task.intent.diff))
+    source = task.source.resolve()
+    return [f"{what} ({path}) is inside the source tree {task.source}: the agent can read it"
+            for what, path in hidden if path.resolve().is_relative_to(source)]
 
 
 # -- new ------------------------------------------------------------------------------------

@@ -90,6 +90,17 @@ def test_check_shows_where_a_check_has_the_network(tmp_path: Path) -> None:
     assert "  functional tests: make test (timeout 1800 s, network on)\n" in done.stdout
 
 
+def test_check_warns_about_hidden_parts_inside_the_tree(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "crash").write_text("x")
+    (tmp_path / "task.toml").write_text('id = "leaky"\nsource = "src"\n[build]\nrun = "true"\n'
+                                        '[pocs]\nrun = "true"\nfiles = ["src/crash"]\n')
+    done = run_ssebench("task", "check", str(tmp_path / "task.toml"))
+    assert done.returncode == 0
+    assert done.stderr == (f"ssebench task check: warning: pocs.files[0] ({tmp_path / 'src' / 'crash'}) is inside "
+                           f"the source tree {tmp_path / 'src'}: the agent can read it\n")
+
+
 def test_check_a_missing_file(tmp_path: Path) -> None:
     done = run_ssebench("task", "check", str(tmp_path / "nope.toml"))
     assert (done.returncode, done.stdout) == (2, "")
