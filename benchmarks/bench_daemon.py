@@ -11,7 +11,10 @@ folder, and reports:
 - with ``--no-sandbox-compare``: the same runs once more with ``--no-sandbox``, and the
   sandbox's cost per sandboxed process (difference of the medians divided by the number
   of processes a run starts in the sandbox: 5 at level 0 — build, 2 PoCs, git apply,
-  intent — and 2 at level 2);
+  intent — and 2 at level 2). Without the sandbox the views are copies instead of
+  overlays, so that difference mixes in the view strategy; the figure that isolates the
+  sandbox is the last one: one ``bash -c true`` started as the runner starts it, bare
+  and through ``Sandbox.wrap`` (cgroup guard included), alternating, N runs each;
 - the daemon's RSS when idle, and its peak while a check prints N MB (sampled every
   20 ms) and while that log is streamed back.
 """
@@ -68,6 +71,32 @@ def rss_figures(task_file: Path, size: int) -> tuple[int, int, int]:
         return idle, max(run.samples), max(log.samples)
 
 
+def process_cost(runs: int) -> tuple[float, float]:
+    """Median seconds of one ``bash -c true``: bare, and in the sandbox with its Guard."""
+    import subprocess
+
+    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+
+    box, limits = detect(), Limits()
+    bare, boxed = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-proc-") as tmp:
+        tree, out = Path(tmp) / "tree", Path(tmp) / "out"
+        tree.mkdir()
+        for _ in range(runs + 3):
+            start = time.perf_counter()
+            subprocess.run(["bash", "-c", "true"], cwd=tree, stdin=subprocess.DEVNULL, check=True)
+            bare.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            guard = Guard(limits, (out, out))
+            try:
+                subprocess.run(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits), cwd=tree,
+                               stdin=subprocess.DEVNULL, check=True, preexec_fn=guard.preexec())
+            finally:
+                guard.close()
+            boxed.append(time.perf_counter() - start)
+    return statistics.median(bare[3:]), statistics.median(boxed[3:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=50)
@@ -98,6 +127,10 @@ def main() -> None:
                 print(f"  sandbox cost per sandboxed process at level {level}: {cost * 1000:.1f} ms "
                       f"(({medians['sandbox'] * 1000:.1f} - {medians['--no-sandbox'] * 1000:.1f}) / "
                       f"{SANDBOXED[level]})")
+        if args.no_sandbox_compare:
+            bare, boxed = process_cost(args.runs)
+            print(f"one `bash -c true`: bare {bare * 1000:.1f} ms, in the sandbox {boxed * 1000:.1f} ms "
+                  f"(median of {args.runs}): the sandbox costs {(boxed - bare) * 1000:.1f} ms per check process")
         if args.skip_rss:
             return
         idle, run_peak, log_peak = rss_figures(big.file, args.output_mb * 10**6)

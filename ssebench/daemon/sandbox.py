@@ -30,6 +30,7 @@ watching the two log files. A check that hits a limit is killed and fails with a
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
 import itertools
@@ -40,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import psutil
@@ -199,7 +200,7 @@ class Sandbox:
     bwrap: str | None
     version: str = ""
     extra_binds: tuple[str, ...] = ()
-    _etc: list[str] = field(default_factory=list)
+    _etc: Path | None = None
 
     @property
     def enabled(self) -> bool:
@@ -255,7 +256,7 @@ class Sandbox:
                 args += ["--symlink", os.readlink(host), host]
             elif os.path.isdir(host):
                 args += ["--ro-bind", host, host]
-        args += ["--dir", "/etc", *self._etc_args(network)]
+        args += self._etc_args(network)
         for path in self.extra_binds:
             args += ["--ro-bind-try", path, path]
         args += ["--dir", TASK_PATH]
@@ -270,13 +271,35 @@ class Sandbox:
         return args
 
     def _etc_args(self, network: bool) -> list[str]:
-        if not self._etc:
-            names = list(_ETC)
-            for pattern in _ETC_GLOBS:
-                names += sorted(os.path.relpath(p, "/etc") for p in glob.glob("/etc/" + pattern))
-            for name in names:
-                self._etc += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        return self._etc + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
+        """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
+        if self._etc is None:
+            self._etc = minimal_etc()
+        args = ["--ro-bind", str(self._etc), "/etc"]
+        return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
+
+
+def minimal_etc() -> Path:
+    """A private copy of the host /etc entries a toolchain needs (``_ETC``), made once
+    per process and removed at exit; symlinks stay links. It is a snapshot: /etc changes
+    after the daemon started are not seen by checks."""
+    root = Path(tempfile.mkdtemp(prefix="ssebench-etc-"))
+    os.chmod(root, 0o755)
+    atexit.register(shutil.rmtree, root, True)
+    names = list(_ETC)
+    for pattern in _ETC_GLOBS:
+        names += sorted(os.path.relpath(p, "/etc") for p in glob.glob("/etc/" + pattern))
+    for name in names:
+        src, dst = Path("/etc") / name, root / name
+        with contextlib.suppress(OSError, shutil.Error):
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir() and not src.is_symlink():
+                shutil.copytree(src, dst, symlinks=True)
+            elif src.is_symlink():
+                os.symlink(os.readlink(src), dst)
+            elif src.is_file():
+                shutil.copy2(src, dst)
+    (root / "resolv.conf").touch()  # the mount point for the host's, with network = true
+    return root
 
 
 def find_bwrap() -> str | None:
