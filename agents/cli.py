@@ -3,7 +3,10 @@ with an MCP client.
 
 Exit status: 0 done (or nothing to do), 1 a config file that cannot be edited (malformed,
 wrong type, unreadable), 2 a request that makes no sense (unknown agent, a scope the client
-does not have). Handlers import the kit lazily, so other commands do not pay for it.
+does not have, a bad ``--url``, no AGENT and no ``--all``). ``install``/``uninstall`` take
+several agents (each in turn; the worst status wins) or ``--all``. What an install created
+is recorded (``agents/created.py``) so ``list`` does not take it for an installed client and
+``uninstall`` removes it. Handlers import the kit lazily, so other commands do not pay for it.
 """
 
 from __future__ import annotations
