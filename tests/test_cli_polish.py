@@ -166,6 +166,7 @@ def test_fish_completes(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (0, "codex\n"), done.stderr
 
 
+@pytest.mark.slow
 def test_a_skipped_stage_shows_no_negative_time(tmp_path: Path) -> None:
     """``ssebench run`` interrupted during the agent: grading is skipped without ever
     starting, and its time read "-0.0 s" (the clock was read twice, the later one first)."""
