@@ -146,12 +146,14 @@ class TomlEditor:
 
     def _parse(self, text: str):  # noqa: ANN202
         import tomlkit
-        from tomlkit.exceptions import ParseError
+        from tomlkit.exceptions import ParseError, TOMLKitError
 
         try:
             return tomlkit.parse(text)
         except ParseError as exc:
             raise FormatError(str(exc).split(" at line ")[0], exc.line) from None
+        except TOMLKitError as exc:  # KeyAlreadyPresent and kin: not ParseErrors, no line
+            raise FormatError(str(exc).rstrip(".")) from None
 
     def _walk(self, doc, text: str, keys: Sequence[str]):  # noqa: ANN001, ANN202
         node = doc

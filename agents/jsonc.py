@@ -154,7 +154,11 @@ class _Parser:
                 self.pos += 1
             elif nxt is None or nxt.type != "RBRACE":
                 self._fail("',' or '}'")
-            members.append(Member(_decode_key(tok.value, tok.type), tok.index, value, comma_end))
+            try:
+                key = _decode_key(tok.value, tok.type)
+            except ValueError:  # e.g. a raw line break inside a quoted key
+                raise JsonSyntaxError(f"invalid key {tok.value[:20]!r}", _line_of(self.text, tok.index)) from None
+            members.append(Member(key, tok.index, value, comma_end))
 
     def array(self) -> Value:
         open_tok = self.tokens[self.pos]

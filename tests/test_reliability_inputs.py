@@ -576,3 +576,56 @@ def test_fuzzed_settings_give_settings_or_one_line(values: dict[str, str]) -> No
     else:
         parts = urlsplit(got.mcp_url)  # what the agent is given is a URL that reads back
         assert (parts.scheme, parts.port, parts.path) == ("http", got.mcp_port, got.mcp_path)
+
+
+# Configs with an entry, mutated a little (a bracket, a quote, a comment marker...): install
+# and uninstall give a parseable file with (or without) the entry, or one line and no change.
+FUZZ_BASES = {
+    "claude": '{\n  "a": 1,\n  "mcpServers": {\n    "ssebench": {"type": "http", "url": "u"},\n    "o": {}\n  }\n}\n',
+    "zed": '// c\n{\n  "context_servers": {\n    "ssebench": {"url": "u"}, // x\n  },\n}\n',
+    "codex": 'model = "x"\n[mcp_servers.ssebench]\nurl = "u"\n\n[mcp_servers.o]\nurl = "v"\n',
+    "goose": "extensions:\n  ssebench:\n    uri: u\n  o:\n    enabled: true\nGOOSE: 1\n",
+}
+FUZZ_FRAGMENTS = st.sampled_from([
+    "{", "}", "[", "]", '"', "'", ":", ",", "\n", " ", "//", "/*", "*/", "#", "a", "1", "mcpServers", "ssebench",
+    "\ufeff", "null", "-", "? ", "&a", "*a", "!!", "|", ">", "\t", "=", "[[", "]]", ".", '"""', "{}", "[]", "\r\n",
+    "\x00", "---\n", "inf", "    ", "x:", "x = 1", "[x]"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(agent=st.sampled_from(sorted(FUZZ_BASES)), install=st.booleans(), data=st.data())
+def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool, data) -> None:  # noqa: ANN001
+    from ssebench.agents import actions, files
+    from ssebench.agents.base import Env, Scope
+    from ssebench.agents.base import Settings as ClientSettings
+    from ssebench.agents.registry import CLIENTS
+
+    text = FUZZ_BASES[agent]
+    for _ in range(data.draw(st.integers(1, 3))):
+        start = data.draw(st.integers(0, len(text)))
+        end = data.draw(st.integers(start, min(len(text), start + 3)))
+        text = text[:start] + data.draw(FUZZ_FRAGMENTS) + text[end:]
+    client = CLIENTS[agent]
+    saved = os.environ.get("XDG_CACHE_HOME")
+    with tempfile.TemporaryDirectory() as root:
+        os.environ["XDG_CACHE_HOME"] = str(Path(root) / "cache")  # locks and records: in the temp folder
+        folder = Path(root) / "cfg"
+        folder.mkdir()
+        config = folder / "config"
+        config.write_bytes(text.encode())
+        try:
+            action = actions.install if install else actions.uninstall
+            action(client, ClientSettings(), Scope.USER, Env.current(), file=config)
+        except files.ConfigError as exc:
+            assert "\n" not in str(exc)
+            assert config.read_bytes() == text.encode() and os.listdir(folder) == ["config"]
+        else:
+            after = files.read_text(config)
+            if after is not None:
+                entry = files.EDITORS[client.format].get(after, client.entry_path(ClientSettings()))
+                assert (entry is not None) == install
+        finally:
+            if saved is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = saved
