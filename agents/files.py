@@ -805,9 +805,14 @@ def check_writable(target: Path) -> None:
         flag = "i" if flags & FS_IMMUTABLE_FL else "a"
         raise ConfigError(target, f"is {'immutable' if flag == 'i' else 'append-only'} (chattr +{flag}); "
                                   f"ssebench leaves it so (chattr -{flag} lets it edit the file)")
-    if not st.st_mode & stat.S_IWUSR or not os.access(target, os.W_OK):
+    if not st.st_mode & stat.S_IWUSR:
         raise ConfigError(target, f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); ssebench does not replace a "
                                   "read-only config (chmod u+w lets it edit the file)")
+    if not os.access(target, os.W_OK):
+        if os.statvfs(target).f_flag & os.ST_RDONLY:
+            raise ConfigError(target, "is on a read-only file system; ssebench cannot change it there")
+        raise ConfigError(target, f"is not writable for you (owner uid {st.st_uid}, mode "
+                                  f"{stat.S_IMODE(st.st_mode):04o}); ssebench does not replace it")
 
 
 def _temp_copy(next_to: Path, data: bytes, mode: int) -> str:

@@ -413,6 +413,40 @@ def test_a_folder_that_refuses_new_files_leaves_nothing_behind(user: User, immut
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a 0555 folder; the bind-mount test covers root")
+def test_a_folder_without_write_permission_leaves_nothing_behind(user: User) -> None:
+    folder = user.home / "proj"
+    folder.mkdir()
+    config = folder / "c.json"
+    config.write_text('{"a": 1}\n')
+    folder.chmod(0o555)
+    try:
+        done = user.agents("install", "claude", "--file", str(config))
+    finally:
+        folder.chmod(0o755)
+    refused(done, config, f": cannot be written: cannot create a file in {folder}: Permission denied")
+    assert user.listing(folder) == {"c.json": b'{"a": 1}\n'}
+
+
+@pytest.mark.timeout(120)
+def test_a_config_on_a_read_only_mount_is_refused(user: User) -> None:
+    """A real read-only bind mount (a private mount namespace, so nothing outside sees it)."""
+    folder = user.home / "ro"
+    folder.mkdir()
+    config = folder / "c.json"
+    config.write_text('{"a": 1}\n')
+    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && touch "$1/probe" 2>/dev/null; '
+              '[ -e "$1/probe" ] && exit 99; shift; exec "$@"')
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(folder), str(SSEBENCH), "agents", "install",
+                           "claude", "--file", str(config)], cwd=user.home, env=user.env, capture_output=True,
+                          text=True, timeout=60)
+    if done.returncode != 1 and "ssebench agents:" not in done.stderr:
+        pytest.skip(f"no private read-only bind mount here: {done.stderr.strip()[:200]}")
+    refused(done, config, ": is on a read-only file system; ssebench cannot change it there")
+    assert user.listing(folder) == {"c.json": b'{"a": 1}\n'}
+
+
+@pytest.mark.timeout(120)
 def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutable) -> None:  # noqa: ANN001
     """The config is replaced first, its .bak second: when the .bak fails the old bytes go back."""
     config = user.home / "c.json"
