@@ -359,8 +359,12 @@ def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float
             if state[:1] != ["running"] or time.monotonic() > deadline:
                 logs = engine.docker("logs", "--tail", "20", name)
                 tail = (logs.stdout + logs.stderr).strip()
-                what = (f"exited with status {state[1]}" if len(state) == 2 and state[0] == "exited"
-                        else f"did not answer on its socket within {timeout:.0f} s")
+                if len(state) == 2 and state[0] == "exited":
+                    what = f"exited with status {state[1]}"
+                elif state[:1] == ["running"]:
+                    what = f"did not answer on its socket within {timeout:.0f} s"
+                else:
+                    what = f"is {state[0] if state else 'gone'} instead of running"
                 raise DockerRunError(f"the daemon's container {what}" + (f":\n{tail}" if tail else ""))
             time.sleep(0.2)
 
