@@ -197,3 +197,25 @@ def test_overlay_probe(tmp_path):
     assert overlay_supported(tmp_path, Sandbox(None)) is False
     fs = os.popen(f"stat -f -c %T {tmp_path}").read().strip()
     assert overlay_supported(tmp_path, detect()) is (fs != "overlayfs")
+
+
+@pytest.mark.slow
+def test_entrypoint_no_sandbox_reaches_the_daemon_and_grading(task_factory, tmp_path):
+    # A check that passes only unsandboxed (it reads the task file): the flag must reach
+    # both the daemon the entrypoint starts and `ssebench grade`.
+    import json
+    import subprocess
+    import sys
+
+    from ssebench.container.processes import free_port
+
+    t = task_factory(build='test -r "$SSE_TASK_DIR/task.toml"', functional=None)
+    entry = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]
+    for flag, status in ((["--no-sandbox"], "passed"), ([], "checks_failed")):
+        results = tmp_path / f"results{len(flag)}"
+        env = {**os.environ, "SSE_TASK": str(t.file), "SSE_RESULTS_DIR": str(results),
+               "SSE_MCP_PORT": str(free_port()), "MCP_LOG_DIR": str(tmp_path / "logs")}
+        env.pop("SSE_DIFFICULTY", None)
+        env.pop("SSE_NO_SANDBOX", None)
+        done = subprocess.run([*entry, *flag, "--", "true"], env=env, capture_output=True, text=True, timeout=100)
+        assert json.loads((results / "results.json").read_text())["status"] == status, done.stderr

@@ -33,6 +33,8 @@ def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
                    help="convert the agent's stdout (claude|codex|gemini|opencode stream) into dialog.jsonl "
                         "(default: SSE_DIALOG)")
     p.add_argument("--prompt", help="the agent's prompt, logged as the dialog's prompt line (default: SSE_PROMPT)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="the daemon and grading run checks without the bwrap sandbox (same as SSE_NO_SANDBOX=1)")
     p.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_CMD ...")
     p.set_defaults(func=_entrypoint)
 
@@ -49,6 +51,8 @@ def _entrypoint(args: argparse.Namespace) -> int:
             task=args.task, tree=args.tree, results_dir=args.results_dir, agent_timeout=args.agent_timeout,
             mcp_timeout=args.mcp_timeout, mcp_port=args.mcp_port, dialog=args.dialog, prompt=args.prompt,
             sidecar=args.sidecar)
+        if args.no_sandbox:  # the daemon and `ssebench grade` inherit it (docs/security.md)
+            settings.env["SSE_NO_SANDBOX"] = "1"
         outcome = Entrypoint(settings, command, on_stage=print_stage).run()
     except SettingsError as exc:
         print(f"ssebench entrypoint: {exc}", file=sys.stderr)
