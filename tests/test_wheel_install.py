@@ -109,11 +109,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Install:
     (wheel,) = dist.glob("ssebench-*.whl")
     house = _wheelhouse(_requirements(wheel))
     venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    # the checkout's pip installs into the new venv: no ensurepip, no index, no byte-compiling
-    # (about half the install time; each module is compiled once when first imported)
-    _pip("--python", str(venv / "bin" / "python"), "install", "--no-compile", "--no-index", "--find-links", str(house),
-         str(wheel))
+    # as a user does: a venv with its own pip (``run --docker`` uses it for the image's wheels);
+    # no index and no byte-compiling (about half the install time; modules compile on import)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    _pip("install", "--no-compile", "--no-index", "--find-links", str(house), str(wheel),
+         python=str(venv / "bin" / "python"))
     home, work = root / "home", root / "work"
     home.mkdir(mode=0o700)
     work.mkdir()
@@ -284,3 +284,28 @@ def test_the_task_image_wheel_from_the_installed_files_has_no_example(installed:
     demo = subprocess.run([*main, "demo"], cwd=installed.work, env=env, capture_output=True, text=True, timeout=60)
     assert (demo.returncode, demo.stderr) == (2, "ssebench demo: the example task ships with the source checkout, "
                                                  "not the package; pass --task FILE\n")
+
+
+@pytest.mark.e2e
+def test_run_docker_from_the_plain_install_hides_the_task(installed: Install, tmp_path: Path) -> None:
+    """``ssebench run --docker`` builds its task image from the installed files; the agent's
+    container holds none of the task's hidden parts (the example's PoCs, intent diff, task.toml)."""
+    from ssebench.container.docker import DockerEngine, DockerRunError, cache_dir
+    from ssebench.container.dockerfile import DEFAULT_BASE_IMAGE
+
+    try:
+        engine = DockerEngine.locate()
+    except DockerRunError as error:
+        pytest.skip(f"no Docker engine here: {error}")
+    if not engine.has_image(DEFAULT_BASE_IMAGE):
+        pytest.skip(f"no base image {DEFAULT_BASE_IMAGE} (tests/e2e/test_docker.py builds it)")
+    hidden = ("task.toml", "intent.diff", "long-name", "sixteen-chars")
+    search = " -o ".join(f"-name {name}" for name in hidden)
+    probe = (f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
+             ' echo "FOUND:$found"')
+    results = tmp_path / "r"
+    installed.run("run", "--docker", "--task", str(installed.example()), "--results", str(results),
+                  "--", "sh", "-c", probe, ok=(1,), timeout=900,
+                  env={"DOCKER_HOST": engine.host, "SSEBENCH_CACHE": str(cache_dir())})  # this user's wheel cache
+    assert (results / "agent-stdout.log").read_text() == "FOUND:\n"
+    assert json.loads((results / "results.json").read_text())["status"] == "checks_failed"  # graded in the sidecar
