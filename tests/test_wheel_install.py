@@ -253,10 +253,17 @@ def test_grade_run_and_dialog(installed: Install, tmp_path: Path) -> None:
     assert "Fix it" in shown
 
 
-def test_task_check_and_new(installed: Install, tmp_path: Path) -> None:
+def test_task_check_new_completion_and_entrypoint(installed: Install, tmp_path: Path) -> None:
     installed.run("task", "check", str(installed.example()))
     installed.run("task", "new", str(tmp_path / "mytask"))
     installed.run("task", "check", str(tmp_path / "mytask" / "task.toml"))
+    assert "ssebench" in installed.run("completion", "bash").stdout
+    tree = tmp_path / "tree"
+    shutil.copytree(installed.example().parent / "src", tree)
+    done = installed.run("entrypoint", "--", "true", ok=(1,), timeout=300, env={
+        "SSE_TASK": str(installed.example()), "SSE_TREE": str(tree), "SSE_RESULTS_DIR": str(tmp_path / "results"),
+        "SSE_MCP_PORT": str(_free_port())})
+    assert json.loads((tmp_path / "results" / "results.json").read_text())["status"] == "checks_failed", done.stderr
 
 
 def test_the_task_image_wheel_from_the_installed_files_has_no_example(installed: Install, tmp_path: Path) -> None:
