@@ -270,3 +270,37 @@ def test_limits_without_cgroups_watchdog(task_factory, daemon_factory):
         "[ssebench] memory limit reached (256 MiB): the command and every process it started were "
         "killed.\n")
     assert d2.get("/health").json()["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
+    # No cgroup for the checks (as in most containers): the watchdog must stop a real fork
+    # bomb. A pids cgroup around `ssebench grade` is only the test's safety net (never hit).
+    import subprocess
+    import sys
+
+    net = Path("/sys/fs/cgroup/pids") / f"ssebench-test-{secrets.token_hex(4)}"
+    try:
+        net.mkdir()
+        (net / "pids.max").write_text("6000")
+    except OSError:
+        pytest.skip("needs a writable cgroup v1 pids hierarchy for the safety net")
+    try:
+        t = task_factory(build=":(){ :|:& };:; sleep 60", functional=None, pocs=None)
+        script = (f"echo $$ > {net}/cgroup.procs; exec {sys.executable} -c "
+                  "'from ssebench.cli import main; main()' grade --task " + str(t.file))
+        done = subprocess.run(["sh", "-c", script], env={**os.environ, "SSE_SANDBOX_CGROUP": "off"},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, done.stderr
+        assert done.stdout.rstrip().endswith(
+            "[ssebench] process limit reached (1024 processes): the command and every process it "
+            "started were killed.")
+        assert "max 0" in (net / "pids.events").read_text()  # the safety net was never needed
+    finally:
+        for _ in range(100):
+            try:
+                net.rmdir()
+                break
+            except OSError:
+                import time
+                time.sleep(0.1)

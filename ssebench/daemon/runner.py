@@ -415,6 +415,7 @@ class Runner:
         self._running.add(proc)
         waiter = loop.create_task(procs.wait_exit(proc))
         if guard is not None:
+            guard.start_watchdog(proc.pid)
             watcher = loop.create_task(_watch(guard, proc.pid))
         start = loop.time()
         deadline = None if timeout is None else start + timeout
@@ -599,18 +600,16 @@ def _note(log: CheckLog, text: str) -> None:
 
 
 async def _watch(guard: Guard, pid: int, interval: float = 0.05) -> str:
-    """Poll *guard* until a limit is hit; returns which. Without cgroups the process
-    tree is scanned in a thread every fourth round (it reads /proc)."""
-    for tick in itertools.count():
+    """Poll *guard* until a limit is hit; returns which. (Without cgroups the guard's
+    own watchdog thread counts processes and memory, and kills at once.)"""
+    while True:
         reason = guard.check()
-        if reason is None and guard.cgroups is None and tick % 4 == 0:
-            reason = await asyncio.to_thread(guard.scan, pid)
         if reason is not None:
-            if guard.cgroups is None:
-                await asyncio.to_thread(guard.remember, pid)
+            if guard.cgroups is None and reason == "output":
+                with contextlib.suppress(RuntimeError):  # no thread to be had: settle skips it
+                    await asyncio.to_thread(guard.remember, pid)
             return reason
         await asyncio.sleep(interval)
-    raise AssertionError("unreachable")
 
 
 def _in_thread(func: Any, *args: Any, **kwargs: Any) -> None:

@@ -36,6 +36,7 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -461,6 +462,13 @@ def _keyed(path: Path) -> dict[str, int]:
     return out
 
 
+def _process_count() -> int:
+    try:
+        return sum(1 for name in os.listdir("/proc") if name.isdigit())
+    except OSError:
+        return 0
+
+
 def _running(p: psutil.Process) -> bool:
     try:
         return p.status() != psutil.STATUS_ZOMBIE
@@ -482,6 +490,9 @@ class Guard:
         self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
         self._fds: list[int] = []
         self.victims: list[psutil.Process] = []  # the tree when a limit was hit (watchdog mode)
+        self.hit: str | None = None  # the limit the watchdog thread enforced
+        self._stop = threading.Event()
+        self._baseline = _process_count() if self.cgroups is None else 0
 
     @property
     def mode(self) -> str:
@@ -519,7 +530,32 @@ class Guard:
         the event loop: two ``stat`` calls and two small cgroup files."""
         if self.output_size() - self.base > self.limits.output:
             return "output"
-        return self.cgroups.exceeded() if self.cgroups else None
+        return self.cgroups.exceeded() if self.cgroups else self.hit
+
+    def start_watchdog(self, pid: int) -> None:
+        """Without cgroups: a thread of its own (started now, not when the sandbox is
+        already exhausting the pids) that kills the process group *pid* when a limit is hit.
+
+        Processes are counted cheaply, by how many more entries ``/proc`` has than when
+        the check started (a fork bomb outruns an exact scan of its tree); memory by an
+        exact scan (the RSS of the tree under *pid*) every fourth round.
+        """
+        if self.cgroups is not None:
+            return
+        threading.Thread(target=self._watchdog, args=(pid,), daemon=True, name="ssebench-watchdog").start()
+
+    def _watchdog(self, pid: int, interval: float = 0.05) -> None:
+        tick = 0
+        while not self._stop.wait(interval):
+            if _process_count() - self._baseline > self.limits.pids:
+                self.hit = "pids"
+            elif tick % 4 == 0:
+                self.hit = self.scan(pid)
+            tick += 1
+            if self.hit is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+                return
 
     def scan(self, pid: int) -> str | None:
         """Without cgroups: count the processes under *pid* and sum their RSS (run it in
@@ -567,6 +603,7 @@ class Guard:
                 room -= size
 
     def close(self) -> None:
+        self._stop.set()
         self.spawned()
         if self.cgroups is not None:
             self.cgroups.remove()
