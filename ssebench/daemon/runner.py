@@ -185,7 +185,7 @@ class Runner:
         self.store = SourceStore(tree, engine)
         self.mirror = BuildMirror(self.store, engine / "mirror")
         self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
-        self._overlay: bool | None = None  # views are overlays (probed at the first view)
+        self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
 
     # -- runs -----------------------------------------------------------------------
 
@@ -478,6 +478,9 @@ class Runner:
         assert run.snapshot is not None
         snapshot = run.snapshot
         ended = False
+        if self._overlay is None:  # probe while the build runs, not when the first view is due
+            self._overlay = asyncio.get_running_loop().run_in_executor(
+                None, overlay_supported, self.mirror.path.parent, self.sandbox)
         try:
             try:
                 incremental, _ = await asyncio.to_thread(self.mirror.update, snapshot)
@@ -500,6 +503,9 @@ class Runner:
                 async for event in self._check(run, Check.BUILD, self.tree_path, result, append=True):
                     yield event
             ended = not result.timed_out
+            # The probe's bwrap must be gone before the run ends: the sweep after a run
+            # kills every child the daemon did not start through procs.
+            await asyncio.shield(self._overlay)
         finally:
             if not ended:
                 self.mirror.invalidate()
@@ -534,8 +540,9 @@ class Runner:
         """Are views copy-on-write overlays? Probed once (sandboxes only; not where the
         workspace is itself on overlayfs, as in Docker); else views are copies."""
         if self._overlay is None:
-            self._overlay = await asyncio.to_thread(overlay_supported, self.mirror.path.parent, self.sandbox)
-        return self._overlay
+            self._overlay = asyncio.get_running_loop().run_in_executor(
+                None, overlay_supported, self.mirror.path.parent, self.sandbox)
+        return await asyncio.shield(self._overlay)
 
     async def _copy(self, src: Path, dst: Path, log_base: Path, check: Check) -> AsyncIterator[dict[str, Any]]:
         """A fresh view of the built mirror: ``cp -a`` (reflinks where the filesystem has
