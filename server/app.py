@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 from fastmcp import Context, FastMCP
@@ -30,6 +31,7 @@ from ssebench import __version__
 from ssebench.difficulty import Check, Level
 
 from .daemon_client import DaemonClient, DaemonError, Event, parse_result
+from .limits import ServerLimits
 from .longlog import LogDir, capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
 
@@ -214,13 +216,32 @@ async def _cancel_on_disconnect(request: Request, scope: anyio.CancelScope, ever
     scope.cancel()
 
 
+class _Server(FastMCP):
+    """FastMCP whose Streamable HTTP sessions expire after ``session_idle`` seconds idle.
+
+    The MCP SDK counts a session idle only while no request of it is in flight (a
+    running tool call is one), so a call never loses its session. ``run_http_async``
+    takes no idle timeout of its own, hence this default for the app it builds.
+    """
+
+    session_idle: float = ServerLimits.session_idle
+
+    def http_app(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("session_idle_timeout") is None:
+            kwargs["session_idle_timeout"] = self.session_idle
+        return super().http_app(*args, **kwargs)
+
+
 def create_server(
     level: Level,
     daemon_socket: str,
     log_dir: LogDir,
     *,
     heartbeat: float = DEFAULT_HEARTBEAT,
+    limits: ServerLimits | None = None,
 ) -> FastMCP:
+    """The server; *limits* default to the environment's (``server/limits.py``)."""
+    limits = limits if limits is not None else ServerLimits.from_env()
     daemon = DaemonClient(daemon_socket)
     tool = TestPatch(level, daemon, log_dir, heartbeat)
 
@@ -232,7 +253,8 @@ def create_server(
             await daemon.aclose()
             log_dir.close()
 
-    mcp = FastMCP(SERVER_NAME, version=__version__, lifespan=lifespan)
+    mcp = _Server(SERVER_NAME, version=__version__, lifespan=lifespan)
+    mcp.session_idle = limits.session_idle
 
     async def test_patch(ctx: Context) -> str:
         return await tool(ctx)

@@ -105,10 +105,18 @@ def _positive_seconds(raw: str) -> float:
 
 def _level_or_exit() -> Level | None:
     try:
-        return level_from_env()
+        level = level_from_env()
     except DifficultyError as exc:
         print(exc, file=sys.stderr)
         return None
+    from .limits import ServerLimits
+
+    try:
+        ServerLimits.from_env()  # session expiry and log retention (server/limits.py)
+    except ValueError as exc:
+        print(f"ssebench: {exc}", file=sys.stderr)
+        return None
+    return level
 
 
 def _display_host(host: str) -> str:
@@ -216,9 +224,13 @@ def _serve(args: argparse.Namespace) -> int:
     level = _level_or_exit()
     if level is None:
         return 2
-    from ssebench.daemon.paths import resolve_socket_path
+    from ssebench.daemon.paths import SocketError, resolve_client_socket
 
-    daemon_socket = resolve_socket_path(args.daemon_socket)
+    try:  # the daemon's own rule for its default folder: ours, 0700, no symlink
+        daemon_socket = resolve_client_socket(args.daemon_socket)
+    except SocketError as exc:
+        print(f"ssebench serve: {exc}", file=sys.stderr)
+        return 1
     sock = _bind_or_exit(args, "serve")
     if sock is None:
         return 2

@@ -45,6 +45,24 @@ def resolve_socket_path(explicit: str | os.PathLike[str] | None = None,
     return default_socket_path(env)
 
 
+def resolve_client_socket(explicit: str | os.PathLike[str] | None = None,
+                          environ: Mapping[str, str] | None = None) -> Path:
+    """The socket path for a client of the daemon (``ssebench serve``), under the daemon's rule.
+
+    For the default path the folder is claimed as the daemon claims it (created 0700 if
+    missing, refused if a symlink, not ours or open to others; :class:`SocketError`):
+    otherwise another user could create it first and answer in the daemon's place.
+    """
+    env = os.environ if environ is None else environ
+    path = resolve_socket_path(explicit, env)
+    if not explicit and not env.get(ENV_VAR):
+        try:
+            ensure_private_dir(path.parent)
+        except OSError as exc:
+            raise SocketError(f"{path.parent}: {exc.strerror or exc}") from None
+    return path
+
+
 def ensure_private_dir(path: Path) -> None:
     """Create *path* 0700 if missing; refuse it if it is a symlink, not ours, or open to others."""
     try:

@@ -1,0 +1,74 @@
+"""The server's bounds in time and space: idle MCP sessions, and ``MCP_LOG_DIR``'s size.
+
+Both are read from the environment once and checked before anything starts (a bad
+value stops ``ssebench serve``/``up`` with one line, exit 2):
+
+- ``SSE_MCP_SESSION_IDLE`` (default ``10m``): an MCP session with no request in flight
+  for this long is closed and forgotten (its id then answers 404 and the client opens
+  a new one). A running ``test_patch`` call is a request in flight, so it never
+  expires during a call. Without it, every session a client opened stayed in memory
+  until the server stopped (10,000 sessions held 470 MB).
+- ``SSE_MCP_LOG_MAX_SIZE`` (default ``1G``) and ``SSE_MCP_LOG_MAX_AGE`` (default
+  ``7d``): after each long log is saved, the saved logs (``<uuid>.txt`` files in
+  ``MCP_LOG_DIR``) older than the age, then the oldest while the folder holds more
+  than the size, are removed; never the file just written. When the disk is full,
+  every other saved log goes before the save is given up.
+
+Durations are seconds or a number with ``s``, ``m``, ``h`` or ``d``; sizes are bytes
+or a number with ``K``, ``M``, ``G`` (binary units).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ssebench.daemon.sandbox import parse_size
+
+SESSION_IDLE_VAR = "SSE_MCP_SESSION_IDLE"
+LOG_MAX_SIZE_VAR = "SSE_MCP_LOG_MAX_SIZE"
+LOG_MAX_AGE_VAR = "SSE_MCP_LOG_MAX_AGE"
+
+DEFAULT_SESSION_IDLE = 600.0
+DEFAULT_LOG_MAX_SIZE = 1 << 30
+DEFAULT_LOG_MAX_AGE = 7 * 86400.0
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(name: str, raw: str) -> float:
+    """``"600"``, ``"10m"``, ``"2h"``, ``"7d"`` → seconds (positive); raises ValueError."""
+    text = raw.strip().lower()
+    unit = text[-1:] if text[-1:] in _UNITS else "s"
+    number = text[:-1] if text[-1:] in _UNITS else text
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive duration (e.g. 600, 10m, 2h, 7d), got '{raw}'")
+    return value
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    session_idle: float = DEFAULT_SESSION_IDLE
+    log_max_bytes: int = DEFAULT_LOG_MAX_SIZE
+    log_max_age: float = DEFAULT_LOG_MAX_AGE
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerLimits:
+        """The limits the environment sets; raises ValueError naming the bad variable."""
+        env = os.environ if environ is None else environ
+
+        def raw(name: str) -> str | None:
+            value = env.get(name)
+            return value if value is not None and value.strip() else None
+
+        idle, size, age = raw(SESSION_IDLE_VAR), raw(LOG_MAX_SIZE_VAR), raw(LOG_MAX_AGE_VAR)
+        return cls(
+            session_idle=parse_duration(SESSION_IDLE_VAR, idle) if idle else DEFAULT_SESSION_IDLE,
+            log_max_bytes=parse_size(LOG_MAX_SIZE_VAR, size) if size else DEFAULT_LOG_MAX_SIZE,
+            log_max_age=parse_duration(LOG_MAX_AGE_VAR, age) if age else DEFAULT_LOG_MAX_AGE,
+        )
