@@ -391,6 +391,7 @@ class YamlEditor:
     def _load(self, text: str):  # noqa: ANN202
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+        _check_yaml_depth(text)
         yaml = self._yaml(text)
         try:
             data = yaml.load(text)
@@ -510,6 +511,52 @@ class YamlEditor:
         except FormatError:
             return object()  # equal to nothing
         return _plain(data) if data is not None else {}
+
+
+YAML_MAX_DEPTH = 200  # ruamel.yaml recurses several frames per level, and slows down long before
+
+
+def _check_yaml_depth(text: str) -> None:
+    """Refuse YAML nested deeper than YAML_MAX_DEPTH before ruamel.yaml sees it: it would take
+    seconds per thousand levels to end in a RecursionError. Flow brackets are counted outside
+    quotes and comments, block levels by the stack of indentations."""
+    depth = flow = 0
+    indents: list[int] = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if stripped and not stripped.startswith("#") and flow == 0:
+            indent = len(line) - len(stripped)
+            while indents and indents[-1] >= indent:
+                indents.pop()
+            indents.append(indent)
+        quote = None
+        previous = " "
+        i = 0
+        while i < len(line):
+            char = line[i]
+            if quote == '"':
+                if char == "\\":
+                    i += 1
+                elif char == '"':
+                    quote = None
+            elif quote == "'":
+                if char == "'":
+                    quote = None
+            elif char == "#" and previous in " \t":
+                break
+            elif char in "\"'":
+                quote = char
+            elif char in "[{":
+                flow += 1
+                depth = max(depth, len(indents) + flow)
+            elif char in "]}":
+                flow = max(0, flow - 1)
+            previous = char
+            i += 1
+        depth = max(depth, len(indents) + flow)
+        if depth > YAML_MAX_DEPTH:
+            raise FormatError(f"is nested too deeply to edit (more than {YAML_MAX_DEPTH} levels); no client writes "
+                              "such a file", text.count("\n", 0, text.find(line)) + 1 if line else None)
 
 
 def _empty_as_none(data: Any) -> Any:
