@@ -257,9 +257,12 @@ def test_task_file_is_a_folder(tmp_path: Path) -> None:
     assert str(err.value) == f"{tmp_path}: is a folder, not a task file"
 
 
-@pytest.mark.parametrize("case", ["invalid toml", "missing key", "wrong type", "missing file", "unknown key"])
+@pytest.mark.parametrize("case", ["invalid toml", "missing key", "wrong type", "missing file", "unknown key",
+                                  "deep nesting", "NUL in run"])
 def test_daemon_refuses_bad_task_before_listening(tmp_path: Path, case: str) -> None:
     text = {
+        "deep nesting": "a = " + "[" * 5000 + "\n",
+        "NUL in run": _replace('run = "make"', 'run = "ma\\u0000ke"'),
         "invalid toml": "id = \n",
         "missing key": _replace('id = "demo-overflow"\n', ""),
         "wrong type": _replace('run = "make"', "run = 1"),
