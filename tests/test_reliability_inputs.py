@@ -663,3 +663,32 @@ def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool,
                 os.environ.pop("XDG_CACHE_HOME", None)
             else:
                 os.environ["XDG_CACHE_HOME"] = saved
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_while_waiting_for_the_daemon_ends_inside_docker_stops_10s(tmp_path: Path, task_factory) -> None:
+    """A sidecar daemon that never answers, a long SSE_MCP_TIMEOUT: SIGTERM still ends the
+    wait, and results.json says so, well before docker stop's kill."""
+    task = task_factory()
+    marker = uuid.uuid4().hex
+    env = entry_env(tmp_path, task.file, marker, SSE_DAEMON_SOCKET=str(tmp_path / "nobody.sock"),
+                    SSE_TREE=str(task.tree), SSE_MCP_TIMEOUT="600")
+    env.pop("SSE_TASK")
+    proc = subprocess.Popen([*ENTRY, "--sidecar", "--", "true"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "results").is_dir():  # made once every setting was checked
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        time.sleep(1)  # now waiting for the daemon
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    data = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert (data["status"], data["error"]) == ("interrupted", "interrupted by SIGTERM")
+    assert not survivors(marker)
