@@ -49,7 +49,7 @@ from ssebench.container.dockerfile import (
     render_agent_dockerfile,
     render_task_dockerfile,
 )
-from ssebench.daemon.sandbox import NO_SANDBOX_VAR
+from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT, NO_SANDBOX_VAR
 from ssebench.resources import script
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
@@ -72,6 +72,12 @@ SANDBOX_OPTIONS = (
     "--security-opt", "systempaths=unconfined",
     "--security-opt", "apparmor=unconfined",
 )
+# A backstop for the whole sidecar (daemon, checks, grading): the per-check limits there
+# come from the daemon's watchdog, a poll (cgroups are read-only in a container), which a
+# fork bomb can outrun until the host runs out of pids (seen: pid_max 32768 reached).
+# Room for one check at its default limits plus the daemon.
+SIDECAR_PIDS_LIMIT = 4 * DEFAULT_PIDS_LIMIT
+SIDECAR_MEMORY_LIMIT = DEFAULT_MEMORY_LIMIT + (2 << 30)
 # The daemon's workspace (its /tmp) on an anonymous volume: it lives on the engine's data
 # root, which holds overlay2's own upper folders, so the sandbox's copy-on-write overlays
 # work there (not on the container's overlayfs root); removed with the container.
@@ -328,7 +334,9 @@ def sandbox_options(uid: int, gid: int) -> list[str]:
     if not SANDBOX_SECCOMP_PROFILE.is_file():
         raise DockerRunError(f"the sandbox's seccomp profile is missing: {SANDBOX_SECCOMP_PROFILE} does not exist")
     return ["--user", f"{uid}:{gid}", *SANDBOX_OPTIONS,
-            "--security-opt", f"seccomp={SANDBOX_SECCOMP_PROFILE}", *WORKSPACE_MOUNT]
+            "--security-opt", f"seccomp={SANDBOX_SECCOMP_PROFILE}", *WORKSPACE_MOUNT,
+            "--pids-limit", str(SIDECAR_PIDS_LIMIT),
+            "--memory", str(SIDECAR_MEMORY_LIMIT), "--memory-swap", str(SIDECAR_MEMORY_LIMIT)]
 
 
 def _chown_tree(root: Path, uid: int, gid: int) -> None:

@@ -361,6 +361,38 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
         assert not leaked, f"{path.name} holds {leaked}"
 
 
+# A fork bomb in the build, then a clean Makefile: the second call must be answered.
+# Prints the first call's last line (the log's end) and the second call's headline.
+BOMB_AGENT = """
+import asyncio, os
+from pathlib import Path
+from fastmcp import Client
+async def main():
+    async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
+        for line, makefile in ((-1, "all:\\n\\tbash -c ':(){ :|:& };:; sleep 60'\\ntest:\\n\\ttrue\\n"),
+                               (0, "all:\\n\\ttrue\\ntest:\\n\\ttrue\\n")):
+            Path("Makefile").write_text(makefile)
+            result = await client.call_tool("test_patch", {})
+            print(result.content[0].text.splitlines()[line])
+asyncio.run(main())
+"""
+
+
+def test_sidecar_survives_a_fork_bomb_in_a_check(base_image: str, tmp_path: Path) -> None:
+    """Cgroups are read-only in a container, so the per-check process limit is the daemon's
+    watchdog; the sidecar's own --pids-limit keeps a bomb from taking the host's pids
+    meanwhile. The check fails with the limit's line and the daemon answers the next call."""
+    from ssebench.container import docker
+    from ssebench.daemon.sandbox import Limits, limit_note
+
+    results = tmp_path / "results"
+    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],
+                               results_dir=results, difficulty=2)
+    said = (results / "agent-stdout.log").read_text(encoding="utf-8")
+    assert said == limit_note("pids", Limits()) + "test_patch result: every check that ran passed.\n", said
+    assert run.results is not None and run.results["agent"]["exit_code"] == 0
+
+
 def test_sidecar_without_the_sandbox_options_refuses_to_start(
     base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
