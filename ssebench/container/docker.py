@@ -74,7 +74,8 @@ SANDBOX_OPTIONS = (
 )
 # A backstop for the whole sidecar (daemon, checks, grading): the per-check limits there
 # come from the daemon's watchdog, a poll (cgroups are read-only in a container), which a
-# fork bomb can outrun until the host runs out of pids (seen: pid_max 32768 reached).
+# fork bomb can outrun (seen here without this backstop: the bomb outlived its check and
+# the next grade could not start a thread; the host's pid_max is 32768).
 # Room for one check at its default limits plus the daemon.
 SIDECAR_PIDS_LIMIT = 4 * DEFAULT_PIDS_LIMIT
 SIDECAR_MEMORY_LIMIT = DEFAULT_MEMORY_LIMIT + (2 << 30)
