@@ -615,13 +615,20 @@ class Change:
 
 def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        # O_NONBLOCK: a FIFO in the config's place must not hang us; only regular files are read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise ConfigError(path, "is a directory, not a config file") from None
     except PermissionError:
         raise ConfigError(path, "cannot be read (permission denied)") from None
+    except OSError as exc:
+        raise ConfigError(path, f"cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(path, "is not a regular file (a FIFO, socket or device), not a config file")
+        return stream.read()
 
 
 def _decode(path: Path, data: bytes) -> str:

@@ -460,6 +460,18 @@ def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutabl
     assert user.listing(user.home) == {"c.json": b'{"a": 1}\n', "c.json.bak": b"an older backup\n"}
 
 
+@pytest.mark.timeout(60)
+def test_a_fifo_in_place_of_the_config_is_refused_not_waited_on(user: User) -> None:
+    config = user.home / "c.json"
+    os.mkfifo(config)
+    for action in ("install", "uninstall"):
+        refused(user.agents(action, "claude", "--file", "c.json"), config,
+                ": is not a regular file (a FIFO, socket or device), not a config file")
+    import stat
+
+    assert stat.S_ISFIFO(config.stat().st_mode) and not (user.home / "c.json.bak").exists()
+
+
 @pytest.mark.timeout(120)
 def test_doubly_bommed_file_is_refused(user: User) -> None:
     config = user.home / "c.json"
