@@ -8,6 +8,12 @@
 - ``agent_run``: one whole run of a CLI against ``ssebench serve`` + ``ssebench daemon`` on a
   task, the way ssebench runs agents: ``ssebench agents install CLI --url URL`` into a fresh
   HOME, then the CLI's run recipe (agents/*/recipe.py), headless, against a scripted model.
+
+How many builds a run made is read from the server's log, as a user would see it: one
+``test_patch call N (level L): ...`` line per call, listing the checks the agent was shown
+(server/calllog.py). Decision: the count no longer comes from the task's build step
+appending to a file outside the tree — the sandboxed checks cannot write there
+(docs/security.md) — and a build that the agent was shown is the one that matters.
 """
 
 from __future__ import annotations
@@ -16,12 +22,14 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,24 +127,62 @@ def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
     return env
 
 
-def copy_task(task_file: Path, dest: Path, *, fix: Path | None = None,
-              count_builds_to: Path | None = None) -> Path:
-    """A copy of a task folder, optionally with a patch applied to its source tree and its
-    build step also appending a line to ``count_builds_to`` (so a test counts the runs the
-    daemon really made). Returns the copy's task.toml."""
+def copy_task(task_file: Path, dest: Path, *, fix: Path | None = None) -> Path:
+    """A copy of a task folder, optionally with a patch applied to its source tree.
+    Returns the copy's task.toml."""
     import tomlkit
 
     shutil.copytree(task_file.parent, dest, symlinks=True)
     copy = dest / task_file.name
-    doc = tomlkit.parse(copy.read_text())
     if fix is not None:
-        tree = dest / str(doc["source"])
+        tree = dest / str(tomlkit.parse(copy.read_text())["source"])
         subprocess.run(["patch", "-p1", "--quiet", "-i", str(fix)], cwd=tree, check=True,
                        stdin=subprocess.DEVNULL)
-    if count_builds_to is not None:
-        doc["build"]["run"] = f'echo build >> {json.dumps(str(count_builds_to))} && {doc["build"]["run"]}'
-    copy.write_text(tomlkit.dumps(doc))
     return copy
+
+
+# The server's line for one finished call (server/calllog.py), after logging's
+# "asctime name levelname" prefix: "... test_patch call 1 (level 2): <verdict> [build: passed, ...] in 3.2 s".
+_CALL_LINE = re.compile(r" ssebench\.server\.calls INFO test_patch call \d+ \(level \d\): (?P<summary>.*)$")
+# The build ran when its state is shown (passed or FAILED); level 4 shows no checks at all.
+_BUILD_RAN = re.compile(r"\[build: (passed|FAILED)[,\]]")
+SERVER_LOG_MAX = 64 * 2**20  # a run's server output is a few kB; more means something ran wild
+_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class ServerLog:
+    """What a test reads from the server's output: its calls' lines and the output's tail."""
+
+    calls: tuple[str, ...]  # the summary of each finished test_patch call, in order
+    tail: str
+
+    @property
+    def builds(self) -> int:
+        """How many calls showed the agent a build that ran."""
+        return sum(1 for summary in self.calls if _BUILD_RAN.search(summary))
+
+
+def read_server_log(path: Path) -> ServerLog:
+    """Scan the whole server output at ``path`` line by line (never whole in memory),
+    keeping the calls' summaries and the last lines. A missing file reads as empty; one
+    larger than :data:`SERVER_LOG_MAX` fails the test, since its calls could not be trusted."""
+    calls: list[str] = []
+    tail: deque[str] = deque(maxlen=_TAIL_LINES)
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        return ServerLog((), "")
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        assert size <= SERVER_LOG_MAX, f"{path} is {size} bytes (over {SERVER_LOG_MAX}): not a normal run"
+        for raw in f:
+            line = raw[:4096].decode("utf-8", "replace").rstrip("\n")
+            tail.append(line)
+            match = _CALL_LINE.search(line)
+            if match:
+                calls.append(match["summary"])
+    return ServerLog(tuple(calls), "\n".join(tail)[-4000:])
 
 
 @dataclass
@@ -149,7 +195,7 @@ class AgentRun:
     stderr: str
     seconds: float
     model: object  # the scripted model (tests.e2e.models), stopped, with its record
-    builds: int  # how many times the daemon ran the build step
+    builds: int  # how many test_patch calls showed the agent a build that ran (server log)
     home: Path
     server_output: str
     config: dict[str, str] = field(default_factory=dict)  # the files agents install wrote
@@ -184,12 +230,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _read_tail(path: Path) -> str:
-    with contextlib.suppress(OSError):
-        return path.read_bytes()[-4000:].decode("utf-8", "replace")
-    return ""
-
-
 def run_recipe(cli: str, *, mcp_url: str, home: Path, env: Mapping[str, str], cwd: Path, timeout: float,
                extra_env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float, object]:
     """One headless run of ``cli`` by its run recipe (prepare, then launch) against a scripted
@@ -219,8 +259,7 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
     change what ``agents install`` wrote (to take one of its settings out of the picture)."""
     from ssebench.server.stack import running_stack
 
-    counter = workdir / "builds.count"
-    task = copy_task(task_file, workdir / "task", fix=fix, count_builds_to=counter)
+    task = copy_task(task_file, workdir / "task", fix=fix)
     import tomlkit
 
     tree = task.parent / str(tomlkit.parse(task.read_text())["source"])
@@ -239,12 +278,13 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
                 after_install(home)
             proc, seconds, model = run_recipe(cli, mcp_url=stack.url, home=home, env=env, cwd=tree,
                                               timeout=cli_timeout, extra_env=extra_env)
-            server_output = _read_tail(stack_dir / "server.out")
+        # after the stack stopped (the server flushed and closed its output), before the
+        # stack folder goes
+        server = read_server_log(stack_dir / "server.out")
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)
-    builds = len(counter.read_text().splitlines()) if counter.exists() else 0
-    return AgentRun(cli, proc.returncode, proc.stdout, proc.stderr, seconds, model, builds, home,
-                    server_output)
+    return AgentRun(cli, proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds, home,
+                    server.tail)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ Per CLI and level: the real daemon and ``ssebench serve`` on a copy of the examp
 ``ssebench agents install CLI --url URL`` into a fresh HOME, the CLI run headless by its run
 recipe against a scripted model. What the model was handed back must be the spec's text
 for that tree and level, verbatim, in the CLI's own wrapping; the daemon must have run the
-checks exactly once (the build step of the task copy counts its runs); the CLI exits 0.
+checks exactly once (the server's log shows one call with a build that ran); the CLI exits 0.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import pytest
 import tomlkit
 
 from ssebench.server.stack import free_port, start, stop, wait_server
-from tests.e2e.conftest import SSEBENCH, AgentRun, clean_env, copy_task, run_group, run_recipe
+from tests.e2e.conftest import SSEBENCH, AgentRun, clean_env, copy_task, read_server_log, run_group, run_recipe
 from tests.e2e.expected import DEMO_TASK, LEVEL2_ALL_RAN_PASSED, assert_model_received, assert_one_call
 from tests.helpers.daemon import assert_gone, marked_processes
 
@@ -48,8 +48,7 @@ def _socket_of(daemon: psutil.Process) -> Path:
 
 
 def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) -> None:
-    counter = tmp_path / "builds.count"
-    task = copy_task(DEMO_TASK, tmp_path / "task", count_builds_to=counter)
+    task = copy_task(DEMO_TASK, tmp_path / "task")
     tree = task.parent / str(tomlkit.parse(task.read_text())["source"])
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
@@ -91,9 +90,11 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
         # 3. a headless run by Claude's run recipe, against the scripted model
         proc, seconds, model = run_recipe("claude", mcp_url=f"http://localhost:{port}/mcp", home=home,
                                           env=env, cwd=tree, timeout=CLI_TIMEOUT)
-        builds = len(counter.read_text().splitlines()) if counter.exists() else 0
-        run = AgentRun("claude", proc.returncode, proc.stdout, proc.stderr, seconds, model, builds, home,
-                       up_out.read_text(errors="replace"))
+        # up's output carries the server's log: one line per finished call (logged before
+        # the reply went out, so it is there once the CLI is done)
+        server = read_server_log(up_out)
+        run = AgentRun("claude", proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds,
+                       home, server.tail)
         assert_one_call(run)
         assert_model_received("claude", run, LEVEL2_ALL_RAN_PASSED)
 

@@ -15,15 +15,14 @@ from pathlib import Path
 import pytest
 
 from ssebench.server.stack import running_stack
-from tests.e2e.conftest import clean_env, copy_task, run_group
+from tests.e2e.conftest import clean_env, copy_task, read_server_log, run_group
 from tests.e2e.expected import DEMO_FIX, DEMO_TASK, LEVEL2_ALL_RAN_PASSED, level0_all_passed, poc_count
 
 pytestmark = pytest.mark.e2e
 
 
 def inspector_call(bin_dir: Path, workdir: Path, difficulty: int, fix: Path | None) -> tuple[dict, int]:
-    counter = workdir / "builds.count"
-    task = copy_task(DEMO_TASK, workdir / "task", fix=fix, count_builds_to=counter)
+    task = copy_task(DEMO_TASK, workdir / "task", fix=fix)
     home = workdir / "home"
     home.mkdir(mode=0o700)
     env = clean_env(home, bin_dir)
@@ -34,10 +33,13 @@ def inspector_call(bin_dir: Path, workdir: Path, difficulty: int, fix: Path | No
             proc = run_group([str(bin_dir / "mcp-inspector"), "--cli", stack.url, "--transport", "http",
                               "--method", "tools/call", "--tool-name", "test_patch"],
                              env=env, cwd=home, timeout=120)
+        server = read_server_log(stack_dir / "server.out")  # the stack has stopped: all of it
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    return json.loads(proc.stdout), len(counter.read_text().splitlines())
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n--- server output (tail)\n{server.tail}"
+    # the server logged one call, and it showed a build that ran
+    assert len(server.calls) == 1, server.tail
+    return json.loads(proc.stdout), server.builds
 
 
 @pytest.mark.parametrize(("difficulty", "fixed"), [(0, True), (2, False)])
