@@ -10,8 +10,10 @@ notices until a check hangs for half an hour.
 
 from __future__ import annotations
 
+import os
 import os.path
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,7 +201,15 @@ def load_task(path: str | Path) -> Task:
     if _PATH_CONTROL.search(str(file)):
         raise TaskError(f"{_shown_path(file)}: the task file's path must not contain control characters")
     try:
-        with file.open("rb") as stream:
+        # O_NONBLOCK and a regular-file check: a FIFO named as the task must not hang the start
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            raise TaskError(f"{file}: is not a regular file, not a task file")
+        with os.fdopen(fd, "rb") as stream:
             raw = stream.read(MAX_TASK_BYTES + 1)
     except FileNotFoundError:
         raise TaskError(f"{file}: the task file does not exist") from None

@@ -165,6 +165,14 @@ def test_bad_task_gives_one_line(tmp_path: Path, body: bytes, fault: str) -> Non
     assert str(err.value) == f"{file}: {fault}"
 
 
+def test_a_fifo_as_the_task_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "task.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(TaskError) as err:
+        load_task(fifo)
+    assert str(err.value) == f"{fifo}: is not a regular file, not a task file"
+
+
 def test_multi_line_run_with_tabs_is_fine(tmp_path: Path) -> None:
     task = load_task(write_task(tmp_path, GOOD.replace(b'run = "true"', b'run = """\nif true; then\n\ttrue\nfi\n"""')))
     assert task.build.run == "if true; then\n\ttrue\nfi\n"
