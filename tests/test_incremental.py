@@ -229,3 +229,10 @@ def test_an_object_committed_in_git_is_a_source(tmp_path):
     for argv in (["git", "init", "-q"], ["git", "add", "vendor.a"], ["git", "commit", "-qm", "v"]):
         subprocess.run(argv, cwd=tree, env=env, check=True)
     assert sorted(SourceStore(tree, tmp_path / "store").sync().manifest) == ["vendor.a"]
+
+
+def test_a_build_that_removed_a_changed_sources_folder_gets_a_fresh_mirror(tmp_path):
+    e = Engine(tmp_path, "off", build="cat sub/x; rm -rf sub", tree_files={"sub/x": "one\n"})
+    assert e.run([Check.BUILD])["build"] == ("passed", "one\n\n")
+    (e.tree / "sub" / "x").write_text("two\n")
+    assert e.run([Check.BUILD])["build"] == ("passed", "two\n\n")

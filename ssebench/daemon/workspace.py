@@ -277,7 +277,12 @@ class BuildMirror:
         """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking."""
         if self.manifest is None or not self.path.is_dir():
             return False, self.fresh(snapshot)
-        old, new = self.manifest, snapshot.manifest
+        try:
+            return True, self._update(self.manifest, snapshot.manifest)
+        except OSError:  # e.g. the last build removed a folder a changed source lives in
+            return False, self.fresh(snapshot)
+
+    def _update(self, old: Manifest, new: Manifest) -> int:
         self.manifest = None  # half-updated if we fail part-way
         now = max(fs_now(self.path.parent), self.last_build_end_ns + 1)
         written = 0
@@ -296,7 +301,7 @@ class BuildMirror:
             self._write(rel, entry, now)
             written += 1
         self.manifest = dict(new)
-        return True, written
+        return written
 
     def fresh(self, snapshot: Snapshot) -> int:
         """Replace the mirror by a fresh copy of *snapshot*, with the agent's mtimes."""
