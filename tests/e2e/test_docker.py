@@ -393,6 +393,26 @@ def test_sidecar_survives_a_fork_bomb_in_a_check(base_image: str, tmp_path: Path
     assert run.results is not None and run.results["agent"]["exit_code"] == 0
 
 
+def test_sidecar_checks_after_the_build_run_on_overlays(base_image: str, tmp_path: Path) -> None:
+    """The daemon's workspace is on a volume (not the container's overlayfs), so the checks
+    after the build get copy-on-write overlay views of the built tree there."""
+    from ssebench.container.docker import run_in_docker
+
+    makefile = "all:\n\ttrue\ntest:\n\tgrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; exit 1\n"
+    agent = ("import asyncio, os\nfrom pathlib import Path\nfrom fastmcp import Client\n"
+             f"Path('Makefile').write_text({makefile!r})\n"
+             "async def main():\n"
+             "    async with Client(os.environ['SSE_MCP_URL'], timeout=600) as client:\n"
+             "        print((await client.call_tool('test_patch', {})).content[0].text)\n"
+             "asyncio.run(main())\n")
+    results = tmp_path / "results"
+    run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", agent], results_dir=results,
+                  difficulty=2)
+    said = (results / "agent-stdout.log").read_text(encoding="utf-8")
+    assert said.endswith("Full log (functional tests):\ngrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; "
+                         "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"), said  # "1": one overlay at /sse/tree
+
+
 def test_sidecar_without_the_sandbox_options_refuses_to_start(
     base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
