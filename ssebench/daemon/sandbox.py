@@ -336,6 +336,8 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
     box = Sandbox(bwrap, version[-1] if version else "?", extra)
+    with contextlib.suppress(OSError):
+        sweep_cgroups()
     with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
         probe = box.wrap(["true"], TreeView.bind(Path(tmp)))
         try:
@@ -425,21 +427,51 @@ class _Cgroups:
         return "pids" if _keyed(self.paths[1] / "pids.events").get("max", 0) else None
 
     def remove(self) -> None:
-        """Remove the cgroups once their processes are gone (off the loop; retried)."""
-        def remove() -> None:
-            deadline = time.monotonic() + 10
-            for path in reversed(self.paths):
-                while True:
-                    try:
-                        path.rmdir()
-                        break
-                    except FileNotFoundError:
-                        break
-                    except OSError:
-                        if time.monotonic() > deadline:
-                            break
-                        time.sleep(0.05)
-        threading.Thread(target=remove, daemon=True).start()
+        """Remove the cgroups once their processes are gone (off the loop; retried; what
+        is still there when the process exits is tried once more by an atexit hook, and
+        what a killed daemon left is swept by the next start: :func:`sweep_cgroups`)."""
+        _pending.update(self.paths)
+        threading.Thread(target=_rmdirs, args=(list(reversed(self.paths)), 10.0), daemon=True).start()
+
+
+_pending: set[Path] = set()
+
+
+def _rmdirs(paths: list[Path], patience: float) -> None:
+    deadline = time.monotonic() + patience
+    for path in paths:
+        while True:
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                break
+            _pending.discard(path)
+            break
+
+
+atexit.register(lambda: _rmdirs(sorted(_pending, reverse=True), 2.0))
+
+
+def sweep_cgroups() -> int:
+    """Remove the empty cgroups of ssebench processes that are gone (a killed daemon's)."""
+    removed = 0
+    own = _own_cgroups()
+    parents = {Path("/sys/fs/cgroup") / ctl / own.get(ctl, "/").lstrip("/") for ctl in ("memory", "pids")}
+    if "" in own:
+        parents.add(Path("/sys/fs/cgroup") / own[""].lstrip("/"))
+    for parent in parents:
+        for path in parent.glob("ssebench-*-*"):
+            pid = path.name.split("-")[1]
+            if pid.isdigit() and not psutil.pid_exists(int(pid)):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+                    removed += 1
+    return removed
 
 
 def _own_cgroups() -> dict[str, str]:
