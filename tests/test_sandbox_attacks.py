@@ -172,7 +172,8 @@ def test_attacks_through_the_daemon(level, tmp_path, daemon_factory, listener, r
             texts.append(text)
             _assert_no_leak(text, marks, secret_mark, f"the {check} log", check)
             assert "== network" in text  # the script really ran to the end
-    # The withheld checks stay withheld, and everything the daemon wrote is clean too.
+    # Everything else the daemon wrote is clean too: its own log (stderr).
+    _assert_no_leak(d.stderr(), marks, secret_mark, "the daemon's stderr")
     assert d.proc.poll() is None
     served = d.get("/health").json()
     assert served["sandbox"] == "bwrap 0.11.0" and served["status"] == "ok"
