@@ -43,9 +43,10 @@ MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw
 DIALOG_FILE = "dialog.jsonl"
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # After SIGTERM/SIGINT/SIGHUP the agent gets this long to exit, once; then its group is
-# killed. Everything else (servers, grading) gets what is left of it, at least
-# SIGNAL_FLOOR_SECONDS. So results.json is written within about 7 s, inside the 10 s
-# `docker stop` waits before its SIGKILL (docs/container.md).
+# killed. The servers get SIGTERM at once (the run is over) and are killed when the grace
+# ends (at least SIGNAL_FLOOR_SECONDS after the signal); grading is skipped. So
+# results.json is written about 5-6 s after the signal, inside the 10 s `docker stop`
+# waits before its SIGKILL (docs/container.md).
 SIGNAL_GRACE_SECONDS = 5.0
 SIGNAL_FLOOR_SECONDS = 1.0
 
@@ -433,6 +434,10 @@ class Entrypoint:
         self._signal = signum
         if first:
             self._signal_deadline = time.monotonic() + SIGNAL_GRACE_SECONDS
+            # The run is over: the servers stop now, alongside the agent's grace, not after it.
+            for child in self._children:
+                if child.name in ("daemon", "server") and child.running():
+                    child.signal(signal.SIGTERM)
         if self._agent is not None and self._agent.running():
             self._agent.signal(signum)
         elif not first and signum == signal.SIGINT:
