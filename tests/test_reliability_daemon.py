@@ -19,7 +19,8 @@ import psutil
 import pytest
 
 from ssebench.daemon import stale
-from tests.helpers.daemon import marked_processes
+from tests.helpers.daemon import marked_processes, run_ssebench
+from tests.helpers.tmpfs import small_tmpfs, used_bytes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -191,3 +192,97 @@ def test_a_new_workspace_records_its_owner(tmp_path):
     assert stale.owner_alive(record) is True
     assert stale.sweep_dead_workspaces(tmp_path) == []
     assert path.is_dir()
+
+
+# -- item 1: a full disk -----------------------------------------------------------------------
+
+# BIG: print that many MiB of words, then fail (a build whose log fills the disk).
+BIG_BUILD = ('if [ -e BIG ]; then yes "word word word word word" | head -c "$(( $(cat BIG) * 1048576 ))"; '
+             'exit 1; fi; echo built')
+
+
+def run_dirs(tmp: Path) -> list[str]:
+    (workspace,) = workspaces(tmp)
+    return sorted(p.name for p in workspace.iterdir() if p.name.startswith("r-"))
+
+
+@pytest.mark.slow
+def test_a_build_that_fills_the_disk_is_an_internal_error_and_the_next_run_works(
+        task_factory, daemon_factory, tmp_path):
+    with small_tmpfs(tmp_path / "disk", "20m") as disk:
+        t = task_factory(build=BIG_BUILD, functional="echo functional")
+        d = daemon_factory(t.file, difficulty="2", env={"TMPDIR": str(disk)})
+        assert d.result()["build"]["state"] == "passed"
+        (t.tree / "BIG").write_text("30\n")  # 30 MiB of log, 20 MiB of disk
+
+        events = d.run()
+        # Where the disk ran out decides the words (the log, or the clean copy for the
+        # retry of a failed incremental build): an error of the run either way.
+        assert events[-1]["event"] == "error"
+        assert events[-1]["message"] in ("the daemon's disk is full",
+                                         "could not copy the source tree: [Errno 28] No space left on device")
+        assert "result" not in [e["event"] for e in events]  # never reported as the patch's failure
+        assert used_bytes(disk) < 4 * MiB  # freed before the answer
+        assert "the disk is full, freeing it" in d.stderr()
+
+        (t.tree / "BIG").unlink()
+        r = d.result()
+        assert (r["build"]["state"], r["functional"]["state"]) == ("passed", "passed")
+        assert d.log(r["_run"], "build") == "built\n\n"
+        assert r["_run"] in run_dirs(disk) and len(run_dirs(disk)) <= 2  # the failed run is gone
+
+
+@pytest.mark.slow
+def test_a_snapshot_that_fills_the_disk_leaves_nothing_and_the_next_run_works(
+        task_factory, daemon_factory, tmp_path):
+    with small_tmpfs(tmp_path / "disk", "20m") as disk:
+        t = task_factory(build="echo built", functional="true")
+        d = daemon_factory(t.file, difficulty="3", env={"TMPDIR": str(disk)})
+        first = d.result()
+        (t.tree / "data.bin").write_bytes(os.urandom(24 * MiB))  # incompressible: no room for it
+
+        events = d.run()
+        assert events[-1]["event"] == "error"
+        assert events[-1]["message"].startswith("could not copy the source tree: ")
+        assert len(events) == 1
+        assert run_dirs(disk) == [first["_run"]]  # the failed snapshot left no run folder
+        assert used_bytes(disk) < 4 * MiB
+
+        (t.tree / "data.bin").unlink()
+        r = d.result()
+        assert r["build"]["state"] == "passed"
+        assert d.log(r["_run"], "build") == "built\n\n"
+
+
+def test_old_runs_are_kept_by_the_total_size_of_their_logs(task_factory, daemon_factory):
+    t = task_factory(build="head -c 400000 /dev/zero | tr '\\0' x", functional="true")
+    d = daemon_factory(t.file, difficulty="3", args=["--log-budget", "1M"])
+    runs = [d.result()["_run"] for _ in range(5)]
+    # When run 5 started, the old runs were kept newest first while their logs fit in
+    # 1 MiB: 4 and 3 (0.8 MB); with 2 they would not.
+    statuses = [d.get(f"/runs/{run}/logs/build").status_code for run in runs]
+    assert statuses == [404, 404, 200, 200, 200]
+    assert d.get(f"/runs/{runs[0]}/logs/build").json() == {
+        "error": "no such run (logs are kept for the most recent runs only)"}
+
+
+def test_old_runs_within_the_budget_are_kept(task_factory, daemon_factory):
+    t = task_factory(build="head -c 400000 /dev/zero | tr '\\0' x", functional="true")
+    d = daemon_factory(t.file, difficulty="3", env={"SSE_DAEMON_LOG_BUDGET": "2M"})
+    runs = [d.result()["_run"] for _ in range(7)]
+    statuses = [d.get(f"/runs/{run}/logs/build").status_code for run in runs]
+    assert statuses == [404, 200, 200, 200, 200, 200, 200]  # 5 old logs of 0.4 MB fit in 2 MiB, 6 do not
+
+
+@pytest.mark.parametrize("how, message", [
+    ({"args": ["--log-budget", "0"]},
+     "ssebench daemon: --log-budget must be a size in bytes (e.g. 1073741824, 512M, 1G), got '0'\n"),
+    ({"env": {"SSE_DAEMON_LOG_BUDGET": "lots"}},
+     "ssebench daemon: SSE_DAEMON_LOG_BUDGET must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'\n"),
+])
+def test_a_bad_log_budget_stops_the_daemon_before_it_listens(task_factory, tmp_path, how, message):
+    t = task_factory()
+    argv = ["daemon", "--task", str(t.file), "--socket", str(tmp_path / "d.sock"), *how.get("args", [])]
+    done = run_ssebench(*argv, env={"SSE_DIFFICULTY": "2", **how.get("env", {})}, timeout=60)
+    assert (done.returncode, done.stderr) == (2, message)
+    assert not (tmp_path / "d.sock").exists()

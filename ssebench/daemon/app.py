@@ -9,6 +9,7 @@ file, no hidden paths — also not in error texts).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import traceback
@@ -25,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
-from ssebench.daemon.runner import Run, RunError, Runner, task_checks
+from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner, task_checks
 from ssebench.difficulty import CHECK_ORDER, Check, Level
 
 MAX_BODY = 64 * 1024
@@ -187,15 +188,26 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                 run = prepared[0]
                 executed.append(run)
                 yield _line({"event": "started", "run_id": run.id, "difficulty": level.number})
-                async for event in runner.execute(run, checks):
-                    if event["event"] == "result":
-                        event["difficulty"] = level.number
-                    yield _line(event)
+                async with contextlib.aclosing(runner.execute(run, checks)) as stream:
+                    async for event in stream:
+                        if event["event"] in ("check_finished", "result") and runner.low_on_space():
+                            # The check may have failed for want of space: not the patch's fault.
+                            raise RunError(DISK_FULL)
+                        if event["event"] == "result":
+                            event["difficulty"] = level.number
+                        yield _line(event)
+                return
             except RunError as exc:
-                yield _line({"event": "error", "message": str(exc)})
+                failure = str(exc)
             except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
                 traceback.print_exc(file=sys.stderr)
-                yield _line({"event": "error", "message": "internal error in the daemon"})
+                failure = "internal error in the daemon"
+            if runner.low_on_space():
+                # Free the disk before answering, so that the agent's next call works. Only
+                # while this request holds the queue may the run being built be touched.
+                print(f"ssebench daemon: {failure}; the disk is full, freeing it", file=sys.stderr)
+                await runner.reclaim(executed[0] if executed else None, exclusive=ticket.done())
+            yield _line({"event": "error", "message": failure})
 
         def close() -> None:
             queue.leave(ticket)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 HEARTBEAT_VAR = "SSE_DAEMON_HEARTBEAT"
+LOG_BUDGET_VAR = "SSE_DAEMON_LOG_BUDGET"
 DEFAULT_HEARTBEAT = 10.0
 
 
@@ -31,6 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--socket-mode", metavar="MODE", default="0600", type=_octal,
                    help="permissions of the socket file (octal, default 0600)")
     add_sandbox_args(p)
+    p.add_argument("--log-budget", metavar="SIZE",
+                   help="keep old runs' logs within this size in all, e.g. 512M (default 256M; "
+                        f"env {LOG_BUDGET_VAR}); the newest runs are kept first")
     p.set_defaults(func=run_daemon)
 
 
@@ -83,6 +87,17 @@ def heartbeat_from_env() -> float:
     return value
 
 
+def log_budget_from(flag: str | None) -> int:
+    """``--log-budget``, else ``SSE_DAEMON_LOG_BUDGET``, else 256 MiB; raises ValueError."""
+    from ssebench.daemon.runner import DEFAULT_LOG_BUDGET
+    from ssebench.daemon.sandbox import parse_size
+
+    if flag is not None:
+        return parse_size("--log-budget", flag)
+    raw = os.environ.get(LOG_BUDGET_VAR)
+    return parse_size(LOG_BUDGET_VAR, raw) if raw and raw.strip() else DEFAULT_LOG_BUDGET
+
+
 def run_daemon(args: argparse.Namespace) -> int:
     from ssebench.daemon import paths, procs, stale
     from ssebench.difficulty import DifficultyError, level_from_env
@@ -104,6 +119,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         return _fail(f"--tree {args.tree}: is not a folder")
     try:
         heartbeat = heartbeat_from_env()
+        log_budget = log_budget_from(args.log_budget)
     except ValueError as exc:
         return _fail(str(exc))
     from ssebench.daemon.sandbox import SandboxUnavailable
@@ -125,7 +141,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     stale.sweep_dead_workspaces()  # what daemons killed with SIGKILL left on disk
     workspace = stale.create_workspace()
     try:
-        return _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits)
+        return _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits, log_budget)
     finally:
         paths.remove_socket(socket_path, inode)
         sock.close()
@@ -133,14 +149,16 @@ def run_daemon(args: argparse.Namespace) -> int:
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits) -> int:  # noqa: ANN001
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,  # noqa: ANN001
+           log_budget) -> int:
     import uvicorn
 
     from ssebench.daemon.app import create_app
     from ssebench.daemon.runner import Runner
     from ssebench.daemon.server import DaemonServer
 
-    runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits)
+    runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits,
+                    log_budget=log_budget)
     config = uvicorn.Config(create_app(runner, level), lifespan="off", log_level="warning",
                             access_log=False, timeout_graceful_shutdown=3, log_config=None)
     server = DaemonServer(config, on_exit=runner.kill_running)

@@ -43,6 +43,12 @@ from ssebench.task import Command, Task
 
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 _CHUNK = 1 << 20
+# Old runs' logs are kept within this many bytes in all (``--log-budget``).
+DEFAULT_LOG_BUDGET = 256 << 20
+# Less free space than this on the workspace's filesystem: the disk is full, and a
+# check that failed may have failed for that alone (never the patch's fault).
+MIN_FREE = 1 << 20
+DISK_FULL = "the daemon's disk is full"
 
 
 class RunError(RuntimeError):
@@ -163,7 +169,7 @@ class Runner:
     """Runs checks for one task; the caller serializes runs (one at a time)."""
 
     def __init__(self, task: Task, tree: Path, workspace: Path, *, heartbeat: float = 10.0,
-                 keep_runs: int = 8, env: dict[str, str] | None = None,
+                 log_budget: int = DEFAULT_LOG_BUDGET, env: dict[str, str] | None = None,
                  sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
         self.task = task
         # No sandbox unless the caller passes one (the daemon and grade always do).
@@ -172,7 +178,7 @@ class Runner:
         self.tree = tree
         self.workspace = workspace
         self.heartbeat = heartbeat
-        self.keep_runs = keep_runs
+        self.log_budget = log_budget
         self.base_env = dict(os.environ if env is None else env)
         self._counter = itertools.count(1)
         self._runs: dict[str, Run] = {}
@@ -567,11 +573,71 @@ class Runner:
             procs.kill_group(proc.pid)
 
     def _prune(self) -> None:
-        """Keep the logs of the last ``keep_runs`` runs."""
-        while len(self._runs) > self.keep_runs:
-            old_id = next(iter(self._runs))
-            old = self._runs.pop(old_id)
-            self._remove_later(old.dir)
+        """Keep old runs' logs within ``log_budget`` bytes in all, by size, not count.
+
+        Called as a run starts. The old runs are kept newest first while the total of
+        their logs stays within the budget; the newest old run (whose log the server
+        may still be fetching) always stays. On a full disk every other old run goes.
+        """
+        runs = list(self._runs.values())  # in start order: the last is the one starting now
+        total = 0
+        for age, run in enumerate(reversed(runs)):
+            total += _size_of(run.dir / "logs")
+            if age >= 2 and (total > self.log_budget or self.low_on_space()):
+                del self._runs[run.id]
+                self._remove_later(run.dir)
+
+    # -- a full disk -------------------------------------------------------------------
+
+    def low_on_space(self) -> bool:
+        """Is the workspace's filesystem full (under ``MIN_FREE`` bytes or no inode left)?"""
+        try:
+            st = os.statvfs(self.workspace)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < MIN_FREE or (st.f_files > 0 and st.f_favail == 0)
+
+    async def reclaim(self, failed: Run | None, *, exclusive: bool) -> None:
+        """After a run failed on a full disk: free the disk so that the next run works.
+
+        Done before the failure is answered, not in the background: the failed run,
+        what waits in the trash, then old runs oldest first while the disk is still
+        full. *exclusive*: no run is executing nor can start (the caller holds the
+        queue), so the newest old run may go too and, if the disk is still full, the
+        build mirror (the next build starts from a fresh copy; after a build that ran
+        out of space its objects cannot be trusted anyway). Last, the source blobs no
+        snapshot needs.
+        """
+        doomed: list[Path] = []
+        if failed is not None:
+            self._runs.pop(failed.id, None)
+            self._release(failed)
+            doomed.append(failed.dir)
+        for folder in (self.workspace, self.mirror.path.parent):
+            doomed += folder.glob(".trash-*")  # being removed in the background: now, and wait
+        older = list(self._runs.values())  # oldest first
+        if not exclusive:
+            older = older[:-1]  # the newest may be executing
+
+        def drop_runs() -> None:
+            for path in doomed:
+                shutil.rmtree(path, ignore_errors=True)
+            for old in older:
+                if not self.low_on_space():
+                    break
+                self._runs.pop(old.id, None)
+                shutil.rmtree(old.dir, ignore_errors=True)
+
+        await asyncio.shield(asyncio.to_thread(drop_runs))
+        if exclusive:
+            self.mirror.invalidate()
+            if self.low_on_space() and self.mirror.path.is_dir():
+                self._discard_view()
+                trash = self.mirror.path.with_name(f".trash-mirror-{secrets.token_hex(4)}")
+                os.rename(self.mirror.path, trash)  # at once: a next build never sees half of it
+                await asyncio.shield(asyncio.to_thread(shutil.rmtree, trash, ignore_errors=True))
+        with contextlib.suppress(OSError):  # blobs of failed syncs and of ended runs
+            await asyncio.shield(asyncio.to_thread(self.store.release, _NO_SNAPSHOT))
 
     def _remove_trees_later(self, run: Run) -> None:
         """After a run: no view is left, and the blobs only this run needed are freed."""
@@ -589,6 +655,19 @@ class Runner:
             os.rename(path, trash)
             path = trash
         _in_thread(shutil.rmtree, path, ignore_errors=True)
+
+
+_NO_SNAPSHOT = Snapshot({}, 0, 0, 0)
+
+
+def _size_of(folder: Path) -> int:
+    """Bytes in the files directly in *folder* (a run's logs); 0 if it is gone."""
+    total = 0
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total
 
 
 def _view(tree: Path | TreeView) -> TreeView:
