@@ -582,7 +582,7 @@ class Runner:
         runs = list(self._runs.values())  # in start order: the last is the one starting now
         total = 0
         for age, run in enumerate(reversed(runs)):
-            total += _size_of(run.dir / "logs")
+            total += _disk_use(run.dir)
             if age >= 2 and (total > self.log_budget or self.low_on_space()):
                 del self._runs[run.id]
                 self._remove_later(run.dir)
@@ -660,13 +660,17 @@ class Runner:
 _NO_SNAPSHOT = Snapshot({}, 0, 0, 0)
 
 
-def _size_of(folder: Path) -> int:
-    """Bytes in the files directly in *folder* (a run's logs); 0 if it is gone."""
+def _disk_use(run_dir: Path) -> int:
+    """Disk bytes a finished run holds: its folder, its logs folder and the logs (blocks,
+    so a run of tiny logs still counts for what it costs, and many of them add up)."""
     total = 0
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+    for folder in (run_dir, run_dir / "logs"):
+        with contextlib.suppress(OSError):
+            total += os.lstat(folder).st_blocks * 512
+    with contextlib.suppress(OSError), os.scandir(run_dir / "logs") as entries:
         for entry in entries:
             with contextlib.suppress(OSError):
-                total += entry.stat(follow_symlinks=False).st_size
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
     return total
 
 
