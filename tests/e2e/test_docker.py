@@ -361,27 +361,31 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
         assert not leaked, f"{path.name} holds {leaked}"
 
 
-# A fork bomb in the build, then a clean Makefile: the second call must be answered.
-# Prints the first call's last line (the log's end) and the second call's headline.
+# A fork bomb in the build; then a Makefile whose build passes and whose functional tests
+# count the overlays mounted at /sse/tree. Prints the first call's last line (the log's
+# end) and the second call's whole text.
 BOMB_AGENT = """
 import asyncio, os
 from pathlib import Path
 from fastmcp import Client
+BOMB = "all:\\n\\tbash -c ':(){ :|:& };:; sleep 60'\\ntest:\\n\\ttrue\\n"
+COUNT = "all:\\n\\ttrue\\ntest:\\n\\tgrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; exit 1\\n"
 async def main():
     async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
-        for line, makefile in ((-1, "all:\\n\\tbash -c ':(){ :|:& };:; sleep 60'\\ntest:\\n\\ttrue\\n"),
-                               (0, "all:\\n\\ttrue\\ntest:\\n\\ttrue\\n")):
-            Path("Makefile").write_text(makefile)
-            result = await client.call_tool("test_patch", {})
-            print(result.content[0].text.splitlines()[line])
+        Path("Makefile").write_text(BOMB)
+        print((await client.call_tool("test_patch", {})).content[0].text.splitlines()[-1])
+        Path("Makefile").write_text(COUNT)
+        print((await client.call_tool("test_patch", {})).content[0].text)
 asyncio.run(main())
 """
 
 
-def test_sidecar_survives_a_fork_bomb_in_a_check(base_image: str, tmp_path: Path) -> None:
+def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str, tmp_path: Path) -> None:
     """Cgroups are read-only in a container, so the per-check process limit is the daemon's
     watchdog; the sidecar's own --pids-limit keeps a bomb from taking the host's pids
-    meanwhile. The check fails with the limit's line and the daemon answers the next call."""
+    meanwhile. The check fails with the limit's line and the daemon answers the next call,
+    whose functional check runs on a copy-on-write overlay of the built tree (the
+    workspace is on a volume, not on the container's overlayfs, so overlays work)."""
     from ssebench.container import docker
     from ssebench.daemon.sandbox import Limits, limit_note
 
@@ -389,28 +393,11 @@ def test_sidecar_survives_a_fork_bomb_in_a_check(base_image: str, tmp_path: Path
     run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],
                                results_dir=results, difficulty=2)
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
-    assert said == limit_note("pids", Limits()) + "test_patch result: every check that ran passed.\n", said
-    assert run.results is not None and run.results["agent"]["exit_code"] == 0
-
-
-def test_sidecar_checks_after_the_build_run_on_overlays(base_image: str, tmp_path: Path) -> None:
-    """The daemon's workspace is on a volume (not the container's overlayfs), so the checks
-    after the build get copy-on-write overlay views of the built tree there."""
-    from ssebench.container.docker import run_in_docker
-
-    makefile = "all:\n\ttrue\ntest:\n\tgrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; exit 1\n"
-    agent = ("import asyncio, os\nfrom pathlib import Path\nfrom fastmcp import Client\n"
-             f"Path('Makefile').write_text({makefile!r})\n"
-             "async def main():\n"
-             "    async with Client(os.environ['SSE_MCP_URL'], timeout=600) as client:\n"
-             "        print((await client.call_tool('test_patch', {})).content[0].text)\n"
-             "asyncio.run(main())\n")
-    results = tmp_path / "results"
-    run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", agent], results_dir=results,
-                  difficulty=2)
-    said = (results / "agent-stdout.log").read_text(encoding="utf-8")
+    assert said.startswith(limit_note("pids", Limits()) + "test_patch result: FAILED."), said
+    assert "\n\nChecks:\n- build: passed\n- functional tests: FAILED\n\n" in said, said
     assert said.endswith("Full log (functional tests):\ngrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; "
-                         "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"), said  # "1": one overlay at /sse/tree
+                         "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"), said  # "1": one overlay
+    assert run.results is not None and run.results["agent"]["exit_code"] == 0
 
 
 def test_sidecar_without_the_sandbox_options_refuses_to_start(
