@@ -137,8 +137,13 @@ def test_bad_limit_values_stop_the_daemon_before_it_listens(task_factory):
     proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock), "--output-limit", "lots",
                         env={"SSE_DIFFICULTY": "2"})
     assert proc.returncode == 2
-    assert proc.stderr == ("ssebench daemon: SSE_OUTPUT_LIMIT must be a size in bytes (e.g. 1073741824, 512M, "
+    assert proc.stderr == ("ssebench daemon: --output-limit must be a size in bytes (e.g. 1073741824, 512M, "
                            "1G), got 'lots'\n")
+    assert not sock.exists()
+    proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock),
+                        env={"SSE_DIFFICULTY": "2", "SSE_PIDS_LIMIT": "-3"})
+    assert proc.returncode == 2
+    assert proc.stderr == "ssebench daemon: SSE_PIDS_LIMIT must be a whole number (1 or more), got '-3'\n"
     assert not sock.exists()
 
 

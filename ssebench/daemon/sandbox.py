@@ -127,9 +127,9 @@ class Limits:
         """Flags (the keyword arguments) win over the environment; raises ValueError."""
         env = os.environ if environ is None else environ
 
-        def pick(flag: str | None, var: str) -> tuple[str, str] | None:
+        def pick(flag: str | None, var: str, name: str) -> tuple[str, str] | None:
             if flag is not None:
-                return flag, var
+                return flag, f"--{name}-limit"
             raw = env.get(var)
             return (raw, var) if raw not in (None, "") else None
 
@@ -137,9 +137,9 @@ class Limits:
         for name, flag, var, default in (("memory", memory, MEMORY_LIMIT_VAR, DEFAULT_MEMORY_LIMIT),
                                          ("pids", pids, PIDS_LIMIT_VAR, DEFAULT_PIDS_LIMIT),
                                          ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT)):
-            got = pick(flag, var)
+            got = pick(flag, var, name)
             values[name] = default if got is None else (
-                _count(var, got[0]) if name == "pids" else parse_size(var, got[0]))
+                _count(got[1], got[0]) if name == "pids" else parse_size(got[1], got[0]))
         return cls(**values)
 
 
