@@ -138,7 +138,8 @@ def run_daemon(args: argparse.Namespace) -> int:
     inode = paths.socket_inode(socket_path)
 
     procs.enable_subreaper()
-    stale.sweep_dead_workspaces()  # what daemons killed with SIGKILL left on disk
+    for prefix in (stale.PREFIX, "ssebench-etc-"):  # what daemons killed with SIGKILL left on disk
+        stale.sweep_dead_workspaces(prefix=prefix)
     workspace = stale.create_workspace()
     try:
         return _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits, log_budget)

@@ -279,13 +279,21 @@ class Sandbox:
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
 
 
+ETC_PREFIX = "ssebench-etc-"
+
+
 def minimal_etc() -> Path:
     """A private copy of the host /etc entries a toolchain needs (``_ETC``), made once
     per process and removed at exit; symlinks stay links. It is a snapshot: /etc changes
     after the daemon started are not seen by checks."""
-    root = Path(tempfile.mkdtemp(prefix="ssebench-etc-"))
+    from ssebench.daemon import stale
+
+    # In a holder that records its owner: after a kill -9 the next daemon sweeps it.
+    holder = stale.create_workspace(ETC_PREFIX)
+    atexit.register(shutil.rmtree, holder, True)
+    root = holder / "etc"
+    os.mkdir(root, 0o755)
     os.chmod(root, 0o755)
-    atexit.register(shutil.rmtree, root, True)
     names = list(_ETC)
     for pattern in _ETC_GLOBS:
         names += sorted(os.path.relpath(p, "/etc") for p in glob.glob("/etc/" + pattern))
