@@ -1,0 +1,278 @@
+"""Benchmark of incremental checks (issue 10): a repeat test_patch vs building in place.
+
+Run by hand (not a test; ~10 min on 2 cores, ~1 GB of disk in the cache and a temp dir):
+
+    .venv/bin/python benchmarks/bench_incremental.py [--runs 3] [--skip-curl] [--skip-example]
+
+The tree: curl 7.88.1, the upstream tarball of Debian bookworm's source package, fetched
+with ``apt-get source --download-only`` through a private sources list (``deb-src`` for
+bookworm from the machine's Debian mirror; apt's lists and the download live in
+``~/.cache/ssebench/bench-curl``, never in /etc/apt), unpacked and configured once
+(``--disable-shared``, no TLS and no optional libraries, so it needs only gcc, make and
+perl). Build ``make -j2 && make -j2 -C tests/server``; functional = 8 of curl's own
+tests (``runtests.pl -a 1 2 3 200 201 202 203 204``: 3 HTTP tests on a local server and
+5 file:// tests).
+
+Measured side by side in one run, medians of ``--runs``, in-place work interleaved with
+the daemon's so that load drifts hit both:
+- first call on an unbuilt tree: ``test_patch`` (level 2: build + functional) vs a full
+  build + the functional command in place;
+- repeat call after a one-line change: ``test_patch`` (level 2) vs an incremental build
+  + the functional command in place (target <= 1.2x);
+- level 3 repeat (build only): ``test_patch`` at level 3 vs the incremental build in
+  place (target <= that + 0.3 s);
+- peak extra disk: the daemon's whole workspace (``du``, sampled every 0.25 s) vs the
+  tree (target <= 1.5x);
+and the same for the bundled example task. Every call goes through the real stack
+(``ssebench daemon`` + ``ssebench serve``) and the MCP client, as an agent's would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from fastmcp import Client
+
+from ssebench.resources import data_dir
+from ssebench.server.stack import running_stack
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ssebench" / "bench-curl"
+CURL_VERSION = "7.88.1"
+CONFIGURE = ["./configure", "--disable-shared", "--without-ssl", "--without-libpsl", "--disable-ldap",
+             "--without-brotli", "--without-zstd", "--without-nghttp2", "--without-libidn2",
+             "--without-librtmp"]
+CURL_BUILD = "make -j2 && make -j2 -C tests/server"
+CURL_FUNCTIONAL = "cd tests && perl runtests.pl -a 1 2 3 200 201 202 203 204"
+CURL_CHANGED = "lib/escape.c"
+
+
+# -- the tree -------------------------------------------------------------------------------
+
+
+def _apt(*args: str) -> None:
+    apt = CACHE / "apt"
+    opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", f"-oDir::Etc::SourceParts={apt / 'parts'}",
+            f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}",
+            "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1"]
+    subprocess.run(["apt-get", "-q", *opts, *args], cwd=CACHE / "src", check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def _debian_mirror() -> str:
+    """The machine's Debian mirror, from its apt sources (deb822 or one-line)."""
+    for path in sorted(Path("/etc/apt").glob("sources.list*")) + sorted(Path("/etc/apt/sources.list.d").glob("*")):
+        if not path.is_file():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            words = line.split()
+            if words[:1] == ["URIs:"] or words[:1] == ["deb"]:
+                for word in words[1:]:
+                    if word.startswith("http") and "security" not in word:
+                        return word.rstrip("/")
+    return "http://deb.debian.org/debian"
+
+
+def curl_tree() -> Path:
+    """The configured, unbuilt curl tree (cached; built once)."""
+    done = CACHE / "configured" / ".configured"
+    tree = CACHE / "configured" / "curl"
+    if done.exists():
+        return tree
+    tarball = CACHE / "src" / f"curl_{CURL_VERSION}.orig.tar.gz"
+    if not tarball.exists():
+        apt = CACHE / "apt"
+        for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial", apt / "parts", CACHE / "src"):
+            d.mkdir(parents=True, exist_ok=True)
+        (apt / "sources.list").write_text(f"deb-src {_debian_mirror()} bookworm main\n")
+        print("fetching curl's Debian source package (apt-get source, private sources list) ...", flush=True)
+        _apt("update")
+        _apt("source", "--download-only", "curl")
+        if not tarball.exists():
+            sys.exit(f"apt-get source did not bring {tarball.name}: bookworm's curl is no longer {CURL_VERSION}?")
+    shutil.rmtree(CACHE / "configured", ignore_errors=True)
+    (CACHE / "configured").mkdir(parents=True)
+    subprocess.run(["tar", "xzf", str(tarball)], cwd=CACHE / "configured", check=True)
+    (CACHE / "configured" / f"curl-{CURL_VERSION}").rename(tree)
+    print("configuring curl once ...", flush=True)
+    subprocess.run(CONFIGURE, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+    done.touch()
+    return tree
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+def du(path: Path) -> int:
+    out = subprocess.run(["du", "-s", "-B1", str(path)], capture_output=True, text=True, check=False).stdout
+    return int(out.split()[0]) if out.strip() else 0
+
+
+class PeakDisk:
+    """The largest ``du`` of a folder, sampled in a thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.peak = path, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, du(self.path))
+            self._stop.wait(0.25)
+
+    def __enter__(self) -> PeakDisk:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, du(self.path))
+
+
+def timed(command: str, cwd: Path) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if done.returncode != 0:
+        sys.exit(f"in place: {command!r} failed in {cwd} (exit {done.returncode}):\n"
+                 + done.stderr.decode(errors="replace")[-2000:])
+    return time.perf_counter() - t0
+
+
+async def _call(url: str) -> tuple[float, str]:
+    async with Client(url, timeout=3600) as client:
+        t0 = time.perf_counter()
+        result = await client.call_tool("test_patch", {}, raise_on_error=False)
+        elapsed = time.perf_counter() - t0
+    return elapsed, result.content[0].text  # type: ignore[union-attr]
+
+
+def test_patch(url: str) -> float:
+    elapsed, text = asyncio.run(_call(url))
+    if "FAILED" in text or "passed" not in text:
+        sys.exit(f"test_patch did not pass:\n{text}")
+    return elapsed
+
+
+def one_line_change(tree: Path, rel: str, n: int) -> None:
+    """Change one line of *rel*: its last line, a comment the benchmark owns."""
+    path = tree / rel
+    text = path.read_text().split("/* bench change")[0]
+    path.write_text(text + f"/* bench change {n} */\n")
+
+
+def write_task(root: Path, tree: Path, build: str, functional: str) -> Path:
+    root.mkdir(parents=True)
+    task = root / "task.toml"
+    task.write_text(f'id = "bench"\nsource = "{tree}"\n[build]\nrun = "{build}"\ntimeout = 3600\n'
+                    f'[functional]\nrun = "{functional}"\ntimeout = 3600\n')
+    return task
+
+
+def fmt(x: float) -> str:
+    return f"{x:.2f} s"
+
+
+def bench(name: str, pristine: Path, build: str, functional: str, changed: str, runs: int,
+          tmp: Path, copy_tree: Callable[[Path, Path], None]) -> list[str]:
+    """Measure one tree; return the table rows."""
+    med = statistics.median
+    inplace_first, inplace_make, inplace_func, inplace_repeat = [], [], [], []
+    ours_first, ours_repeat, ours_l3, inplace_make3 = [], [], [], []
+    peak_disk = 0
+    tree_size = du(pristine)
+    built_size = 0
+    for r in range(runs):
+        base = tmp / f"{name.split()[0]}-{r}"
+        ip, agent = base / "inplace", base / "agent"
+        base.mkdir()
+        copy_tree(pristine, ip)
+        copy_tree(pristine, agent)
+        # first call, in place vs the daemon (a fresh daemon: nothing built)
+        inplace_first.append(timed(build, ip) + timed(functional, ip))
+        built_size = du(ip)
+        task = write_task(base / "task", agent, build, functional)
+        daemon_tmp = base / "daemon-tmp"
+        daemon_tmp.mkdir()
+        levels = ("2", "3") if r == 0 else ("2",)
+        for level in levels:
+            work = Path(tempfile.mkdtemp(dir=base, prefix=f"stack-{level}-"))
+            env = {**os.environ, "TMPDIR": str(daemon_tmp)}
+            with running_stack(task, work, difficulty=level, env=env) as stack, PeakDisk(daemon_tmp) as disk:
+                first = test_patch(stack.url)
+                if level == "2":
+                    ours_first.append(first)
+                if r == 0:  # repeat calls after a one-line change, side by side
+                    for i in range(runs):
+                        n = i + 1 + (100 if level == "3" else 0)
+                        one_line_change(ip, changed, n)
+                        one_line_change(agent, changed, n)
+                        make = timed(build, ip)
+                        if level == "2":
+                            inplace_make.append(make)
+                            func = timed(functional, ip)
+                            inplace_func.append(func)
+                            inplace_repeat.append(make + func)
+                            ours_repeat.append(test_patch(stack.url))
+                        else:
+                            inplace_make3.append(make)
+                            ours_l3.append(test_patch(stack.url))
+            peak_disk = max(peak_disk, disk.peak)
+        shutil.rmtree(base, ignore_errors=True)
+    rows = [f"{name}: tree {tree_size / 2**20:.1f} MiB unbuilt, {built_size / 2**20:.1f} MiB built in place"]
+    r_first = med(ours_first) / med(inplace_first)
+    r_rep = med(ours_repeat) / med(inplace_repeat)
+    make_med = med(inplace_make3)
+    rows.append(f"  first call (level 2)       test_patch {fmt(med(ours_first))}  in place (full build + functional) "
+                f"{fmt(med(inplace_first))}  ratio {r_first:.2f} (target <= 1.20)")
+    rows.append(f"  repeat after 1-line change test_patch {fmt(med(ours_repeat))}  in place (incremental build + "
+                f"functional) {fmt(med(inplace_repeat))}  ratio {r_rep:.2f} (target <= 1.20)")
+    rows.append(f"  level 3 repeat             test_patch {fmt(med(ours_l3))}  in place incremental build "
+                f"{fmt(make_med)}  extra {med(ours_l3) - make_med:+.2f} s (target <= +0.30 s)")
+    rows.append(f"  peak extra disk            {peak_disk / 2**20:.1f} MiB = {peak_disk / tree_size:.2f}x the "
+                f"unbuilt tree, {peak_disk / max(built_size, 1):.2f}x the built tree (target <= 1.50x)")
+    rows.append(f"  raw: first ours {[round(x, 2) for x in ours_first]} in place {[round(x, 2) for x in inplace_first]}; "
+                f"repeat ours {[round(x, 2) for x in ours_repeat]} in place {[round(x, 2) for x in inplace_repeat]}; "
+                f"level 3 ours {[round(x, 2) for x in ours_l3]}; incremental builds in place "
+                f"{[round(x, 2) for x in inplace_make + inplace_make3]}")
+    return rows
+
+
+def cp_tree(src: Path, dst: Path) -> None:
+    subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--skip-curl", action="store_true")
+    ap.add_argument("--skip-example", action="store_true")
+    args = ap.parse_args()
+    rows: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="ssebench-bench-incr-") as tmp:
+        tmpd = Path(tmp)
+        if not args.skip_example:
+            src = data_dir("examples") / "tasks" / "demo-overflow" / "src"
+            rows += bench("bundled example (demo-overflow)", src, "make", "make test", "greet.c", args.runs,
+                          tmpd, cp_tree)
+        if not args.skip_curl:
+            rows += bench(f"curl {CURL_VERSION}", curl_tree(), CURL_BUILD, CURL_FUNCTIONAL, CURL_CHANGED,
+                          args.runs, tmpd, cp_tree)
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
