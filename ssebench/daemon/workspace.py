@@ -139,13 +139,13 @@ class SourceStore:
                     except OSError as exc:
                         raise SyncError(f"cannot read '{rel}': {exc.strerror}") from None
                     entry = Entry(LINK, 0o777, target, st.st_mtime_ns)
+                elif is_output_name(rel.rsplit("/", 1)[-1]):
+                    entry = None  # not even read, unless committed (below)
                 else:
                     read += 1
                     entry = self._read(rel, path, st)
                     if entry is None and not os.path.exists(path):
                         continue  # vanished while we looked
-                if entry is not None and entry.kind == FILE and is_output_name(rel.rsplit("/", 1)[-1]):
-                    entry = None
                 cache[rel] = (key, entry, trusted)
                 if entry is None:  # a build output: only a committed one is a source
                     if committed is None:
