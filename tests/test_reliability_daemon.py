@@ -106,13 +106,16 @@ def workspaces(tmp: Path) -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("sandbox", ["sandbox", "no sandbox"])
 def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_workspace(
-        task_factory, daemon_factory, tmp_path):
+        task_factory, daemon_factory, tmp_path, sandbox):
     mark = uuid.uuid4().hex
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     t = task_factory(build=ESCAPES, build_timeout=600)
     env = {"SSE_TEST_MARK": mark, "TMPDIR": str(tmp)}
+    if sandbox == "no sandbox":
+        env["SSE_NO_SANDBOX"] = "1"  # then the guard alone stands between the check and init
     d = daemon_factory(t.file, difficulty="3", env=env)
     (old_workspace,) = workspaces(tmp)
     events: list[Any] = []

@@ -136,6 +136,17 @@ def test_a_log_bigger_than_the_log_disk_is_reported_and_the_next_log_is_saved(tm
         assert call_sync(s.url) == LEVEL_2_PASSED
 
 
+@pytest.mark.slow
+def test_a_build_that_fills_the_daemons_disk_is_an_internal_failure_and_the_next_call_works(tmp_path):
+    with small_tmpfs(tmp_path / "disk", "20m") as disk, stack(tmp_path, env={"TMPDIR": str(disk)}) as s:
+        assert call_sync(s.url) == LEVEL_2_PASSED
+        set_markers(tmp_path, BIG="30")  # 30 MiB of build log in the daemon's 20 MiB workspace
+        assert call_sync(s.url) == INTERNAL_FAILURE  # never "FAILED. The project failed to build"
+        set_markers(tmp_path)
+        assert call_sync(s.url) == LEVEL_2_PASSED
+        assert used_bytes(disk) < 8 * MiB
+
+
 def _capture(folder: LogDir, size: int) -> Path:
     line = b"word " * 20 + b"\n"
     data = line * (size // len(line) + 1)
