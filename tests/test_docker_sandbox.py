@@ -29,7 +29,7 @@ def test_sidecar_options_are_exactly_what_bwrap_needs() -> None:
         "--security-opt", "apparmor=unconfined",
         "--security-opt", f"seccomp={docker.SANDBOX_SECCOMP_PROFILE}",
         "--mount", "type=volume,dst=/tmp",
-        "--pids-limit", "4096",  # 4 x the per-check default (1024)
+        "--pids-limit", "2048",  # 2 x the per-check default (1024)
         "--memory", str(6 << 30), "--memory-swap", str(6 << 30),  # the per-check 4 GiB + 2 GiB
     ]
     assert docker.SANDBOX_SECCOMP_PROFILE.is_absolute()  # the docker CLI reads it wherever it runs

@@ -77,7 +77,7 @@ SANDBOX_OPTIONS = (
 # fork bomb can outrun (seen here without this backstop: the bomb outlived its check and
 # the next grade could not start a thread; the host's pid_max is 32768).
 # Room for one check at its default limits plus the daemon.
-SIDECAR_PIDS_LIMIT = 4 * DEFAULT_PIDS_LIMIT
+SIDECAR_PIDS_LIMIT = 2 * DEFAULT_PIDS_LIMIT
 SIDECAR_MEMORY_LIMIT = DEFAULT_MEMORY_LIMIT + (2 << 30)
 # The daemon's workspace (its /tmp) on an anonymous volume: it lives on the engine's data
 # root, which holds overlay2's own upper folders, so the sandbox's copy-on-write overlays
