@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -77,8 +78,6 @@ def stack(tmp_path: Path, *, log_dir: Path | None = None, env: dict[str, str] | 
         with running_stack(task, work, difficulty="2", env=environ, log_dir=log_dir or work / "logs") as s:
             yield s
     finally:
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)
 
 
