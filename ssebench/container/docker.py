@@ -134,7 +134,8 @@ def run_in_docker(
     network: the agent container's ``docker run --network``; default SSEBENCH_DOCKER_NETWORK,
         else "host", which lets the agent reach services on the host's 127.0.0.1 (the
         scripted model servers in the tests; ssebench's private engine has no bridge) but
-        puts the MCP server on the host's port 3000: checked free before anything starts.
+        puts the MCP server on the host's port 3000 (or env's SSE_MCP_PORT, for a command
+        that does not use an agent layer's registered URL): checked free before anything starts.
     timeout: seconds for the whole container; then it is killed and exit_code is 124.
     base_image: overrides SSEBENCH_BASE_IMAGE / ssebench-base:bookworm.
     progress: called with each stage's name as it starts ("engine", "task image",
@@ -157,7 +158,8 @@ def run_in_docker(
     task = _load_task(task_dir)
     network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
     if network == "host":
-        _check_port_free(MCP_PORT)
+        port = (env or {}).get("SSE_MCP_PORT", "")
+        _check_port_free(int(port) if port.isdigit() else MCP_PORT)  # a bad value: the entrypoint says so
     if agent is not None:
         try:
             agent_cli(agent)

@@ -282,7 +282,7 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
     probe = (f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
              ' echo "found: $found"; test -z "$found"')
     result = run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["sh", "-c", probe],
-                           results_dir=tmp_path / "results", difficulty=2)
+                           results_dir=tmp_path / "results", difficulty=2, env=_own_port())
     report = result.results
     assert report is not None
     assert (tmp_path / "results" / "agent-stdout.log").read_text(encoding="utf-8") == "found: \n"
@@ -311,6 +311,14 @@ async def main():
     print(result.content[0].text)
 asyncio.run(main())
 """
+
+
+def _own_port() -> dict[str, str]:
+    """SSE_MCP_PORT for a custom command (no agent layer, so not bound to the layers' 3000,
+    which other servers on a shared machine may hold meanwhile)."""
+    from ssebench.container.processes import free_port
+
+    return {"SSE_MCP_PORT": str(free_port())}
 
 
 def _withheld_texts(shadow: str) -> dict[str, str]:
@@ -342,7 +350,7 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
             assert text in (TASK_DIR / name).read_text(encoding="utf-8"), name
     results = tmp_path / "results"
     run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ATTACK_AGENT],
-                               results_dir=results, difficulty=level)
+                               results_dir=results, difficulty=level, env=_own_port())
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     assert said.startswith("health: bwrap 0.11.0\ntest_patch result: FAILED."), said
     # The cat ran, in the sandbox: the task folder it is given is empty, the rest absent.
@@ -391,7 +399,7 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
 
     results = tmp_path / "results"
     run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],
-                               results_dir=results, difficulty=2)
+                               results_dir=results, difficulty=2, env=_own_port())
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     assert said.startswith(limit_note("pids", Limits()) + "test_patch result: FAILED."), said
     assert "\n\nChecks:\n- build: passed\n- functional tests: FAILED\n\n" in said, said
@@ -411,7 +419,7 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
     monkeypatch.setattr(docker, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
     with pytest.raises(docker.DockerRunError) as error:
         docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["true"],
-                             results_dir=tmp_path / "results", difficulty=2)
+                             results_dir=tmp_path / "results", difficulty=2, env=_own_port())
     headline, line = str(error.value).split("\n")  # the daemon's output is its one line
     assert headline == "the daemon's container exited with status 2:"
     # bwrap's own reason comes first; on this engine (Docker 20.10's default seccomp):
