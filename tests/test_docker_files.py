@@ -53,7 +53,8 @@ def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> Non
     assert f'      org.ssebench.agent-package="{cli.package}@{pins[cli.package]}"' in lines
     assert f"RUN ln -s /opt/ssebench-agent/node_modules/.bin/{cli.bin} /usr/local/bin/{cli.bin} \\" in lines
     assert f"RUN ssebench agents install {agent} \\" in lines
-    assert lines[-1] == f"get_recipe('{agent}').prepare(home=pathlib.Path.home(), env=dict(os.environ))\""
+    assert lines[-2] == f"get_recipe('{agent}').prepare(home=pathlib.Path.home(), env=dict(os.environ))\" \\"
+    assert lines[-1] == " && chmod -R a+rwX /root"  # HOME for the one-container layout's non-root user
 
 
 def test_unknown_agent_is_refused_with_the_known_ones() -> None:

@@ -63,3 +63,79 @@ def test_missing_seccomp_profile_is_named(monkeypatch: pytest.MonkeyPatch, tmp_p
     with pytest.raises(docker.DockerRunError) as error:
         docker.sandbox_options(1000, 1000)
     assert str(error.value) == f"the sandbox's seccomp profile is missing: {missing} does not exist"
+
+
+# --- the one-container layout (run_in_docker(..., sidecar=False), the compose file) --------
+
+
+def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: int) -> dict:
+    """The docker run that _run_one_container asks for (the engine call captured)."""
+    calls: list[dict] = []
+
+    def run_container(self, **kwargs):  # noqa: ANN001, ANN003, ANN202 - stands in for docker run
+        private = next(host for host, inside in kwargs["mounts"].items() if inside == "/results")
+        (private / "results.json").write_text("{}\n", encoding="utf-8")  # what the entrypoint writes
+        calls.append(kwargs)
+        return 1
+
+    monkeypatch.setattr(docker.DockerEngine, "run_container", run_container)
+    monkeypatch.setattr(os, "getuid", lambda: uid)
+    monkeypatch.setattr(os, "getgid", lambda: uid)
+    owners: list[tuple[str, int]] = []
+    monkeypatch.setattr(docker, "_chown_tree", lambda root, u, g: owners.append((root.name, u)))
+    space = docker._Workspace(task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets",
+                              results=tmp_path / "private")
+    space.results.mkdir()
+    results = tmp_path / "results"
+    code = docker._run_one_container(
+        docker.DockerEngine("unix:///nowhere"), space, image="img", command=["claude", "-p", "x"],
+        results_dir=results, env={"SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results"}, network="host",
+        timeout=None, log_path=results / "container.log",
+    )
+    assert code == 1
+    assert (results / "results.json").read_text(encoding="utf-8") == "{}\n"  # copied to the user's folder
+    (call,) = calls
+    return {**call, "owners": owners}
+
+
+def test_one_container_gets_the_sandbox_options_and_never_runs_as_root(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    call = _one_container_call(monkeypatch, tmp_path, uid=0)
+    assert call["options"] == docker.sandbox_options(65534, 65534)  # root on the host: nobody in the container
+    assert call["owners"] == [("task", 65534), ("private", 65534)]  # its copies handed to that user
+    assert call["command"] == ["--", "claude", "-p", "x"]
+    assert call["mounts"] == {tmp_path / "task": "/task", tmp_path / "private": "/results"}
+    assert call["env"] == {"HOME": "/root", "SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results",
+                           "SSE_TASK": "/task/task.toml"}  # no SSE_NO_SANDBOX: the checks are sandboxed
+
+
+def test_one_container_runs_as_the_host_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    call = _one_container_call(monkeypatch, tmp_path, uid=1000)
+    assert call["options"] == docker.sandbox_options(1000, 1000)
+    assert call["owners"] == []  # the copies are the user's already
+
+
+COMPOSE_FILE = Path(__file__).resolve().parent / "e2e" / "docker" / "docker-compose.yml"
+
+
+def test_compose_file_runs_non_root_without_capabilities() -> None:
+    """Compose cannot pass systempaths=unconfined (the engine refuses it; the docker CLI
+    translates it), so the compose container's checks are unsandboxed, said in the file;
+    it still runs as a non-root user, capped like the daemon's container."""
+    from ruamel.yaml import YAML
+
+    service = YAML(typ="safe").load(COMPOSE_FILE.read_text(encoding="utf-8"))["services"]["task"]
+    assert service["user"] == "${SSEBENCH_USER:-65534:65534}"  # never root
+    assert service["cap_drop"] == ["ALL"]
+    assert service["security_opt"] == ["no-new-privileges"]
+    assert service["pids_limit"] == docker.SIDECAR_PIDS_LIMIT
+    assert service["mem_limit"] == service["memswap_limit"] == f"{docker.SIDECAR_MEMORY_LIMIT >> 30}g"
+    assert service["environment"] == {"HOME": "/root", "SSE_NO_SANDBOX": "1"}
+
+
+def test_agent_layers_open_home_to_the_non_root_user() -> None:
+    from ssebench.container.dockerfile import render_agent_dockerfile
+
+    for agent in ("claude", "codex", "gemini", "opencode"):
+        assert render_agent_dockerfile(agent, "ssebench-task:x").rstrip().endswith(" && chmod -R a+rwX /root")

@@ -12,7 +12,9 @@ hidden parts stay out of the agent's reach: a sidecar container holds the task, 
 daemon on a socket in a shared folder and grades at the end, while the agent's container
 gets only the tree and runs ``ssebench entrypoint --sidecar``. The sidecar alone gets what
 the check sandbox (bwrap) needs: a seccomp profile letting namespaces and mounts through, an
-unmasked /proc, no capabilities, a non-root user. The results folder is mounted
+unmasked /proc, no capabilities, a non-root user. The one-container layout (``sidecar=False``)
+gets the same options for its whole container, agent included, which runs non-root too.
+The results folder is mounted
 at ``/results``, where the entrypoint writes ``results.json`` and ``dialog.jsonl``.
 docs/docker.md has the layout and the measured costs.
 """
@@ -49,7 +51,7 @@ from ssebench.container.dockerfile import (
     render_agent_dockerfile,
     render_task_dockerfile,
 )
-from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT, NO_SANDBOX_VAR
+from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
 from ssebench.resources import script
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
@@ -57,6 +59,7 @@ TIMEOUT_EXIT = 124  # like timeout(1)
 MCP_PORT = 3000  # the port `ssebench agents install` registers in the agent layers (and SSE_MCP_PORT's default)
 CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
 SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
+CONTAINER_HOME = "/root"  # HOME in the one-container layout (its user is not root, but the layers open /root)
 GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
 SIDECAR_START_TIMEOUT = 120  # seconds for the sidecar's daemon to answer /health
 SANDBOX_SECCOMP_PROFILE = TEMPLATES_DIR / "sandbox-seccomp.json"
@@ -147,8 +150,10 @@ def run_in_docker(
         the tree (/tree), runs ``ssebench entrypoint --sidecar``, and the sidecar grades the
         tree when the agent is done. Only the sidecar gets what the check sandbox needs
         (:func:`sandbox_options`; non-root, no capabilities). False: one container with the
-        whole task at /task (simpler, but the agent can read the hidden parts; its checks
-        run without the sandbox: SSE_NO_SANDBOX=1).
+        whole task at /task (simpler, but the agent can read the hidden parts); that whole
+        container, agent included, gets :func:`sandbox_options` and runs as
+        :func:`daemon_user` with HOME=/root (opened to every user in the agent layers), so
+        its checks run in the sandbox too.
 
     The Docker engine is the one DOCKER_HOST names, else ssebench's private engine
     (scripts/docker-engine.sh) when it answers, else Docker's default socket.
@@ -194,17 +199,9 @@ def run_in_docker(
                 log_path=log_path, task_id=task.id,
             )
         else:
-            exit_code = engine.run_container(
-                image=image,
-                command=["--", *agent_command],
-                mounts={space.task: CONTAINER_TASK_DIR, results_dir.resolve(): CONTAINER_RESULTS_DIR},
-                # One container: the agent runs as root beside the task (this layout hides
-                # nothing), and what bwrap needs here would give that root a writable
-                # /proc/sys; so its checks run unsandboxed, said by the daemon's /health.
-                env={**settings, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml", NO_SANDBOX_VAR: "1"},
-                network=network,
-                timeout=timeout,
-                log_path=log_path,
+            exit_code = _run_one_container(
+                engine, space, image=image, command=agent_command, results_dir=results_dir, env=settings,
+                network=network, timeout=timeout, log_path=log_path,
             )
     stage("results")
     return DockerRunResult(
@@ -248,6 +245,7 @@ class _Workspace:
     task: Path  # a full copy of the task folder (hidden parts included)
     tree: Path  # a copy of the task's source: the agent's tree in sidecar mode
     sockets: Path  # shared by the sidecar (daemon socket) and the agent container
+    results: Path  # the one-container layout's /results, copied to the user's folder after
 
 
 @contextmanager
@@ -255,10 +253,12 @@ def _workspace(task_dir: Path, source: Path) -> Iterator[_Workspace]:
     """Private copies for the containers to change; the user's folders stay as they are."""
     holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
     try:
-        space = _Workspace(task=holder / "task", tree=holder / "tree", sockets=holder / "sockets")
+        space = _Workspace(task=holder / "task", tree=holder / "tree", sockets=holder / "sockets",
+                           results=holder / "results")
         shutil.copytree(task_dir, space.task, symlinks=True)
         shutil.copytree(source, space.tree, symlinks=True)
         space.sockets.mkdir(mode=0o700)
+        space.results.mkdir(mode=0o700)
         yield space
     finally:
         shutil.rmtree(holder, ignore_errors=True)
@@ -322,9 +322,48 @@ def _run_with_sidecar(
         engine.docker("rm", "--force", "--volumes", sidecar)  # --volumes: its workspace too
 
 
+def _run_one_container(
+    engine: DockerEngine,
+    space: _Workspace,
+    *,
+    image: str,
+    command: Sequence[str],
+    results_dir: Path,
+    env: Mapping[str, str],
+    network: str,
+    timeout: float | None,
+    log_path: Path,
+) -> int:
+    """Agent, daemon and checks in one container with the whole task at /task (this layout
+    hides nothing from the agent). bwrap needs an unmasked /proc here as in the sidecar,
+    which leaves /proc/sys writable; so the whole container runs as :func:`daemon_user`,
+    never root, with :func:`sandbox_options`, and its checks are sandboxed. The container
+    writes a private results folder (that user's), copied into RESULTS_DIR afterwards, so
+    the user's folder never changes owner."""
+    uid, gid = daemon_user()
+    if (uid, gid) != (os.getuid(), os.getgid()):  # root on the host: hand the copies to that user
+        for path in (space.task, space.results):
+            _chown_tree(path, uid, gid)
+    try:
+        return engine.run_container(
+            image=image,
+            command=["--", *command],
+            mounts={space.task: CONTAINER_TASK_DIR, space.results: CONTAINER_RESULTS_DIR},
+            # HOME: the image's /root (the agent layers open it to every user); the user has
+            # no passwd entry, so Docker would set HOME to / or /nonexistent.
+            env={"HOME": CONTAINER_HOME, **env, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml"},
+            network=network,
+            timeout=timeout,
+            log_path=log_path,
+            options=sandbox_options(uid, gid),
+        )
+    finally:
+        shutil.copytree(space.results, results_dir, symlinks=True, dirs_exist_ok=True)
+
+
 def daemon_user() -> tuple[int, int]:
-    """The sidecar's uid and gid: never root, because its /proc is unmasked for bwrap
-    (root could write /proc/sys there). The host user's own ids keep the shared copies
+    """The uid and gid of the sidecar (and of the whole one-container layout): never root,
+    because its /proc is unmasked for bwrap (root could write /proc/sys there). The host user's own ids keep the shared copies
     theirs; for root on the host, 65534 (nobody), and the copies are handed to it."""
     if os.getuid() != 0:
         return os.getuid(), os.getgid()
@@ -332,8 +371,8 @@ def daemon_user() -> tuple[int, int]:
 
 
 def sandbox_options(uid: int, gid: int) -> list[str]:
-    """``docker run`` options of the daemon's container (only there: the agent's container
-    gets none of them)."""
+    """``docker run`` options of the daemon's container: the sidecar, or the one container
+    of ``sidecar=False`` (the sidecar layout's agent container gets none of them)."""
     if not SANDBOX_SECCOMP_PROFILE.is_file():
         raise DockerRunError(f"the sandbox's seccomp profile is missing: {SANDBOX_SECCOMP_PROFILE} does not exist")
     return ["--user", f"{uid}:{gid}", *SANDBOX_OPTIONS,
@@ -531,14 +570,16 @@ class DockerEngine:
         network: str,
         timeout: float | None,
         log_path: Path,
+        options: Sequence[str] = (),
     ) -> int:
-        """docker run IMAGE COMMAND; its output goes to LOG_PATH; returns its exit status.
+        """docker run IMAGE COMMAND with OPTIONS (``docker run`` flags); its output goes to
+        LOG_PATH; returns its exit status. ``--rm`` removes its anonymous volumes too.
 
         Environment values reach docker through its own environment (``-e NAME``), never on
         its command line, where any user could read an API key in the process list.
         """
         name = f"ssebench-{uuid.uuid4().hex[:12]}"
-        args = ["docker", "run", "--rm", "--init", "--name", name, "--network", network]
+        args = ["docker", "run", "--rm", "--init", "--name", name, "--network", network, *options]
         for host_path, container_path in mounts.items():
             args += ["--volume", f"{host_path}:{container_path}"]
         for key in env:

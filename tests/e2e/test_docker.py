@@ -127,10 +127,15 @@ def compose_run(agent_image: str, tmp_path_factory: pytest.TempPathFactory) -> I
     """Everything the compose file interpolates, and the scripted model the agent talks to."""
     import shlex
 
+    from ssebench.container import docker
+
     folder = tmp_path_factory.mktemp("compose")
     task_copy, results = folder / "task", folder / "results"
     shutil.copytree(TASK_DIR, task_copy, symlinks=True)
     results.mkdir()
+    uid, gid = docker.daemon_user()  # the container's user (never root) owns its copies
+    for path in (task_copy, results):
+        docker._chown_tree(path, uid, gid)
     model = AnthropicModel().start()
     argv, env = _launch(model)
     env_file = folder / "container.env"
@@ -147,6 +152,7 @@ def compose_run(agent_image: str, tmp_path_factory: pytest.TempPathFactory) -> I
         "SSEBENCH_RESULTS": str(results),
         "SSEBENCH_ENV_FILE": str(env_file),
         "SSEBENCH_AGENT_COMMAND": shlex.join(["--", *argv]),
+        "SSEBENCH_USER": f"{uid}:{gid}",
     }
     os.environ.update(variables)
     try:
@@ -232,10 +238,13 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
     _timed("compose container run", began)
     report = json.loads((results / "results.json").read_text(encoding="utf-8"))
     _assert_session(AGENT, results, compose_run["model"], report, mode="process", tree="/task/src")
-    # One container: the checks run unsandboxed, and the daemon says so (docs/docker.md).
+    # Compose cannot unmask /proc for bwrap (the compose file says why): the checks run
+    # unsandboxed, and the daemon says so; the container ran as its non-root user.
+    from ssebench.container.docker import daemon_user
     from ssebench.daemon.sandbox import Sandbox
 
     assert f"; sandbox: {Sandbox(None).describe()}\n" in (results / "daemon.log").read_text(encoding="utf-8")
+    assert {p.stat().st_uid for p in results.iterdir()} == {daemon_user()[0]}
     # The container changed only its own copy of the task.
     assert (TASK_DIR / "task.toml").read_bytes() == (compose_run["task_copy"] / "task.toml").read_bytes()
 
@@ -367,6 +376,56 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
         content = path.read_text(encoding="utf-8", errors="replace")
         leaked = [name for name, text in withheld.items() if text in content]
         assert not leaked, f"{path.name} holds {leaked}"
+
+
+# The one-container layout: the "agent" (non-root, beside the whole task) reports its user
+# and whether it can write /proc/sys (unmasked for bwrap), plants a Makefile whose build
+# cats /etc/shadow and /task/task.toml, and calls test_patch over MCP.
+ONE_CONTAINER_AGENT = """
+import asyncio, os
+from pathlib import Path
+from fastmcp import Client
+print("uid:", os.getuid(), "home:", os.environ["HOME"])
+proc = next(line.split() for line in open("/proc/self/mountinfo") if line.split()[4] == "/proc")
+print("/proc mount:", proc[5].split(",")[0])
+pattern = Path("/proc/sys/kernel/core_pattern")
+try:
+    pattern.write_text(pattern.read_text())  # its own value back: harmless even if it went through
+    print("core_pattern: written")
+except OSError as error:
+    print("core_pattern:", error.strerror)
+Path("Makefile").write_text("all:\\n\\t-cat /etc/shadow /task/task.toml\\n\\texit 1\\n")
+async def main():
+    async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
+        result = await client.call_tool("test_patch", {})
+    print(result.content[0].text)
+asyncio.run(main())
+"""
+
+
+def test_one_container_runs_its_checks_in_the_sandbox(base_image: str, tmp_path: Path) -> None:
+    """sidecar=False: the whole container runs as a non-root user with the sandbox options.
+    /proc is unmasked (rw) for bwrap, yet that user cannot write /proc/sys; the daemon
+    sandboxes its checks (its start line says bwrap), so a build that cats /etc/shadow and
+    the task file gets neither, and the run is graded in the container."""
+    from ssebench.container import docker
+
+    results = tmp_path / "results"
+    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ONE_CONTAINER_AGENT],
+                               results_dir=results, difficulty=2, env=_own_port(), sidecar=False)
+    said = (results / "agent-stdout.log").read_text(encoding="utf-8")
+    uid, _gid = docker.daemon_user()
+    assert said.startswith(f"uid: {uid} home: /root\n/proc mount: rw\ncore_pattern: Permission denied\n"
+                           "test_patch result: FAILED."), said
+    assert uid != 0
+    assert "cat: /etc/shadow: No such file or directory" in said
+    assert "cat: /task/task.toml: No such file or directory" in said
+    assert "; sandbox: bwrap 0.11.0\n" in (results / "daemon.log").read_text(encoding="utf-8")
+    assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
+    assert (run.results["mode"], run.results["status"], run.exit_code) == ("process", "checks_failed", 1)
+    assert run.results["grading"]["checks"][0]["check"] == "build"
+    # The user's results folder stays the user's: the container wrote a private copy.
+    assert {p.stat().st_uid for p in results.iterdir()} == {os.getuid()}
 
 
 # A fork bomb in the build; then a Makefile whose build passes and whose functional tests

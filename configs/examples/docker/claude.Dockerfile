@@ -19,6 +19,9 @@ RUN ln -s /opt/ssebench-agent/node_modules/.bin/claude /usr/local/bin/claude \
 
 # Register the test_patch server (user scope, http://localhost:3000/mcp), then the run
 # recipe's one-time setup in the agent's HOME (agents/recipe.py: e.g. Gemini's API-key auth).
+# HOME (/root) is then opened to every user: the one-container layout runs the whole
+# container as a non-root user (any uid, HOME=/root), and the CLI writes its state there.
 RUN ssebench agents install claude \
  && python3 -c "import os, pathlib; from ssebench.agents.recipe import get_recipe; \
-get_recipe('claude').prepare(home=pathlib.Path.home(), env=dict(os.environ))"
+get_recipe('claude').prepare(home=pathlib.Path.home(), env=dict(os.environ))" \
+ && chmod -R a+rwX /root
