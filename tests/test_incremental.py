@@ -16,7 +16,7 @@ import pytest
 
 from ssebench.daemon import sandbox as sb
 from ssebench.daemon.runner import Runner
-from ssebench.daemon.workspace import RETRY_LINE, SourceStore
+from ssebench.daemon.workspace import SourceStore
 from ssebench.difficulty import Check
 from ssebench.task import load_task
 from tests.helpers.tasks import make_task
@@ -130,7 +130,7 @@ def test_a_failing_incremental_build_is_retried_clean(tmp_path, mode):
                tree_files={"v": "1\n"})
     assert e.run([Check.BUILD])["build"] == ("passed", "built 1\n\n")
     (e.tree / "v").write_text("2\n")
-    assert e.run([Check.BUILD])["build"] == ("passed", RETRY_LINE + "built 2\n\n")
+    assert e.run([Check.BUILD])["build"] == ("passed", "built 2\n\n")
 
 
 def test_a_build_that_also_fails_clean_reports_the_clean_log(tmp_path):
@@ -138,7 +138,7 @@ def test_a_build_that_also_fails_clean_reports_the_clean_log(tmp_path):
                tree_files={"v": "1\n"})
     assert e.run([Check.BUILD])["build"][0] == "passed"
     (e.tree / "v").write_text("2\n")
-    assert e.run([Check.BUILD])["build"] == ("failed", RETRY_LINE + "\nbroken: 2\n")
+    assert e.run([Check.BUILD])["build"] == ("failed", "\nbroken: 2\n")
     # A first (clean) build that fails is not retried.
     e2 = Engine(tmp_path / "two", "off", build="echo no >&2; exit 1")
     assert e2.run([Check.BUILD])["build"] == ("failed", "\nno\n")

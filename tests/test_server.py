@@ -4,6 +4,7 @@ daemon outages, long logs, the Host/Origin guard. Real daemon and server process
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import stat
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from fastmcp import Client
 from mcp import ClientSession
@@ -39,36 +41,31 @@ from ssebench.server.stack import stop
 pytestmark = pytest.mark.timeout(180)
 
 
-def alive(pid: int) -> bool:
+def slow_build(served: Served, timeout: float = 30.0) -> psutil.Process:
+    """The slow build's ``sleep <SLOW_BUILD>``, found from outside.
+
+    The check runs in the sandbox's own pid namespace and can write nothing the test sees,
+    so the test looks for it the way an operator would: among the daemon's descendants.
+    """
+    assert served.stack.daemon is not None
+    wanted = ["sleep", (served.tree / SLOW_BUILD).read_text()]
+    daemon = psutil.Process(served.stack.daemon.pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in daemon.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if proc.cmdline() == wanted:
+                    return proc
+        time.sleep(0.02)
+    raise AssertionError(f"no {' '.join(wanted)!r} under the daemon after {timeout:g} s")
+
+
+def gone(proc: psutil.Process, timeout: float = 10.0) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        proc.wait(timeout)
+    except psutil.TimeoutExpired:
         return False
     return True
-
-
-def wait_gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
-def kill_leftover(pid_file: Path) -> None:
-    if pid_file.exists():
-        pid = int(pid_file.read_text())
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
-        pid_file.unlink()
-
-
-async def wait_for(path: Path, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists() or not path.read_text().strip():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +78,7 @@ def level2() -> Iterator[Served]:
 @pytest.fixture
 def clean(level2: Served) -> Iterator[Served]:
     set_markers(level2.tree)
-    (level2.task.parent / "builds.log").unlink(missing_ok=True)
     yield level2
-    kill_leftover(level2.task.parent / "build.pid")
     set_markers(level2.tree)
 
 
@@ -133,7 +128,7 @@ async def daemon_queued(served: Served) -> int:
 async def test_calls_queue_in_arrival_order_each_with_its_own_result(clean: Served) -> None:
     set_markers(clean.tree, **{SLOW_BUILD: "1.5"})
     first = asyncio.create_task(call(clean.stack.url))
-    await wait_for(clean.task.parent / "build.pid")
+    await asyncio.to_thread(slow_build, clean)
     # While the first build runs, the second call arrives with the build broken...
     set_markers(clean.tree, **{BREAK_BUILD: True})
     second = asyncio.create_task(call(clean.stack.url))
@@ -156,25 +151,21 @@ async def test_calls_queue_in_arrival_order_each_with_its_own_result(clean: Serv
     # A queued call tells its client it is waiting.
     assert "queued behind 1 other run(s)" in [m for _, _, m in b.progress]
     assert "queued behind 2 other run(s)" in [m for _, _, m in c.progress]
-    lines = (clean.task.parent / "builds.log").read_text().split()
-    events = list(zip(lines[::2], lines[1::2], strict=True))
-    assert [e[0] for e in events] == ["start", "end"] * 3  # never two builds at once
-    assert [e[1] for e in events[::2]] == [e[1] for e in events[1::2]]
+    # Never two runs at once: each build started after the previous call's last progress.
+    for before, after in ((a, b), (b, c)):
+        started = after.received[[m for _, _, m in after.progress].index("build: started")]
+        assert before.received[-1] <= started
 
 
 async def test_cancelled_call_stops_the_check_and_frees_the_daemon(clean: Served) -> None:
     set_markers(clean.tree, **{SLOW_BUILD: "120"})
-    pid_file = clean.task.parent / "build.pid"
     async with Client(clean.stack.url, timeout=120) as client:
         running = asyncio.create_task(client.call_tool("test_patch", {}))
-        await wait_for(pid_file)
-        pid = int(pid_file.read_text())
-        assert alive(pid)
+        build = await asyncio.to_thread(slow_build, clean)
         running.cancel()
         with pytest.raises(asyncio.CancelledError):
             await running
-    assert await asyncio.to_thread(wait_gone, pid)
-    pid_file.unlink()
+    assert await asyncio.to_thread(gone, build)
     set_markers(clean.tree)
     started = time.monotonic()
     assert (await call(clean.stack.url)).text == SPEC_LEVEL_2
@@ -184,7 +175,6 @@ async def test_cancelled_call_stops_the_check_and_frees_the_daemon(clean: Served
 @pytest.mark.slow
 def test_disconnected_client_stops_the_check(clean: Served) -> None:
     set_markers(clean.tree, **{SLOW_BUILD: "120"})
-    pid_file = clean.task.parent / "build.pid"
     script = (
         "import asyncio, sys\n"
         "from fastmcp import Client\n"
@@ -195,15 +185,13 @@ def test_disconnected_client_stops_the_check(clean: Served) -> None:
     )
     client = subprocess.Popen([sys.executable, "-c", script, clean.stack.url], stderr=subprocess.DEVNULL)
     try:
-        asyncio.run(wait_for(pid_file))
-        pid = int(pid_file.read_text())
+        build = slow_build(clean)
         client.kill()  # gone without a word: no cancel notification, no DELETE
         client.wait()
-        assert wait_gone(pid)
+        assert gone(build)
     finally:
         client.kill()
         client.wait()
-    pid_file.unlink()
     set_markers(clean.tree)
     assert call_sync(clean.stack.url).text == SPEC_LEVEL_2
 
@@ -227,19 +215,18 @@ def test_daemon_down_then_up() -> None:
 def test_daemon_dying_mid_run_is_an_internal_failure(tmp_path: Path) -> None:
     with serve_task("2") as served:
         set_markers(served.tree, **{SLOW_BUILD: "120"})
-        pid_file = served.task.parent / "build.pid"
+        builds: list[psutil.Process] = []
 
         async def scenario() -> str:
             running = asyncio.create_task(call(served.stack.url))
-            await wait_for(pid_file)
+            builds.append(await asyncio.to_thread(slow_build, served))
             assert served.stack.daemon is not None
             os.killpg(served.stack.daemon.pid, signal.SIGKILL)
             return (await running).text
 
-        try:
-            assert asyncio.run(scenario()) == INTERNAL_FAILURE
-        finally:
-            kill_leftover(pid_file)  # the check ran in its own session
+        assert asyncio.run(scenario()) == INTERNAL_FAILURE
+        # The check ran in its own session and pid namespace: it dies with the daemon.
+        assert gone(builds[0])
         assert served.stack.daemon is not None
         served.stack.daemon.wait()
         set_markers(served.tree)

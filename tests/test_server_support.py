@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,13 +27,12 @@ BREAK_FUNCTIONAL = "BREAK_FUNCTIONAL"
 BREAK_INTENT = "BREAK_INTENT"
 VULN_P2 = "vuln-p2"  # the second PoC still triggers the bug
 LONG_BUILD = "LONG_BUILD"  # the build prints 30,000 numbered lines, then fails
-SLOW_BUILD = "SLOW_BUILD"  # the build sleeps this many seconds (content)
+SLOW_BUILD = "SLOW_BUILD"  # the build runs `sleep <content>` (tests find that process)
 MARKERS = (BREAK_BUILD, BREAK_FUNCTIONAL, BREAK_INTENT, VULN_P2, LONG_BUILD, SLOW_BUILD)
 
 BUILD = r"""
-echo "start $$" >> "$SSE_TASK_DIR/builds.log"; trap 'echo "end $$" >> "$SSE_TASK_DIR/builds.log"' EXIT
 echo "building"
-if [ -e SLOW_BUILD ]; then echo $$ > "$SSE_TASK_DIR/build.pid"; sleep "$(cat SLOW_BUILD)"; fi
+if [ -e SLOW_BUILD ]; then sleep "$(cat SLOW_BUILD)"; fi
 if [ -e LONG_BUILD ]; then seq 1 30000 | sed 's/^/line /'; echo "the end" >&2; exit 1; fi
 if [ -e BREAK_BUILD ]; then echo "build broke" >&2; exit 1; fi
 exit 0
@@ -141,19 +141,22 @@ class Call:
     text: str
     is_error: bool
     progress: list[tuple[float, float | None, str | None]]
+    received: list[float] = field(default_factory=list)  # time.monotonic() of each progress
 
 
 async def call(url: str, *, timeout: float = 120) -> Call:
     progress: list[tuple[float, float | None, str | None]] = []
+    received: list[float] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
+        received.append(time.monotonic())
 
     async with Client(url, timeout=timeout) as client:
         result = await client.call_tool("test_patch", {}, progress_handler=on_progress, raise_on_error=False)
     assert len(result.content) == 1 and result.content[0].type == "text"
     assert result.structured_content is None
-    return Call(result.content[0].text, result.is_error, progress)
+    return Call(result.content[0].text, result.is_error, progress, received)
 
 
 def call_sync(url: str) -> Call:

@@ -37,7 +37,7 @@ from typing import Any
 
 from ssebench.daemon import procs
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
-from ssebench.daemon.workspace import RETRY_LINE, BuildMirror, Snapshot, SourceStore, SyncError, fs_now
+from ssebench.daemon.workspace import BuildMirror, Snapshot, SourceStore, SyncError, fs_now
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
@@ -503,7 +503,10 @@ class Runner:
                     raise RunError(f"could not copy the source tree: {exc}") from None
                 self._mirror_in()
                 assert result.log is not None
-                result.log.stdout.write_text(RETRY_LINE)
+                # The log is the clean build's own output, as the task format defines a
+                # check's log; the agent is not told about the retry (it changes nothing
+                # about what the result means).
+                result.log.stdout.write_bytes(b"")
                 result.log.stderr.write_bytes(b"")
                 result.timed_out = False
                 async for event in self._check(run, Check.BUILD, self.tree_path, result, append=True):

@@ -58,11 +58,6 @@ _OUTPUT_SUFFIXES = (".o", ".obj", ".lo", ".a", ".la", ".so", ".gch", ".pch", ".k
 _OUTPUT_MAGIC = (b"\x7fELF", b"!<arch>\n", b"!<thin>\n")
 _VERSIONED_SO = re.compile(r"\.so(\.[0-9]+)+$")
 
-# The one line the build log starts with when an incremental build failed and the
-# daemon builds again from a clean copy (docs/task-format.md quotes it).
-RETRY_LINE = "[ssebench] the incremental build failed; building again from a clean copy of the tree.\n"
-
-
 class SyncError(RuntimeError):
     """The agent's tree could not be read; the message names the path."""
 
