@@ -4,7 +4,7 @@ The preflight is checked against what a user sees: ``ssebench run`` in a subproc
 its exact stderr and exit status, and no results folder left behind. The CLIs here are
 stand-ins laid out as npm installs them (node_modules/<package>/package.json, a
 ``.bin`` link), so the version is read the way it is from a real install; the real CLIs
-are driven in tests/e2e/test_preflight.py.
+are driven in tests/e2e/test_cli_preflight.py.
 """
 
 from __future__ import annotations
