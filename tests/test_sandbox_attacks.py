@@ -14,6 +14,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,8 +276,11 @@ def test_limits_without_cgroups_watchdog(task_factory, daemon_factory):
 
 @pytest.mark.slow
 def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
-    # No cgroup for the checks (as in most containers): the watchdog must stop a real fork
-    # bomb. A pids cgroup around `ssebench grade` is only the test's safety net (never hit).
+    # No cgroup for the checks (as in most containers): the watchdog must kill a real fork
+    # bomb and fail the check with the limit line. A pids cgroup around `ssebench grade` is
+    # the test's safety net for the host: the watchdog is a poll, and a bomb can overshoot
+    # it by thousands before it is killed (it once reached this net in a clean CI run), so
+    # the test does not claim the net is never needed (docs/security.md says so).
     import subprocess
     import sys
 
@@ -296,12 +300,18 @@ def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
         assert done.stdout.rstrip().endswith(
             "[ssebench] process limit reached (1024 processes): the command and every process it "
             "started were killed.")
-        assert "max 0" in (net / "pids.events").read_text()  # the safety net was never needed
+        # The bomb is gone, not only the check: nothing is left in the net once grade exited.
+        left = (net / "cgroup.procs").read_text().split()
+        for _ in range(100):
+            if not left:
+                break
+            time.sleep(0.1)
+            left = (net / "cgroup.procs").read_text().split()
+        assert left == []
     finally:
         for _ in range(100):
             try:
                 net.rmdir()
                 break
             except OSError:
-                import time
                 time.sleep(0.1)
