@@ -440,7 +440,11 @@ COUNT = "all:\\n\\ttrue\\ntest:\\n\\tgrep -c ' /sse/tree .* - overlay ' /proc/se
 async def main():
     async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
         Path("Makefile").write_text(BOMB)
-        print((await client.call_tool("test_patch", {})).content[0].text.splitlines()[-1])
+        said = (await client.call_tool("test_patch", {})).content[0].text.splitlines()
+        # The limit's line ends the log; a bomb's log may be long (then the text ends with
+        # the saved log's path instead), so print the line itself.
+        notes = [line for line in said if line.startswith("[ssebench] ")]
+        print(notes[-1] if notes else "\\n".join(said))
         Path("Makefile").write_text(COUNT)
         print((await client.call_tool("test_patch", {})).content[0].text)
 asyncio.run(main())
