@@ -33,12 +33,21 @@ What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):
   3 BUILD_ONLY: runs build; withheld: PoCs, intent tests, functional tests
   4 NO_BUILD: runs nothing; withheld: build, PoCs, intent tests, functional tests
 Final grading (ssebench grade) runs every check the task has: build, PoCs, intent tests, functional tests.
+
+What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):
+  support files (read-only, every check): README.md, fix.patch
+  hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, never a file)
+  hidden except in its own PoC run: pocs/long-name, pocs/sixteen-chars
+  not there: src (the source tree: checks get their copy of it as SSE_TREE)
 """
+# The demo ships its reference fix beside task.toml (ssebench demo applies it): a support file.
+DEMO_WARNING = ("ssebench task check: warning: support file fix.patch is a diff: every check can read it, "
+                "the agent's own build and tests included; keep a reference fix out of the task folder\n")
 
 
 def test_check_prints_what_each_level_shows(tmp_path: Path) -> None:
     done = run_ssebench("task", "check", str(DEMO_TASK), env={"SSE_DIFFICULTY": "0"})
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (0, DEMO_WARNING)
     assert done.stdout == DEMO_CHECK  # SSE_DIFFICULTY changes nothing: every level is shown
 
 
@@ -61,7 +70,13 @@ def test_check_a_task_with_only_a_build(tmp_path: Path) -> None:
         "  2 NO_FUTURE_TEST (default): runs build; withheld: PoCs\n"
         "  3 BUILD_ONLY: runs build; withheld: PoCs\n"
         "  4 NO_BUILD: runs nothing; withheld: build, PoCs\n"
-        "Final grading (ssebench grade) runs every check the task has: build, PoCs.\n")
+        "Final grading (ssebench grade) runs every check the task has: build, PoCs.\n"
+        "\n"
+        "What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, "
+        "nothing hidden):\n"
+        "  support files (read-only, every check): none\n"
+        "  hidden from every check: task.toml (the task file)\n"
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n")
 
 
 @pytest.mark.parametrize(("toml", "message"), [
