@@ -246,6 +246,7 @@ timeout = 300                       # default 1800
 # diff = "intent.diff"              # git apply -p1, in a fresh view of the built tree
 # run = "make test"
 # timeout = 300
+# files = ["intent/"]               # optional: support files only the intent tests see
 '''
 
 APP_C = '''\
