@@ -117,7 +117,7 @@ def task_dir_lines(task) -> list[str]:  # noqa: ANN001
     step each is shown in, and what is left out (task-format.md, "Support files")."""
     from ssebench.task import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
 
-    files = [e for e in support_files(task) if not e.is_dir]
+    files = sorted((e for e in support_files(task) if not e.is_dir), key=lambda e: e.rel.parts)
     names = [f"{e.rel} -> {os.readlink(task.dir / e.rel)}" if e.is_link else str(e.rel) for e in files]
     shown = ", ".join(names[:SHOWN_SUPPORT]) or "none"
     if len(names) > SHOWN_SUPPORT:
