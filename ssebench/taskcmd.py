@@ -200,7 +200,7 @@ def _support_warnings(task) -> list[str]:  # noqa: ANN001
             target = os.readlink(path)
             if os.path.isabs(target) or os.path.normpath(entry.rel.parent / target).split(os.sep)[0] == "..":
                 out.append(f"support file {entry.rel} is a symlink to {target}, outside the task folder: "
-                           "in the sandbox it leads nowhere (copy the file in instead)")
+                           "in the sandbox it leads nowhere (copy it in instead)")
         elif not entry.is_dir and _is_diff(path):
             out.append(f"support file {entry.rel} is a diff: every check can read it, the agent's own "
                        "build and tests included; keep a reference fix out of the task folder")

@@ -253,6 +253,6 @@ def test_check_lists_support_files_and_hidden_parts(tmp_path: Path) -> None:
         ".git (its objects may hold the hidden parts)\n")
     assert done.stderr == (
         "ssebench task check: warning: support file outside-link is a symlink to /opt/shared/helper.sh, outside "
-        "the task folder: in the sandbox it leads nowhere (copy the file in instead)\n"
+        "the task folder: in the sandbox it leads nowhere (copy it in instead)\n"
         "ssebench task check: warning: support file upstream.patch is a diff: every check can read it, the "
         "agent's own build and tests included; keep a reference fix out of the task folder\n")
