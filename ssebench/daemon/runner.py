@@ -29,16 +29,18 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.daemon import procs, taskview
+from ssebench.daemon import procs, safefs, stale, taskview
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
 from ssebench.daemon.taskview import TaskView
-from ssebench.daemon.workspace import BuildMirror, Snapshot, SourceStore, SyncError, fs_now
+from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
+                                       committed_files, fs_now)
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
@@ -189,7 +191,8 @@ class Runner:
         # The daemon's own state between runs (workspace.py): sources and the build mirror.
         engine = workspace / "engine"
         engine.mkdir(mode=0o700, exist_ok=True)
-        self.store = SourceStore(tree, engine)
+        # git reads the agent's .git in the check sandbox (it can be made to run a program).
+        self.store = SourceStore(tree, engine, committed=lambda top: committed_files(top, self.sandbox))
         self.mirror = BuildMirror(self.store, engine / "mirror")
         self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
         # What checks see at SSE_TASK_DIR in the sandbox: a copy of the support files, made
@@ -208,12 +211,16 @@ class Runner:
         """Create a run and snapshot the agent's sources for it (the tree is only read)."""
         run_id = f"r-{next(self._counter)}-{secrets.token_hex(4)}"
         run_dir = self.workspace / run_id
+        self._ensure_workspace()
         os.mkdir(run_dir, 0o700)
         os.mkdir(run_dir / "logs", 0o700)
         run = Run(run_id, run_dir, None)
         sync = asyncio.get_running_loop().run_in_executor(None, self.store.sync)
         try:
             run.snapshot = await asyncio.shield(sync)
+        except SyncCancelled:
+            self._remove_later(run.dir)
+            raise RunError("the daemon is shutting down") from None
         except SyncError as exc:
             self._remove_later(run.dir)
             raise RunError(f"could not copy the source tree: {exc}") from None
@@ -223,6 +230,24 @@ class Runner:
             self._remove_later(run.dir)
             raise
         return run
+
+    def _ensure_workspace(self) -> None:
+        """A tmp cleaner may have removed the workspace (or its engine) under us: make it
+        again, with a fresh blob store and mirror, so this call is answered normally."""
+        engine = self.mirror.path.parent
+        if os.path.isdir(self.store.blobs) and not os.path.islink(engine):
+            return
+        print(f"ssebench daemon: the workspace {self.workspace} was removed; recreating it",
+              file=sys.stderr, flush=True)
+        try:
+            stale.recreate_workspace(self.workspace)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(engine, 0o700)
+            self.store.reset()
+        except OSError as exc:
+            raise RunError(f"the daemon's workspace is gone: {exc}") from None
+        self.mirror.invalidate()
+        self._runs.clear()  # their logs went with it
 
     def get(self, run_id: str) -> Run | None:
         return self._runs.get(run_id)
@@ -557,8 +582,8 @@ class Runner:
             self._remove_later(self.tree_path)
         if run is not None and check is not None:
             # overlayfs leaves a mode-000 folder in its work folder: make it removable.
-            with contextlib.suppress(OSError):
-                os.chmod(run.dir / f"work-{check.value}" / "work", 0o700)
+            with contextlib.suppress(OSError):  # never through a symlink a check left
+                safefs.chmod_path(run.dir / f"work-{check.value}" / "work", 0o700)
             for name in (f"view-{check.value}", f"work-{check.value}"):
                 if (run.dir / name).exists():
                     self._remove_later(run.dir / name)
@@ -590,6 +615,7 @@ class Runner:
     def kill_running(self) -> None:
         """Stop for shutdown: kill the running command's group; no new check starts."""
         self._closing = True
+        self.store.stop.set()  # a snapshot in progress gives up at its next entry
         for proc in list(self._running):
             procs.kill_group(proc.pid)
 

@@ -102,6 +102,7 @@ class TreeView:
     lower: Path
     upper: Path | None = None
     work: Path | None = None
+    read_only: bool = False  # a bind the sandbox cannot write (the daemon's own git reads)
 
     @classmethod
     def bind(cls, path: Path) -> TreeView:
@@ -272,7 +273,7 @@ class Sandbox:
             assert view.upper is not None and view.work is not None
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
-            args += ["--bind", str(view.lower), TREE_PATH]
+            args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
         for inside, host in extra.items():
             if not _under_task(inside):
                 args += ["--ro-bind", str(host), inside]
@@ -281,7 +282,7 @@ class Sandbox:
 
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
-        if self._etc is None:
+        if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])

@@ -63,13 +63,30 @@ def owner_record(pid: int | None = None) -> dict[str, Any]:
 def create_workspace(prefix: str = PREFIX, base: str | os.PathLike[str] | None = None) -> Path:
     """A fresh private (0700) workspace in the temp folder, with our owner record."""
     path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    _write_record(path)
+    return path
+
+
+def _write_record(path: Path) -> None:
     data = json.dumps(owner_record()).encode()
     fd = os.open(path / OWNER_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, data)
     finally:
         os.close(fd)
-    return path
+
+
+def recreate_workspace(path: Path) -> None:
+    """Make *path* our private workspace again after a tmp cleaner removed it (or its
+    owner record). Raises OSError when something not ours is there now (``/tmp`` is
+    shared: another user may have taken the name, possibly as a symlink)."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise OSError(f"the workspace {path} was removed and its name is taken by someone else")
+    with contextlib.suppress(FileExistsError):
+        _write_record(path)
 
 
 def owner_alive(record: dict[str, Any]) -> bool | None:
