@@ -268,16 +268,19 @@ class BuildMirror:
         """The mirror's state is unknown (a build was killed): the next update starts fresh."""
         self.manifest = None
 
-    def update(self, snapshot: Snapshot) -> tuple[bool, int]:
-        """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking."""
+    def update(self, snapshot: Snapshot, stamps: dict[str, int] | None = None) -> tuple[bool, int]:
+        """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking.
+
+        *stamps*: the mtime to give each changed file (else one fresh mtime for all).
+        """
         if self.manifest is None or not self.path.is_dir():
             return False, self.fresh(snapshot)
         try:
-            return True, self._update(self.manifest, snapshot.manifest)
+            return True, self._update(self.manifest, snapshot.manifest, stamps or {})
         except OSError:  # e.g. the last build removed a folder a changed source lives in
             return False, self.fresh(snapshot)
 
-    def _update(self, old: Manifest, new: Manifest) -> int:
+    def _update(self, old: Manifest, new: Manifest, stamps: dict[str, int]) -> int:
         self.manifest = None  # half-updated if we fail part-way
         now = max(fs_now(self.path.parent), self.last_build_end_ns + 1)
         written = 0
@@ -288,12 +291,15 @@ class BuildMirror:
                 written += 1
         for rel in sorted(new):
             entry, before = new[rel], old.get(rel)
-            if before is not None and before.kind == entry.kind and before.data == entry.data:
+            # Same content with a new mtime (touch, cp -p) is a change too: make must
+            # re-decide what depends on it, as a fresh mirror with the agent's mtimes would.
+            if (before is not None and before.kind == entry.kind and before.data == entry.data
+                    and (entry.kind != FILE or before.mtime_ns == entry.mtime_ns)):
                 if before.mode != entry.mode and entry.kind != LINK:
                     os.chmod(self.path / rel, entry.mode | (0o700 if entry.kind == DIR else 0))
                     written += 1
                 continue
-            self._write(rel, entry, now)
+            self._write(rel, entry, stamps.get(rel, now))
             written += 1
         self.manifest = dict(new)
         return written
