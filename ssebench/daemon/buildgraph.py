@@ -86,6 +86,13 @@ class Step:
     execs: set[str] = field(default_factory=set)   # tree files execve'd
     orchestrator: bool = False  # started programs of its own (make, sh, gcc, configure ...)
     wrote: bool = False  # opened any file (in the tree or not) for writing
+    parents: set[str] = field(default_factory=set)  # keys of the steps that started it
+
+    @property
+    def program(self) -> str:
+        """The basename of argv[0] ('make', 'sh', 'cc' ...)."""
+        parts = self.key.split("\0")
+        return posixpath.basename(parts[1]) if len(parts) > 1 else ""
 
     def merge(self, other: Step) -> None:
         self.reads |= other.reads
@@ -93,6 +100,7 @@ class Step:
         self.execs |= other.execs
         self.orchestrator |= other.orchestrator
         self.wrote |= other.wrote
+        self.parents |= other.parents
 
 
 @dataclass
@@ -202,6 +210,7 @@ class TraceParser:
             self._procs[child] = _Proc(proc.step, proc.cwd, parent=proc.step)
         elif early.execd:  # it already runs its own program: only link it
             early.parent = proc.step
+            early.step.parents.add(proc.step.key)
             proc.step.orchestrator = True
         else:  # what it did before we knew is its parent's, as a fork's is
             proc.step.merge(early.step)
@@ -224,6 +233,7 @@ class TraceParser:
         parent = proc.parent
         if parent is not None:
             parent.orchestrator = True
+            step.parents.add(parent.key)
         proc.step, proc.execd = step, True
         rel = self._rel(posixpath.normpath(posixpath.join(proc.cwd, path)))
         if rel is not None:
@@ -360,11 +370,32 @@ def _changed_reason(changed: set[str], graph: Graph) -> str | None:
             return f"'{rel}' changed and the build runs it"
         if step.orchestrator:
             return f"'{rel}' changed and a step that runs others read it"
-        if not step.wrote:
-            # Its output went to its parent ($(shell cat VERSION)): what the parent
-            # decided from it is nowhere in the graph.
-            return f"'{rel}' changed and a step that writes no file read it"
+        if not step.wrote and _feeds_make(step, graph):
+            # Its output went to make ($(shell cat VERSION)): what make decided from it
+            # (flags, file lists) is nowhere in the graph.
+            return f"'{rel}' changed and make read it through '{step.program}'"
     return None
+
+
+_MAKES = {"make", "gmake", "remake", "bmake"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox"}
+
+
+def _feeds_make(step: Step, graph: Graph) -> bool:
+    """Was *step* (a program that wrote no file) started by make itself, directly or
+    through one shell: a ``$(shell ...)`` (or a recipe that only prints)?"""
+    for key in step.parents:
+        name = _program(key)
+        if name in _MAKES:
+            return True
+        parent = graph.steps.get(key)
+        if parent is not None and name in _SHELLS and any(_program(k) in _MAKES for k in parent.parents):
+            return True
+    return False
+
+
+def _program(key: str) -> str:
+    return Step(key).program
 
 
 # -- after the build ---------------------------------------------------------------------------

@@ -307,11 +307,28 @@ def agent_git(d: Driver) -> str:
     return f"git {action}"
 
 
+def repair(d: Driver) -> str:
+    """The agent fixes what it broke: missing files back, gen.sh executable, no syntax error."""
+    fixed = []
+    for rel in ("util.h", "plain.h", "gen.def", "util.c", "calc.c"):
+        path = d.tree / rel
+        if not path.exists() and not path.is_symlink():
+            d.write(rel, FILES[rel])
+            fixed.append(rel)
+        elif not path.is_symlink() and "return +" in path.read_text():
+            d.write(rel, FILES[rel])
+            fixed.append(rel)
+    if (d.tree / "plain2.h").exists():
+        (d.tree / "plain2.h").unlink()
+    os.chmod(d.tree / "gen.sh", 0o755)
+    return "repaired " + (", ".join(fixed) or "nothing")
+
+
 def edit_while_running(d: Driver) -> str:  # marker: Driver.step handles it
     return "during"
 
 
 EDITS: list[Callable[[Driver], str]] = [
-    edit_number, edit_number, edit_number, edit_syntax, edit_flags, edit_symlink, edit_rename,
+    repair, repair, repair, edit_number, edit_number, edit_number, edit_number, edit_syntax, edit_flags, edit_symlink, edit_rename,
     edit_delete_restore, edit_chmod, edit_old_mtime, edit_future_mtime, edit_touch, agent_make,
     agent_make, agent_git, edit_while_running]
