@@ -20,12 +20,15 @@ demo: setup
 	$(BIN)/ssebench demo
 
 # What the end-to-end container tests need from Debian (docker.io, debootstrap,
-# docker-compose): installed when missing and we are root. Elsewhere those tests skip
+# docker-compose), and strace (the daemon traces its builds to reuse them safely):
+# installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
 # The agent CLIs (npm) are installed by the e2e fixtures into ~/.cache/ssebench.
 test-deps:
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
+	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q strace >/dev/null; } || \
+	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
 
 # Everything CI runs: fast tests, then the slow and end-to-end ones.
 test: setup test-deps

@@ -18,7 +18,7 @@
 set -euo pipefail
 
 SUITE=bookworm
-PACKAGES=python3,python3-venv,ca-certificates,libstdc++6,gcc,libc6-dev,make,git,procps
+PACKAGES=python3,python3-venv,ca-certificates,libstdc++6,gcc,libc6-dev,make,git,procps,strace
 CACHE_DIR=${SSEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ssebench}/base-image
 KEY=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)
 IMAGE="ssebench-base:$SUITE-$KEY"

@@ -65,6 +65,7 @@ def run_checks(port: int = DEFAULT_PORT, name: str = "ssebench", env: Mapping[st
     findings.append(check_port(port))
     findings += check_docker()
     findings.append(check_sandbox(env))
+    findings.append(check_build_trace(env))
     findings += check_registrations(name)
     return findings
 
@@ -171,6 +172,19 @@ def check_sandbox(env: Mapping[str, str]) -> Finding:
     if ok:
         return Finding("sandbox", OK, detail)
     return Finding("sandbox", FAIL, detail, "see docs/security.md")
+
+
+def check_build_trace(env: Mapping[str, str]) -> Finding:
+    """The daemon reuses a build only where strace's trace shows it equals a clean one."""
+    import shutil
+
+    strace = shutil.which("strace", path=env.get("PATH", os.defpath))
+    if strace is None:
+        return Finding("build trace", WARN, "no strace: every build in the daemon is clean (slower)",
+                       "install strace (Debian: apt-get install strace)")
+    version = _output([strace, "-V"]).split()
+    return Finding("build trace", OK, f"strace {version[3] if len(version) > 3 else '?'} at {strace}: "
+                                      "incremental builds are checked against a clean build")
 
 
 def sandbox_probe(env: Mapping[str, str]) -> tuple[bool, str]:

@@ -79,7 +79,7 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
     procs.enable_subreaper()
     workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
     try:
-        runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits)
+        runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits, trace=False)
 
         async def run_all() -> list[dict[str, Any]]:
             run = await runner.prepare()

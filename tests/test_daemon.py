@@ -44,7 +44,9 @@ def tree_hash(root: Path) -> str:
 def test_health(task_factory, daemon_factory):
     d = daemon_factory(task_factory().file, difficulty="3")
     assert d.get("/health").json() == {"status": "ok", "version": "0.1.0", "difficulty": 3,
-                                       "busy": False, "queued": 0, "sandbox": "bwrap 0.11.0"}
+                                       "busy": False, "queued": 0, "sandbox": "bwrap 0.11.0",
+                                       "build_trace": "not probed yet",
+                                       "builds": {"incremental": 0, "clean": 0}}
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])

@@ -129,9 +129,12 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
     assert d.get("/health").json()["busy"] is True
     for th in threads:
         th.join(10)
-    assert d.get("/health").json() | {"version": None} == {"status": "ok", "version": None, "difficulty": 3,
-                                                           "busy": False, "queued": 0,
-                                                           "sandbox": "bwrap 0.11.0"}
+    health = d.get("/health").json()
+    assert health | {"version": None, "builds": None, "build_trace": None} == {
+        "status": "ok", "version": None, "difficulty": 3, "busy": False, "queued": 0,
+        "sandbox": "bwrap 0.11.0", "builds": None, "build_trace": None}
+    assert health["build_trace"].startswith("strace ")  # probed once, at the first build
+    assert sum(health["builds"].values()) == len(threads)
 
 
 # -- disconnects and signals ------------------------------------------------------------------------

@@ -142,3 +142,20 @@ def test_registered_urls_are_probed_with_a_real_mcp_initialize(home: Path, tmp_p
         "fix": "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"}
     assert found[f"port {port}"] == {"check": f"port {port}", "status": "ok", "fix": "",
                                      "detail": f"in use by a running ssebench server (by PID {server.pid})"}
+
+
+def test_build_trace_warns_without_strace(home: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    without = findings(doctor("--json", "--port", str(free_port()), env=user_env(home, str(empty))))
+    assert without["build trace"] == {"check": "build trace", "status": "warn",
+                                      "detail": "no strace: every build in the daemon is clean (slower)",
+                                      "fix": "install strace (Debian: apt-get install strace)"}
+    strace = "/usr/bin/strace"
+    if not os.access(strace, os.X_OK):
+        pytest.skip("no /usr/bin/strace here")
+    version = subprocess.run([strace, "-V"], capture_output=True, text=True).stdout.split()[3]
+    found = findings(doctor("--json", "--port", str(free_port()), env=user_env(home, "/usr/bin:/bin")))
+    assert found["build trace"] == {"check": "build trace", "status": "ok", "fix": "",
+                                    "detail": f"strace {version} at {strace}: incremental builds are "
+                                              "checked against a clean build"}

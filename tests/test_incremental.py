@@ -89,14 +89,27 @@ def test_repeat_call_rebuilds_only_the_changed_object(tmp_path, mode):
     assert third["functional"] == ("passed", "b two\n\n")
 
 
-def test_same_content_with_a_new_mtime_is_not_a_change(tmp_path):
+def test_a_touched_file_is_a_change_make_re_decides(tmp_path):
+    # Was "a touch rebuilds nothing": a fresh daemon gives make the agent's mtimes, so a
+    # touched file must be newer than what was built from it here too (issue 17).
     e = Engine(tmp_path, "off", build="make prog", tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
     e.run([Check.BUILD])
-    later = time.time() + 5
-    os.utime(e.tree / "a.c", (later, later))  # the agent's clock says "changed"; the content does not
+    os.utime(e.tree / "a.c")  # same content, a new mtime (now)
     second = e.run([Check.BUILD])
     assert second["build"][0] == "passed"
-    assert "cc" not in second["build"][1]
+    assert compiled(second["build"][1]) == ["a.c"]
+    assert e.runner.last_build == "incremental"
+
+
+def test_an_mtime_in_the_future_builds_clean(tmp_path):
+    e = Engine(tmp_path, "off", build="make prog", tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    e.run([Check.BUILD])
+    later = time.time() + 3600
+    os.utime(e.tree / "b.c", (later, later))
+    second = e.run([Check.BUILD])
+    assert second["build"][0] == "passed"
+    assert compiled(second["build"][1]) == ["a.c", "b.c"]
+    assert e.runner.last_build == "clean: 'b.c' has an mtime in the future"
 
 
 def test_a_planted_object_never_reaches_the_binary(tmp_path, mode):

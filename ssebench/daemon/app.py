@@ -125,7 +125,9 @@ def create_app(runner: Runner, level: Level) -> Starlette:
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__, "difficulty": level.number,
                              "busy": queue.busy, "queued": queue.queued,
-                             "sandbox": runner.sandbox.describe()})
+                             "sandbox": runner.sandbox.describe(), "build_trace": runner.tracing,
+                             "builds": {"incremental": runner.build_counts["incremental"],
+                                        "clean": runner.build_counts["clean"]}})
 
     async def task_view(request: Request) -> JSONResponse:
         view: dict[str, Any] = {

@@ -23,6 +23,7 @@ otherwise (or when intent is not run) the functional tests run in a fresh view.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import itertools
 import os
@@ -31,12 +32,13 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.daemon import procs, safefs, stale, taskview
+from ssebench.daemon import buildgraph, procs, safefs, stale, taskview
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
@@ -173,7 +175,7 @@ class Runner:
 
     def __init__(self, task: Task, tree: Path, workspace: Path, *, heartbeat: float = 10.0,
                  log_budget: int = DEFAULT_LOG_BUDGET, env: dict[str, str] | None = None,
-                 sandbox: Sandbox | None = None, limits: Limits | None = None) -> None:
+                 sandbox: Sandbox | None = None, limits: Limits | None = None, trace: bool = True) -> None:
         self.task = task
         # No sandbox unless the caller passes one (the daemon and grade always do).
         self.sandbox = sandbox if sandbox is not None else Sandbox(None)
@@ -204,6 +206,14 @@ class Runner:
             except taskview.TaskViewError as exc:
                 raise RunError(str(exc)) from None
         self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
+        # The build engine (buildgraph.py): is strace usable (probed once), the mirror's graph.
+        self.trace = trace
+        self._strace: str | None = None
+        self._strace_probed = False
+        self.tracing = "not probed yet"  # what /health shows
+        self._graph: buildgraph.Graph | None = None
+        self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
+        self.build_counts: collections.Counter[str] = collections.Counter()
 
     # -- runs -----------------------------------------------------------------------
 
@@ -329,7 +339,7 @@ class Runner:
     # -- checks ---------------------------------------------------------------------
 
     async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckResult,
-                     *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
+                     *, append: bool = False, trace_fd: int | None = None) -> AsyncIterator[dict[str, Any]]:
         log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
         result.log = log
         if check is Check.BUILD:
@@ -345,7 +355,7 @@ class Runner:
                 return
         outcome = Outcome()
         async for event in self._command(check, command, tree, log, outcome,
-                                         append=append or check is Check.INTENT):
+                                         append=append or check is Check.INTENT, trace_fd=trace_fd):
             yield event
         result.state = PASSED if outcome.ok else FAILED
         result.timed_out = outcome.timed_out
@@ -391,9 +401,10 @@ class Runner:
         return outcome.ok
 
     async def _command(self, check: Check, command: Command, tree: Path | TreeView, log: CheckLog,
-                       outcome: Outcome, *, poc: Path | None = None,
-                       append: bool = False) -> AsyncIterator[dict[str, Any]]:
-        """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write)."""
+                       outcome: Outcome, *, poc: Path | None = None, append: bool = False,
+                       trace_fd: int | None = None) -> AsyncIterator[dict[str, Any]]:
+        """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write);
+        with *trace_fd*, under strace (in the sandbox) writing the trace to that fd."""
         view = _view(tree)
         env = self._env(view.lower)
         files = self._extras(check)
@@ -402,9 +413,12 @@ class Runner:
             if self.sandbox.enabled:  # the one PoC being run, as a file (bound through any symlink)
                 files[env["SSE_POC"]] = Path(os.path.realpath(poc))
         argv = ["bash", "-c", command.run]
+        if trace_fd is not None and self._strace is not None:
+            argv = buildgraph.command(self._strace, argv, trace_fd)
         async for event in self._supervise(check, argv, view.lower, env, log, outcome,
                                            timeout=command.timeout, append=append, view=view,
-                                           files=files, network=command.network):
+                                           files=files, network=command.network,
+                                           pass_fds=() if trace_fd is None else (trace_fd,)):
             yield event
         if outcome.timed_out:
             _note(log, f"[ssebench] timed out after {command.timeout:g} s: the command and "
@@ -435,7 +449,8 @@ class Runner:
                          log: CheckLog, outcome: Outcome, *, timeout: float | None,
                          append: bool = False, view: TreeView | None = None,
                          files: dict[str, Path] | None = None, network: bool = False,
-                         stdin_data: bytes | None = None) -> AsyncIterator[dict[str, Any]]:
+                         stdin_data: bytes | None = None,
+                         pass_fds: tuple[int, ...] = ()) -> AsyncIterator[dict[str, Any]]:
         """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel.
 
         With a *view* the process is a check's: it runs in the sandbox with *view* at
@@ -457,7 +472,8 @@ class Runner:
             guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
         try:
             proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append,
-                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None)
+                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None,
+                               pass_fds=pass_fds)
         finally:
             if guard is not None:
                 guard.spawned()
@@ -518,11 +534,14 @@ class Runner:
     # -- the build mirror and the views of it ------------------------------------------------
 
     async def _build(self, run: Run, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
-        """Build in the mirror, incrementally; if that fails, once more from a fresh mirror.
+        """Build in the mirror: incrementally where the build engine (buildgraph.py) can
+        show the answer is a clean build's, else clean (a fresh mirror, agent's mtimes).
 
-        The mirror sits at :attr:`tree_path` while it builds. A build that did not end by
-        itself (timeout, cancel, shutdown) leaves the mirror in an unknown state, so the
-        next run starts from a fresh one.
+        Every build is traced. An incremental build is kept only when it passed and its
+        trace shows nothing a clean build could do differently; otherwise the build runs
+        once more, clean, and that build's log is the log. The mirror sits at
+        :attr:`tree_path` while it builds. A build that did not end by itself (timeout,
+        cancel, shutdown) leaves the mirror unknown, so the next run starts clean.
         """
         assert run.snapshot is not None
         snapshot = run.snapshot
@@ -531,14 +550,20 @@ class Runner:
             self._overlay = asyncio.get_running_loop().run_in_executor(
                 None, overlay_supported, self.mirror.path.parent, self.sandbox)
         try:
-            try:
-                incremental, _ = await asyncio.to_thread(self.mirror.update, snapshot)
-            except OSError as exc:
-                raise RunError(f"could not copy the source tree: {exc}") from None
+            await self._tracer()
+            incremental, changed = await self._to_mirror(snapshot)
+            before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
             self._mirror_in()
-            async for event in self._check(run, Check.BUILD, self.tree_path, result):
+            records: list[buildgraph.Record] = []
+            async for event in self._traced(run, result, records):
                 yield event
-            if incremental and result.state != PASSED and not result.timed_out and not self._closing:
+            retry = None
+            if incremental and not result.timed_out and not self._closing:
+                retry = "the incremental build failed" if result.state != PASSED else await self._verify(
+                    records[-1], changed, before, snapshot)
+            if retry is not None:
+                self.last_build = f"clean: {retry}"
+                incremental = False
                 self._mirror_out()
                 try:
                     await asyncio.to_thread(self.mirror.fresh, snapshot)
@@ -552,8 +577,9 @@ class Runner:
                 result.log.stdout.write_bytes(b"")
                 result.log.stderr.write_bytes(b"")
                 result.timed_out = False
-                async for event in self._check(run, Check.BUILD, self.tree_path, result, append=True):
+                async for event in self._traced(run, result, records, append=True):
                     yield event
+            self._remember(incremental, result, records[-1])
             ended = not result.timed_out
             # The probe's bwrap must be gone before the run ends: the sweep after a run
             # kills every child the daemon did not start through procs.
@@ -561,9 +587,104 @@ class Runner:
         finally:
             if not ended:
                 self.mirror.invalidate()
+                self._graph = None
             self._mirror_out()
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    async def _tracer(self) -> None:
+        """Can builds be traced here? Probed once, through the sandbox (ptrace may be denied)."""
+        if self._strace_probed:
+            return
+        self._strace_probed = True
+        if not self.trace:
+            self.tracing = "off: every build is clean"
+            return
+        folder = self.mirror.path.parent / ".trace-probe-tree"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        try:
+            self._strace, self.tracing = await asyncio.to_thread(
+                buildgraph.probe, lambda argv: self.sandbox.wrap(argv, TreeView.bind(folder)),
+                self.mirror.path.parent)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if self._strace is None:
+            print(f"ssebench daemon: build tracing {self.tracing}", file=sys.stderr, flush=True)
+
+    async def _to_mirror(self, snapshot: Snapshot) -> tuple[bool, set[str]]:
+        """Bring the mirror to *snapshot*, incrementally or fresh: (incremental?, changed files)."""
+        def go() -> tuple[str | None, set[str]]:
+            now = fs_now(self.mirror.path.parent)
+            for _ in range(20):  # a coarse clock: let it pass the last build's end
+                if now > self.mirror.last_build_end_ns + 1000:
+                    break
+                time.sleep(0.005)
+                now = fs_now(self.mirror.path.parent)
+            why, changed = ("tracing is off", set()) if self._strace is None else buildgraph.plan(
+                self.mirror.manifest, snapshot.manifest, self._graph, now)
+            stamps = None
+            if why is None:
+                stamps = buildgraph.stamps(changed, snapshot.manifest, self.mirror.last_build_end_ns, now)
+                why = "no room for fresh mtimes" if stamps is None else None
+            if why is None and stamps is not None:
+                if self.mirror.update(snapshot, stamps)[0]:
+                    return None, changed
+                why = "the mirror could not be updated"
+            self.mirror.fresh(snapshot)
+            return why, set()
+
+        try:
+            why, changed = await asyncio.to_thread(go)
+        except OSError as exc:
+            raise RunError(f"could not copy the source tree: {exc}") from None
+        self.last_build = "incremental" if why is None else f"clean: {why}"
+        return why is None, changed
+
+    async def _traced(self, run: Run, result: CheckResult, records: list[buildgraph.Record],
+                      *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """The build command, traced (when tracing works); its record goes to *records*."""
+        if self._strace is None:
+            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
+                yield event
+            records.append(buildgraph.Record(complete=False, problem="not traced"))
+            return
+        trace = run.dir / "build.trace"
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append,
+                                           trace_fd=fd):
+                yield event
+        finally:
+            os.close(fd)
+        tree = TREE_PATH if self.sandbox.enabled else os.path.realpath(self.tree_path)
+        try:
+            records.append(await asyncio.to_thread(buildgraph.parse_trace, trace, tree, tree))
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(trace)
+
+    async def _verify(self, record: buildgraph.Record, changed: set[str], before: buildgraph.Scan,
+                      snapshot: Snapshot) -> str | None:
+        """Why a passed incremental build may differ from a clean one (None: it cannot)."""
+        assert self._graph is not None
+        graph = self._graph
+
+        def go() -> str | None:
+            wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
+            return buildgraph.verify(graph, record, changed, wrote, snapshot.manifest, self.tree_path)
+
+        return await asyncio.to_thread(go)
+
+    def _remember(self, incremental: bool, result: CheckResult, record: buildgraph.Record) -> None:
+        """Keep the build graph: a clean build's record replaces it, an incremental one's
+        updates it; a failed or untraced build leaves none (the next build is clean)."""
+        self.build_counts[self.last_build.split(":")[0]] += 1
+        if result.state != PASSED or not record.complete:
+            self._graph = None
+        elif incremental and self._graph is not None:
+            self._graph.update(record)
+        else:
+            self._graph = buildgraph.Graph.of(record)
 
     def _mirror_in(self) -> None:
         """Move the mirror to the fixed tree path for a build."""

@@ -444,20 +444,23 @@ class BuildMirror:
         """The mirror's state is unknown (a build was killed): the next update starts fresh."""
         self.manifest = None
 
-    def update(self, snapshot: Snapshot) -> tuple[bool, int]:
-        """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking."""
+    def update(self, snapshot: Snapshot, stamps: dict[str, int] | None = None) -> tuple[bool, int]:
+        """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking.
+
+        *stamps*: the mtime to give each changed file (else one fresh mtime for all).
+        """
         st = _lstat(self.path)
         if self.manifest is None or st is None or not stat.S_ISDIR(st.st_mode):
             return False, self.fresh(snapshot)
         try:
-            return True, self._update(self.manifest, snapshot.manifest)
+            return True, self._update(self.manifest, snapshot.manifest, stamps or {})
         except OSError:  # e.g. the last build removed a folder or left a symlink on the way
             return False, self.fresh(snapshot)
 
     def _open(self) -> safefs.DirFds:
         return safefs.DirFds(os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
 
-    def _update(self, old: Manifest, new: Manifest) -> int:
+    def _update(self, old: Manifest, new: Manifest, stamps: dict[str, int]) -> int:
         self.manifest = None  # half-updated if we fail part-way
         now = max(fs_now(self.path.parent), self.last_build_end_ns + 1)
         written = 0
@@ -469,12 +472,15 @@ class BuildMirror:
                     written += 1
             for rel in sorted(new):
                 entry, before = new[rel], old.get(rel)
-                if before is not None and before.kind == entry.kind and before.data == entry.data:
+                # Same content with a new mtime (touch, cp -p) is a change too: make must
+                # re-decide what depends on it, as a fresh mirror with the agent's mtimes would.
+                if (before is not None and before.kind == entry.kind and before.data == entry.data
+                        and (entry.kind != FILE or before.mtime_ns == entry.mtime_ns)):
                     if before.mode != entry.mode and entry.kind != LINK:
                         safefs.chmod_at(*dirs.parent(rel), entry.mode | (0o700 if entry.kind == DIR else 0))
                         written += 1
                     continue
-                self._write(dirs, rel, entry, now)
+                self._write(dirs, rel, entry, stamps.get(rel, now))
                 written += 1
         self.manifest = dict(new)
         return written

@@ -1,0 +1,521 @@
+"""When may a build reuse the mirror's earlier outputs? The build engine's decisions.
+
+Why: an incremental ``make`` in the daemon's build mirror is only as right as the
+project's Makefile and its mtimes, and the agent can defeat both (a CFLAGS change that
+rebuilds nothing, a header without dependencies, a generated file older or newer than
+its input, a symlink to an old file). The daemon's promise is stronger: every answer is
+the one a *clean* build gives (a fresh mirror written with the agent's own mtimes, then
+the build command). So every build in the daemon runs under ``strace`` inside the
+sandbox, and this module turns the trace into a record of who read and wrote which
+tree files, keeps a build graph between builds, and decides:
+
+- before a build (:func:`plan`): build clean, or try incrementally;
+- after a successful incremental build (:func:`verify`): keep it, or build clean.
+
+The trace is text the build itself influences (file names, argv): it is parsed line by
+line, never evaluated, never held whole in memory; a line that does not parse makes
+the record incomplete, and an incomplete record always means a clean build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
+
+# The syscalls the record needs: process tree, programs, opened files, working folders.
+SYSCALLS = ("execve,execveat,open,openat,openat2,creat,clone,clone3,fork,vfork,chdir,fchdir")
+# Every string in hex (-xx), fds with their paths (-y): nothing in the text the build
+# controls can look like structure (quotes, brackets, ' = ').
+STRACE_FLAGS = ("-f", "-q", "-z", "--seccomp-bpf", "-y", "-xx", "-s", "4096", "-e", "signal=none",
+                "-e", f"trace={SYSCALLS}")
+TRACE_FD = 9
+
+# Files that describe the build itself: a change to one can change every step's command.
+_BUILD_NAMES = {"makefile", "gnumakefile", "cmakelists.txt", "configure", "configure.ac", "configure.in",
+                "meson.build", "meson_options.txt", "meson.options", "kbuild", "kconfig", "sconstruct",
+                "sconscript", "build.ninja", "config.status", "libtool", "build.sh", "autogen.sh",
+                "bootstrap", "wscript", "build.zig", "cargo.toml", "setup.py", "setup.cfg",
+                "pyproject.toml", "premake5.lua", "jamfile", "jamroot", "rakefile", "build.xml",
+                "pom.xml", "build.gradle", "package.json", "binding.gyp"}
+_BUILD_SUFFIXES = (".mk", ".make", ".mak", ".cmake", ".am", ".in", ".m4", ".ac", ".ninja", ".gyp",
+                   ".gypi", ".pri", ".pro", ".bzl", ".bazel")
+_BUILD_PREFIXES = ("makefile", "gnumakefile", "kbuild", "kconfig", "cmakelists")
+
+_LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
+_CALL = re.compile(r"([a-z0-9_]+)\((.*)\) += (-?\d+)(?:<((?:\\x[0-9a-f]{2})*)>)?(?: .*)?\Z", re.S)
+_HEX = re.compile(r"(?:\\x[0-9a-f]{2})*")
+_STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
+_FD_PATH = re.compile(r"-?\d+<((?:\\x[0-9a-f]{2})*)>|AT_FDCWD<((?:\\x[0-9a-f]{2})*)>")
+_TMP = re.compile(r"(^|[=,:])(/tmp|/var/tmp)/[^/\s]+")
+_WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
+_FORKS = {"clone", "clone3", "fork", "vfork"}
+_OPENS = {"open", "openat", "openat2", "creat"}
+
+
+def is_build_file(rel: str) -> bool:
+    """Is *rel* (by its name) a file that describes the build rather than a source of it?"""
+    name = rel.rsplit("/", 1)[-1].lower()
+    return (name in _BUILD_NAMES or name.endswith(_BUILD_SUFFIXES) or name.startswith(_BUILD_PREFIXES))
+
+
+def _unhex(text: str) -> str:
+    return bytes.fromhex(text.replace("\\x", "")).decode("utf-8", "surrogateescape")
+
+
+# -- the record of one build ------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """What all processes with one key (normalised argv + cwd) did in one build."""
+
+    key: str
+    reads: set[str] = field(default_factory=set)   # tree files opened for reading (or run)
+    writes: set[str] = field(default_factory=set)  # tree files opened for writing
+    execs: set[str] = field(default_factory=set)   # tree files execve'd
+    orchestrator: bool = False  # started programs of its own (make, sh, gcc, configure ...)
+    wrote: bool = False  # opened any file (in the tree or not) for writing
+    parents: set[str] = field(default_factory=set)  # keys of the steps that started it
+
+    @property
+    def program(self) -> str:
+        """The basename of argv[0] ('make', 'sh', 'cc' ...)."""
+        parts = self.key.split("\0")
+        return posixpath.basename(parts[1]) if len(parts) > 1 else ""
+
+    def merge(self, other: Step) -> None:
+        self.reads |= other.reads
+        self.writes |= other.writes
+        self.execs |= other.execs
+        self.orchestrator |= other.orchestrator
+        self.wrote |= other.wrote
+        self.parents |= other.parents
+
+
+@dataclass
+class _Proc:
+    step: Step
+    cwd: str
+    execd: bool = False
+    parent: Step | None = None
+
+
+@dataclass
+class Record:
+    """The parsed trace of one build: its steps by key; ``complete`` False on any doubt."""
+
+    steps: dict[str, Step] = field(default_factory=dict)
+    complete: bool = True
+    problem: str = ""
+
+
+class TraceParser:
+    """Feeds on strace's lines one at a time; :meth:`finish` gives the :class:`Record`."""
+
+    def __init__(self, tree: str, cwd: str) -> None:
+        self.tree = tree.rstrip("/")
+        self.cwd = cwd
+        self.record = Record()
+        self._procs: dict[int, _Proc] = {}
+        self._lines = 0
+
+    def _fail(self, why: str) -> None:
+        if self.record.complete:
+            self.record.complete = False
+            self.record.problem = f"trace line {self._lines}: {why}"
+
+    def _rel(self, path: str) -> str | None:
+        if path.startswith(self.tree + "/"):
+            rel = posixpath.normpath(path[len(self.tree) + 1:])
+            return None if rel.startswith("..") else rel
+        return None
+
+    def _proc(self, pid: int) -> _Proc:
+        proc = self._procs.get(pid)
+        if proc is None:  # the first process, or a child whose fork has not returned yet
+            proc = self._procs[pid] = _Proc(Step(f"?{pid}"), self.cwd)
+        return proc
+
+    def feed(self, raw: bytes) -> None:
+        """One line of the trace (with or without its newline)."""
+        self._lines += 1
+        try:
+            line = raw.decode("ascii").rstrip("\n")
+        except UnicodeDecodeError:
+            self._fail("not ASCII")
+            return
+        m = _LINE.match(line)
+        if m is None:
+            self._fail("no pid")
+            return
+        pid, body = int(m.group(1)), m.group(2)
+        if body.startswith("+++"):  # exited or killed: its pid may be reused
+            self._procs.pop(pid, None)
+            return
+        if body.startswith("---"):
+            return
+        call = _CALL.match(body)
+        if call is None:
+            self._fail("unreadable call")
+            return
+        name, args, ret, fd_path = call.groups()
+        try:
+            self._call(pid, name, args, int(ret), _unhex(fd_path) if fd_path is not None else None)
+        except (ValueError, IndexError):
+            self._fail(f"unreadable {name}")
+
+    def _call(self, pid: int, name: str, args: str, ret: int, fd_path: str | None) -> None:
+        if ret < 0:
+            return
+        proc = self._proc(pid)
+        at = _FD_PATH.search(args)
+        if at is not None and at.group(2) is not None and args.startswith("AT_FDCWD<"):
+            proc.cwd = _unhex(at.group(2))
+        if name in _FORKS:
+            self._fork(proc, args, ret)
+        elif name in ("execve", "execveat"):
+            self._exec(pid, proc, name, args)
+        elif name in _OPENS:
+            self._open(proc, name, args, fd_path)
+        elif name == "chdir":
+            s = _STR.search(args)
+            if s is None:
+                raise ValueError(name)
+            proc.cwd = posixpath.normpath(posixpath.join(proc.cwd, _unhex(s.group(1))))
+        elif name == "fchdir":
+            fd = _FD_PATH.match(args)
+            if fd is None or fd.group(1) is None:
+                raise ValueError(name)
+            proc.cwd = _unhex(fd.group(1))
+
+    def _fork(self, proc: _Proc, args: str, child: int) -> None:
+        early = self._procs.get(child)  # its first lines came before its parent's fork returned
+        if "CLONE_THREAD" in args:
+            if early is not None and early is not proc:
+                proc.step.merge(early.step)
+            self._procs[child] = proc  # a thread: the same process
+            return
+        if early is None:
+            self._procs[child] = _Proc(proc.step, proc.cwd, parent=proc.step)
+        elif early.execd:  # it already runs its own program: only link it
+            early.parent = proc.step
+            early.step.parents.add(proc.step.key)
+            proc.step.orchestrator = True
+        else:  # what it did before we knew is its parent's, as a fork's is
+            proc.step.merge(early.step)
+            early.step, early.parent = proc.step, proc.step
+
+    def _exec(self, pid: int, proc: _Proc, name: str, args: str) -> None:
+        strings = _STR.findall(args)
+        if not strings:
+            raise ValueError(name)
+        path = _unhex(strings[0][0])
+        if name == "execveat":
+            fd = _FD_PATH.match(args)
+            if fd is not None and (fd.group(1) or fd.group(2)):
+                path = posixpath.join(_unhex(fd.group(1) or fd.group(2)), path)
+        argv = [_unhex(s) + ("..." if more else "") for s, more in strings[1:]]
+        key = normalise_key(argv, proc.cwd)
+        step = self.record.steps.get(key)
+        if step is None:
+            step = self.record.steps[key] = Step(key)
+        parent = proc.parent
+        if parent is not None:
+            parent.orchestrator = True
+            step.parents.add(parent.key)
+        proc.step, proc.execd = step, True
+        rel = self._rel(posixpath.normpath(posixpath.join(proc.cwd, path)))
+        if rel is not None:
+            step.execs.add(rel)
+            step.reads.add(rel)
+
+    def _open(self, proc: _Proc, name: str, args: str, fd_path: str | None) -> None:
+        if "O_DIRECTORY" in args or fd_path is None:
+            return
+        writes = name == "creat" or any(f in args for f in _WRITE_FLAGS)
+        reads = name != "creat" and ("O_RDWR" in args or not writes)
+        if writes and not fd_path.startswith("/dev/"):
+            proc.step.wrote = True
+        rel = self._rel(fd_path)
+        if rel is None:
+            return
+        if reads:
+            proc.step.reads.add(rel)
+        if writes:
+            proc.step.writes.add(rel)
+
+    def finish(self) -> Record:
+        return self.record
+
+
+def normalise_key(argv: list[str], cwd: str) -> str:
+    """A step's identity across builds: argv and cwd, temporary file names blanked."""
+    words = [_TMP.sub(r"\1\2/*", a) for a in argv]
+    return "\0".join([cwd, *words])
+
+
+def parse_trace(path: Path, tree: str, cwd: str, *, limit: int = 8 << 30) -> Record:
+    """Parse a trace file streaming (line by line; an over-long line fails the record)."""
+    parser = TraceParser(tree, cwd)
+    try:
+        with open(path, "rb") as f:
+            total = 0
+            for line in f:
+                total += len(line)
+                if total > limit:
+                    parser._fail("trace too long")
+                    break
+                parser.feed(line)
+    except OSError as exc:
+        parser._fail(f"cannot read the trace: {exc.strerror}")
+    if parser._lines == 0:
+        parser._fail("empty trace")
+    return parser.finish()
+
+
+# -- the graph kept between builds ------------------------------------------------------------
+
+
+@dataclass
+class Graph:
+    """The steps of the mirror's builds: a clean build replaces it, an incremental one
+    replaces the steps that ran again and adds new ones."""
+
+    steps: dict[str, Step] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: Record) -> Graph:
+        return cls(dict(record.steps))
+
+    def update(self, record: Record) -> None:
+        self.steps.update(record.steps)
+
+
+def plan(old: Manifest | None, new: Manifest, graph: Graph | None, now_ns: int) -> tuple[str | None, set[str]]:
+    """Before a build: (why it must be clean, or None; the changed files).
+
+    Changed files are files whose content or mtime differ (a touched file counts).
+    """
+    if old is None:
+        return "no mirror yet", set()
+    if graph is None:
+        return "no traced successful build in this mirror", set()
+    changed: set[str] = set()
+    for rel in sorted(set(old) | set(new)):
+        a, b = old.get(rel), new.get(rel)
+        if a is None or b is None:
+            return f"'{rel}' was {'added' if a is None else 'removed'}", changed
+        if a.kind != b.kind or a.mode != b.mode:
+            return f"'{rel}' changed kind or mode", changed
+        if b.kind == LINK and a.data != b.data:
+            return f"symlink '{rel}' changed", changed
+        if b.kind != DIR and b.mtime_ns > now_ns:
+            return f"'{rel}' has an mtime in the future", changed
+        if b.kind == FILE and (a.data != b.data or a.mtime_ns != b.mtime_ns):
+            changed.add(rel)
+    why = _changed_reason(changed, graph)
+    if why is None and changed:
+        why = _order_reason(old, new, changed)
+    return why, changed
+
+
+def _order_reason(old: Manifest, new: Manifest, changed: set[str]) -> str | None:
+    """Changed files are written newer than every output in the mirror, in the agent's
+    order among themselves (:func:`stamps`); that keeps make's source-to-source decisions
+    (a generated source against its input) the agent's only when every changed file is
+    newer, by the agent's clock, than every unchanged one (an edit, a checkout, a stash;
+    not ``cp -p`` of an old file nor an mtime set into the past)."""
+    oldest = min(new[rel].mtime_ns for rel in changed)
+    for rel, entry in new.items():
+        if entry.kind == FILE and rel not in changed and entry.mtime_ns >= oldest:
+            return f"'{min(changed, key=lambda r: new[r].mtime_ns)}' is not newer than '{rel}'"
+    return None
+
+
+def stamps(changed: set[str], new: Manifest, after_ns: int, now_ns: int) -> dict[str, int] | None:
+    """Mirror mtimes for the changed files: in (after_ns, now_ns], in the agent's order
+    (equal agent mtimes stay equal); None when there is no room (then build clean)."""
+    times = sorted({new[rel].mtime_ns for rel in changed})
+    step = (now_ns - after_ns) // (len(times) + 1)
+    if step < 1:
+        return None
+    rank = {t: after_ns + (i + 1) * step for i, t in enumerate(times)}
+    return {rel: rank[new[rel].mtime_ns] for rel in changed}
+
+
+def _changed_reason(changed: set[str], graph: Graph) -> str | None:
+    for rel in sorted(changed):
+        if is_build_file(rel):
+            return f"build file '{rel}' changed"
+    for step in graph.steps.values():
+        made = step.writes & changed
+        if made:  # a generated source: whether make remakes it depends on the agent's mtimes
+            return f"'{min(made)}' changed and the build writes it"
+        hit = step.reads & changed
+        if not hit:
+            continue
+        rel = min(hit)
+        if rel in step.execs:
+            return f"'{rel}' changed and the build runs it"
+        if step.orchestrator:
+            return f"'{rel}' changed and a step that runs others read it"
+        if not step.wrote and _feeds_make(step, graph):
+            # Its output went to make ($(shell cat VERSION)): what make decided from it
+            # (flags, file lists) is nowhere in the graph.
+            return f"'{rel}' changed and make read it through '{step.program}'"
+    return None
+
+
+_MAKES = {"make", "gmake", "remake", "bmake"}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "busybox"}
+
+
+def _feeds_make(step: Step, graph: Graph) -> bool:
+    """Was *step* (a program that wrote no file) started by make itself, directly or
+    through one shell: a ``$(shell ...)`` (or a recipe that only prints)?"""
+    for key in step.parents:
+        name = _program(key)
+        if name in _MAKES:
+            return True
+        parent = graph.steps.get(key)
+        if parent is not None and name in _SHELLS and any(_program(k) in _MAKES for k in parent.parents):
+            return True
+    return False
+
+
+def _program(key: str) -> str:
+    return Step(key).program
+
+
+# -- after the build ---------------------------------------------------------------------------
+
+
+Scan = dict[str, tuple[int, int, int, int, int]]
+
+
+def scan(root: Path) -> Scan:
+    """lstat of everything under *root*: rel -> (mode, size, mtime, ino, ctime). Blocking."""
+    out: Scan = {}
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        with contextlib.suppress(OSError), os.scandir(root / rel_dir if rel_dir else root) as it:
+            for item in it:
+                rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+                with contextlib.suppress(OSError):
+                    st = item.stat(follow_symlinks=False)
+                    out[rel] = (st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(rel)
+    return out
+
+
+def written(before: Scan, after: Scan) -> set[str]:
+    """Paths the build created, removed or changed (folders only when created/removed)."""
+    out = set()
+    for rel in set(before) | set(after):
+        a, b = before.get(rel), after.get(rel)
+        if a is None or b is None:
+            out.add(rel)
+        elif not stat.S_ISDIR(b[0]) and a != b:
+            out.add(rel)
+    return out
+
+
+def verify(graph: Graph, record: Record, changed: set[str], wrote: set[str], new: Manifest,
+           mirror: Path) -> str | None:
+    """After a successful incremental build: why it may differ from a clean one, or None."""
+    if not record.complete:
+        return record.problem or "the trace is incomplete"
+    touched = changed | wrote
+    for key, step in graph.steps.items():
+        hit = step.reads & touched
+        if hit and key not in record.steps:
+            return f"a step that read '{min(hit)}' did not run again"
+    for rel in sorted(wrote):
+        entry = new.get(rel)
+        if entry is not None and entry.kind == FILE and _digest(mirror / rel) != entry.data:
+            return f"the build rewrote the source '{rel}'"
+    return None
+
+
+def _digest(path: Path) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+# -- is tracing possible here? -----------------------------------------------------------------
+
+
+def find_strace() -> str | None:
+    return shutil.which("strace")
+
+
+def command(strace: str, argv: list[str], fd: int) -> list[str]:
+    """*argv* under strace writing to the daemon's fd *fd* (strace reopens it, close-on-exec);
+    the build itself runs with *fd* closed, so it can neither read nor forge its trace."""
+    return [strace, *STRACE_FLAGS, "-o", f"/proc/self/fd/{fd}", "--",
+            "bash", "-c", f'exec {fd}>&-; exec "$@"', "bash", *argv]
+
+
+def probe(wrap: Callable[[list[str]], list[str]], workdir: Path) -> tuple[str | None, str]:
+    """(strace path or None, what /health shows): a real traced ``true``, run the way
+    builds run (through *wrap*, the sandbox's). Blocking; done once per daemon."""
+    strace = find_strace()
+    if strace is None:
+        return None, "off: no strace, every build is clean"
+    trace = workdir / f".trace-probe-{os.getpid()}"
+    ok, why = False, ""
+    try:
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            done = subprocess.run(wrap(command(strace, ["true"], fd)), stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=60, pass_fds=(fd,))
+        finally:
+            os.close(fd)
+        record = parse_trace(trace, "/", "/")
+        ok = done.returncode == 0 and record.complete and bool(record.steps)
+        why = (done.stderr.decode("utf-8", "replace").strip().splitlines() or
+               [record.problem or f"exit {done.returncode}"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = str(exc)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(trace)
+    if not ok:
+        return None, f"off: strace cannot trace here ({why}), every build is clean"
+    return strace, f"strace {_version(strace)}"
+
+
+def _version(strace: str) -> str:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        out = subprocess.run([strace, "-V"], capture_output=True, text=True, timeout=10).stdout.split()
+        if len(out) >= 4:
+            return out[3]
+    return "?"
+
+
+def reads_of(steps: Iterable[Step]) -> Iterator[str]:
+    for step in steps:
+        yield from step.reads
+
+
+__all__ = ["Graph", "Record", "Step", "TraceParser", "command", "is_build_file", "parse_trace",
+           "plan", "probe", "scan", "verify", "written"]
