@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import socket
-import stat
 from pathlib import Path
 
 import pytest
@@ -105,7 +104,7 @@ def _failing_bwrap(tmp_path: Path) -> Path:
     fake = tmp_path / "bwrap"
     fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.11.0'; exit 0; }\n"
                     "echo 'bwrap: No permissions to create a new namespace' >&2; exit 1\n")
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    fake.chmod(0o755)  # like a real bwrap: run by the checks' uid when the daemon is root
     return fake
 
 
@@ -197,11 +196,22 @@ def test_tree_views():
 
 
 def test_overlay_probe(tmp_path):
+    import shutil
+    import tempfile
+
     from ssebench.daemon.sandbox import Sandbox, detect, overlay_supported
 
     assert overlay_supported(tmp_path, Sandbox(None)) is False
-    fs = os.popen(f"stat -f -c %T {tmp_path}").read().strip()
-    assert overlay_supported(tmp_path, detect()) is (fs != "overlayfs")
+    # A folder like the daemon's workspace: in the temp folder, traversable by the checks'
+    # uid (the daemon is root here: bwrap runs as that uid and must reach the folders).
+    box = detect()
+    space = Path(tempfile.mkdtemp(prefix="ssebench-test-"))
+    try:
+        box.share(space)
+        fs = os.popen(f"stat -f -c %T {space}").read().strip()
+        assert overlay_supported(space, box) is (fs != "overlayfs")
+    finally:
+        shutil.rmtree(space)
 
 
 @pytest.mark.slow

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.daemon import procs
-from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
+from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
+                                     overlay_supported)
 from ssebench.daemon.workspace import BuildMirror, Snapshot, SourceStore, SyncError, fs_now
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
@@ -188,6 +189,12 @@ class Runner:
         # The daemon's own state between runs (workspace.py): sources and the build mirror.
         engine = workspace / "engine"
         engine.mkdir(mode=0o700, exist_ok=True)
+        # Checks may run as another uid (the daemon is root): bwrap, started as that uid,
+        # must reach the trees it binds; nothing here is listable or readable by it.
+        self.sandbox.share(workspace)
+        self.sandbox.share(engine)
+        self.sandbox.hide("the task folder", task.dir)
+        self.sandbox.hide("the daemon's workspace", workspace)
         self.store = SourceStore(tree, engine)
         self.mirror = BuildMirror(self.store, engine / "mirror")
         self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
@@ -201,6 +208,7 @@ class Runner:
         run_dir = self.workspace / run_id
         os.mkdir(run_dir, 0o700)
         os.mkdir(run_dir / "logs", 0o700)
+        self.sandbox.share(run_dir)  # its overlay folders are bound; its logs stay 0700
         run = Run(run_id, run_dir, None)
         sync = asyncio.get_running_loop().run_in_executor(None, self.store.sync)
         try:
@@ -273,6 +281,8 @@ class Runner:
                             upper, work = run.dir / f"view-{check.value}", run.dir / f"work-{check.value}"
                             upper.mkdir(mode=0o700)
                             work.mkdir(mode=0o700)
+                            self.sandbox.give(upper)
+                            self.sandbox.give(work)
                             view = TreeView.overlay(self.mirror.path, upper, work)
                         else:
                             async for event in self._copy(self.mirror.path, self.tree_path,
@@ -408,14 +418,18 @@ class Runner:
         loop = asyncio.get_running_loop()
         guard: Guard | None = None
         watcher: asyncio.Task[str] | None = None
+        launch = Launch()
         if view is not None:
-            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits)
+            launch = self.sandbox.launch(files)
+            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits, launch=launch)
             base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
             guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
         try:
             proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append,
-                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None)
+                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None,
+                               user=launch.user if view is not None else None, pass_fds=launch.pass_fds)
         finally:
+            launch.close()
             if guard is not None:
                 guard.spawned()
         self._running.add(proc)
@@ -490,6 +504,7 @@ class Runner:
         try:
             try:
                 incremental, _ = await asyncio.to_thread(self.mirror.update, snapshot)
+                await asyncio.to_thread(self.sandbox.give, self.mirror.path)
             except OSError as exc:
                 raise RunError(f"could not copy the source tree: {exc}") from None
             self._mirror_in()
@@ -499,6 +514,7 @@ class Runner:
                 self._mirror_out()
                 try:
                     await asyncio.to_thread(self.mirror.fresh, snapshot)
+                    await asyncio.to_thread(self.sandbox.give, self.mirror.path)
                 except OSError as exc:
                     raise RunError(f"could not copy the source tree: {exc}") from None
                 self._mirror_in()
