@@ -602,6 +602,20 @@ def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
     return int(uid), int(gid)
 
 
+def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
+    """The first folder of *path* (itself included) that *user* cannot traverse, if any:
+    bwrap, started as that user, resolves every folder it binds from the root."""
+    if user is None:
+        return None
+    uid, gid = user
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        st = os.stat(folder)
+        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
+        if not st.st_mode & bit:
+            return folder
+    return None
+
+
 def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: float = 30,
                   limits: Limits | None = None) -> subprocess.CompletedProcess[str]:
     """Run *argv* in *box* as a check runs (seccomp, the check's uid through the guard),
@@ -637,6 +651,13 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
     box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
     with contextlib.suppress(OSError):
         sweep_cgroups()
+    blocked = unreachable(Path(tempfile.gettempdir()), user)
+    if blocked is not None:
+        assert user is not None
+        raise SandboxUnavailable(
+            f"cannot sandbox checks: the daemon is root, so checks run as uid {user[0]} ({CHECK_USER_VAR}), "
+            f"which cannot traverse {blocked} to reach its workspace in {tempfile.gettempdir()}: "
+            "allow it (chmod o+x), or set TMPDIR to a folder it can reach")
     with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
         try:
             box.give(Path(tmp))
