@@ -76,6 +76,9 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
         from ssebench.daemon.sandbox import detect
 
         sandbox = detect()
+    from ssebench.daemon.sandbox import hide_host_paths
+
+    hide_host_paths(sandbox, task.dir)  # raises ValueError: a bind that would show them
     procs.enable_subreaper()
     workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
     try:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,19 @@ from tests.helpers.tasks import TaskFiles, make_task
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_TASK = REPO / "examples" / "tasks" / "demo-overflow" / "task.toml"
+
+
+@pytest.fixture(autouse=True)
+def _checks_reach_tmp_path(request: pytest.FixtureRequest) -> None:
+    """Run as root (as here), the daemon runs its checks as uid 65534, and bwrap, started
+    as that uid, must traverse the folders to the trees it binds (docs/security.md): make
+    a test's tmp_path and its parents traversable (0711: no listing) when a test uses it."""
+    if os.geteuid() != 0 or "tmp_path" not in request.fixturenames:
+        return
+    path = request.getfixturevalue("tmp_path")
+    for folder in (path, *list(path.parents)[:2]):
+        if folder.stat().st_uid == 0 and folder.stat().st_mode & 0o011 != 0o011:
+            folder.chmod(folder.stat().st_mode & 0o7777 | 0o011)
 
 
 @pytest.fixture

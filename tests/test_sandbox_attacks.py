@@ -10,6 +10,7 @@ The resource attacks (fork bomb, 4 GB allocation, 5 GB of output) are separate t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socket
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.daemon import run_ssebench
+from tests.helpers.daemon import run_ssebench, short_tempdir
 from tests.helpers.tasks import make_task
 
 pytestmark = pytest.mark.timeout(300)
@@ -324,3 +325,313 @@ def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+# -- issue 18: what a check sees is decided by mounts; nothing survives a check; no uid 0 ----
+
+@pytest.fixture
+def usr_share() -> Iterator[Path]:
+    """A folder under /usr/local/share (every sandbox binds /usr), removed afterwards."""
+    base = Path("/usr/local/share")
+    if not os.access(base, os.W_OK):
+        pytest.skip("needs a writable /usr/local/share (runs as root in CI)")
+    path = base / f"ssebench-test-{secrets.token_hex(4)}"
+    path.mkdir(mode=0o755)
+    yield path
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _assert_clean(texts: list[str], marks: dict[str, str], secret_mark: str, checks: list[str]) -> None:
+    for check, text in zip(checks, texts):
+        _assert_no_leak(text, marks, secret_mark, f"the {check} log", check)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_task_folder_under_usr_is_masked_through_the_daemon(level, tmp_path, usr_share, daemon_factory,
+                                                           listener, root_secret):
+    # /usr is bound into every sandbox: a task folder below it (a task under
+    # /usr/local/share, the demo task of a wheel installed into a venv under /usr/local)
+    # is masked by an empty read-only tmpfs; the attack reads it by its absolute path.
+    secret, secret_mark = root_secret
+    host_tmp = tmp_path / "hosttmp"
+    host_tmp.mkdir()
+    task, marks = _attack_task(usr_share, daemon_pid_file=tmp_path / "none.pid", listener=listener,
+                               secret=secret, host_tmp_file=host_tmp / "visible.txt")
+    d = daemon_factory(task.file, difficulty=str(level))
+    r = d.result()
+    texts = [d.log(r["_run"], c) for c in LEVEL_CHECKS[level] if r[c]["has_log"]]
+    assert texts and all("== network" in t for t in texts)  # the script ran to the end
+    assert f"No such file or directory" in texts[0]  # the task folder by its path: empty
+    _assert_clean(texts, marks, secret_mark, [c for c in LEVEL_CHECKS[level] if r[c]["has_log"]])
+    _assert_no_leak(d.stderr(), marks, secret_mark, "the daemon's stderr")
+    _assert_host_untouched(task, host_tmp, listener)
+    assert sorted(p.name for p in task.dir.iterdir()) == ["intent.diff", "pocs", "src", "task.toml"]
+
+
+@pytest.mark.slow
+def test_task_folder_under_usr_is_masked_in_grade(usr_share):
+    # grade shows the tail of a failing check's log: the attack prints little, then fails.
+    mark = "USRPOC-" + secrets.token_hex(8)
+    task_dir = usr_share / "task"
+    build = (f"cat {task_dir}/pocs/* {task_dir}/task.toml {task_dir}/intent.diff 2>&1; "
+             f"ls -la {usr_share} {task_dir} 2>&1; find / -xdev -name 'poc-*' 2>/dev/null; false")
+    task = make_task(task_dir, build=build, pocs=[mark], intent="true", functional="true",
+                     top_toml=f"# TASKFILE-{mark}")
+    done = run_ssebench("grade", "--task", str(task.file), "--json", env={"SSE_DIFFICULTY": "4"}, timeout=240)
+    assert done.returncode == 1, done.stderr
+    assert f"'{task_dir}/pocs/*': No such file or directory" in done.stdout
+    assert mark not in done.stdout + done.stderr and "diff --git" not in done.stdout
+    assert sorted(p.name for p in task.dir.iterdir()) == ["intent.diff", "pocs", "src", "task.toml"]
+
+
+def _opt_task(root: Path) -> tuple[object, str]:
+    mark = "OPTPOC-" + secrets.token_hex(8)
+    build = f"cat {root}/task/pocs/* {root}/task/task.toml 2>&1; ls -la {root} {root}/tools 2>&1; true"
+    return make_task(root / "task", build=build, pocs=[mark], functional=None), mark
+
+
+def test_extra_bind_beside_the_task_folder_shows_only_itself(tmp_path, daemon_factory):
+    # The bind holds tools next to the task; the task folder is not in it: allowed, and
+    # the check sees the tools but nothing of the task.
+    root = tmp_path / "opt"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "tool.txt").write_text("TOOL\n")
+    task, mark = _opt_task(root)
+    d = daemon_factory(task.file, difficulty="3", env={"SSE_SANDBOX_BIND": str(root / "tools")})
+    r = d.result()
+    log = d.log(r["_run"], "build")
+    assert "tool.txt" in log and mark not in log and "test-task" not in log
+
+
+@pytest.mark.parametrize("bind", ["{root}", "{root}/task/pocs"])
+def test_extra_bind_holding_or_inside_the_task_folder_is_refused(bind, tmp_path):
+    root = tmp_path / "opt"
+    (root / "tools").mkdir(parents=True)
+    task, _ = _opt_task(root)
+    path = bind.format(root=root)
+    sock = short_tempdir() / "d.sock"
+    done = run_ssebench("daemon", "--task", str(task.file), "--socket", str(sock),
+                        env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_BIND": path})
+    how = (f"contains the task folder ({task.dir}), which checks must not see; bind a folder that does not hold it"
+           if path == str(root) else
+           f"is inside the task folder ({task.dir}), which checks must not see; bind a folder outside it")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ssebench daemon: SSE_SANDBOX_BIND: {path} {how}\n")
+    assert not sock.exists()
+    graded = run_ssebench("grade", "--task", str(task.file), env={"SSE_SANDBOX_BIND": path})
+    assert (graded.returncode, graded.stdout, graded.stderr) == (2, "", f"ssebench grade: SSE_SANDBOX_BIND: {path} {how}\n")
+
+
+KEYRING_PY = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, REQUEST_KEY, KEYCTL = 248, 249, 250  # x86_64
+rings = {"@s": -3, "@u": -4, "@us": -5}
+mode = sys.argv[1]
+for name, ring in rings.items():
+    if mode == "store":
+        data = ("KEYRING-%s" % sys.argv[2]).encode()
+        got = libc.syscall(ADD_KEY, b"user", b"sse-attack", data, len(data), ring)
+    else:
+        got = libc.syscall(REQUEST_KEY, b"user", b"sse-attack", None, 0)
+        if got >= 0:
+            buf = ctypes.create_string_buffer(256)
+            n = libc.syscall(KEYCTL, 11, got, buf, 256)  # KEYCTL_READ
+            print("READ BACK", buf.raw[:max(n, 0)])
+    print(mode, name, got, ctypes.get_errno())
+print("keyctl join", libc.syscall(KEYCTL, 1, b"sse-attack-ring"), ctypes.get_errno())
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86_64")
+def test_a_grade_check_cannot_pass_data_to_a_later_build_through_keyrings(task_factory, daemon_factory):
+    mark = secrets.token_hex(8)
+    store = task_factory(build=f"python3 keys.py store {mark}", functional=f"python3 keys.py store {mark}",
+                         tree_files={"keys.py": KEYRING_PY})
+    done = run_ssebench("grade", "--task", str(store.file), "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    read = task_factory(build="python3 keys.py read; true", functional="python3 keys.py read; true",
+                        tree_files={"keys.py": KEYRING_PY})
+    d = daemon_factory(read.file, difficulty="2")
+    r = d.result()
+    for check in ("build", "functional"):
+        log = d.log(r["_run"], check)
+        assert f"KEYRING-{mark}" not in log and "READ BACK" not in log
+        assert "read @s -1 1\nread @u -1 1\nread @us -1 1\nkeyctl join -1 1\n" in log  # EPERM
+    # The store side was refused too: the keyrings never held it.
+    store_d = daemon_factory(store.file, difficulty="3")
+    rs = store_d.result()
+    assert "store @s -1 1\nstore @u -1 1\nstore @us -1 1\n" in store_d.log(rs["_run"], "build")
+
+
+LEAVE_BEHIND = r"""
+import os, socket, sys, time
+mark = sys.argv[1]
+open("/dev/shm/" + mark, "w").write(mark)
+open("/tmp/" + mark, "w").write(mark)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0" + mark)
+s.listen(1)
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(float(sys.argv[2]))
+    os._exit(0)
+print("left", mark, flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+LOOK_FOR = r"""
+import os, socket, sys
+mark = sys.argv[1]
+for path in ("/dev/shm/" + mark, "/tmp/" + mark):
+    print(path, os.path.exists(path))
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    c.connect("\0" + mark)
+    print("CONNECTED")
+except OSError as exc:
+    print("abstract socket:", exc.strerror)
+print("processes:", sorted(p for p in os.listdir("/proc") if p.isdigit()))
+print("ipcs:", open("/proc/sysvipc/shm").read().count("\n") - 1)
+"""
+
+
+def _left_behind_ok(log: str, mark: str) -> None:
+    assert f"/dev/shm/{mark} False\n/tmp/{mark} False\n" in log
+    assert "abstract socket: Connection refused" in log and "CONNECTED" not in log
+    procs_line = next(line for line in log.splitlines() if line.startswith("processes:"))
+    assert len(eval(procs_line.split(":", 1)[1])) <= 3  # bwrap's init, bash, python: no sleeper
+
+
+@pytest.mark.slow
+def test_nothing_of_a_check_reaches_a_later_check(task_factory, daemon_factory):
+    # /dev/shm, /tmp, an abstract socket and a setsid'd process of the build: the
+    # functional check after it (a fresh sandbox) finds none of them.
+    mark = "LEFT" + secrets.token_hex(6)
+    t = task_factory(build=f"python3 leave.py {mark} 30 0", functional=f"python3 look.py {mark}",
+                     tree_files={"leave.py": LEAVE_BEHIND, "look.py": LOOK_FOR})
+    d = daemon_factory(t.file, difficulty="2")
+    r = d.result()
+    assert r["build"]["state"] == "passed" and f"left {mark}" in d.log(r["_run"], "build")
+    _left_behind_ok(d.log(r["_run"], "functional"), mark)
+
+
+@pytest.mark.slow
+def test_nothing_of_a_check_reaches_another_daemons_check(task_factory, daemon_factory):
+    # Two daemons on one machine at once: A's build holds its /dev/shm file, /tmp file,
+    # abstract socket and a process while B's build looks for them.
+    import psutil
+
+    mark = "LEFT" + secrets.token_hex(6)
+    a = task_factory(build=f"python3 leave.py {mark} 30 8", functional=None,
+                     tree_files={"leave.py": LEAVE_BEHIND})
+    b = make_task(a.dir.parent / "b", build=f"python3 look.py {mark}", functional=None,
+                  tree_files={"look.py": LOOK_FOR})
+    da = daemon_factory(a.file, difficulty="3")
+    db = daemon_factory(b.file, difficulty="3")
+    started = threading.Thread(target=da.result, daemon=True)
+    started.start()
+
+    def holding() -> bool:
+        with contextlib.suppress(psutil.Error):
+            return any("leave.py" in " ".join(p.cmdline()) for p in psutil.Process(da.proc.pid).children(recursive=True))
+        return False
+    deadline = time.monotonic() + 30
+    while not holding() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)  # its socket is bound once it runs
+    r = db.result()
+    _left_behind_ok(db.log(r["_run"], "build"), mark)
+    started.join(60)
+
+
+@pytest.mark.slow
+def test_checks_of_a_root_daemon_run_as_an_unprivileged_host_uid(task_factory, daemon_factory):
+    # Run as root, the daemon starts every check as uid 65534 outside (before bwrap):
+    # the processes the host sees, and the files a build writes into the mirror.
+    import json
+    import tempfile
+
+    import psutil
+
+    if os.geteuid() != 0:
+        pytest.skip("the daemon is not root here")
+    t = task_factory(build="touch built-by-check; sleep 3", functional="id -u; cat /proc/self/uid_map")
+    d = daemon_factory(t.file, difficulty="2")
+    done: list[dict] = []
+    thread = threading.Thread(target=lambda: done.append(d.result()), daemon=True)
+    thread.start()
+    seen: dict[int, tuple[int, ...]] = {}
+    deadline = time.monotonic() + 30
+    while thread.is_alive() and time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process(d.proc.pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if "bwrap" in p.name() or p.name() == "sleep":
+                        seen[p.pid] = tuple(p.uids()) + tuple(p.gids())
+        time.sleep(0.05)
+    thread.join(30)
+    assert seen and all(ids == (65534,) * 6 for ids in seen.values()), seen
+    r = done[0]
+    assert r["build"]["state"] == "passed" and r["functional"]["state"] == "passed"
+    assert d.log(r["_run"], "functional").startswith("65534\n")
+    spaces = []
+    for owner in Path(tempfile.gettempdir()).glob("ssebench-daemon-*/owner.json"):
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads(owner.read_text())["pid"] == d.proc.pid:
+                spaces.append(owner.parent)
+    (space,) = spaces
+    built = space / "engine" / "mirror" / "built-by-check"
+    assert built.stat().st_uid == 65534 and built.stat().st_gid == 65534
+    assert (space.stat().st_mode & 0o777, (space / "engine").stat().st_mode & 0o777) == (0o711, 0o711)
+    assert all((p.stat().st_mode & 0o777) == 0o700 for p in space.glob("r-*/logs"))
+
+
+ENV_PROBE = "env | sort; echo CWD=$(pwd); readlink /proc/self/cwd"
+
+
+def _env_ok(log: str, hidden: list[str]) -> None:
+    for path in hidden:
+        assert path not in log, f"{path} in a check's environment"
+    assert "\nPWD=/sse/tree\n" in log and "\nCWD=/sse/tree\n" in log
+    assert "OLDPWD=" not in log and "SSE_TASK=" not in log and "SSE_DAEMON_SOCKET" not in log
+    assert "\nKEEP=/usr/bin\n" in log  # a PATH-like value keeps its other parts
+    assert "\nTASKVAR=" not in log
+
+
+@pytest.mark.slow
+def test_no_host_path_in_a_checks_environment(task_factory, tmp_path):
+    # The daemon started the way the entrypoint starts it: SSE_TASK, its cwd (PWD) the
+    # task's folder; plus values that name the task folder, the workspace, MCP_LOG_DIR.
+    t = task_factory(build=ENV_PROBE, functional=ENV_PROBE, pocs=["x"], poc_run=ENV_PROBE + "; true",
+                     intent=ENV_PROBE)
+    logs = tmp_path / "mcplogs"
+    logs.mkdir()
+    sock = short_tempdir() / "d.sock"
+    env = {"SSE_TASK": str(t.file), "PWD": str(t.dir), "OLDPWD": str(t.dir / "src"),
+           "MCP_LOG_DIR": str(logs), "KEEP": f"{t.dir}/bin:/usr/bin", "TASKVAR": f"{t.dir}/x",
+           "LOGVAR": str(logs), "SSE_DAEMON_SOCKET": str(sock)}
+    from tests.helpers.daemon import start_daemon
+
+    d = start_daemon(t.file, difficulty="0", env=env, socket=sock)
+    try:
+        r = d.result()
+        hidden = [str(t.dir), str(logs), str(sock.parent), "ssebench-daemon-"]
+        checked = [c for c in LEVEL_CHECKS[0] if r[c]["has_log"]]
+        assert checked == ["build", "pocs", "intent"]  # functional: covered by intent
+        for check in checked:
+            log = d.log(r["_run"], check)
+            _env_ok(log, hidden)
+            assert "LOGVAR" not in log
+    finally:
+        d.stop()
+    # Level 4: grade (started with the same environment, in the task's folder) shows the
+    # failing build's log tail.
+    g = make_task(tmp_path / "g", build=ENV_PROBE + "; false", functional=None)
+    env.update(SSE_TASK=str(g.file), PWD=str(g.dir), KEEP=f"{g.dir}/bin:/usr/bin", TASKVAR=f"{g.dir}/x")
+    graded = run_ssebench("grade", "--task", str(g.file), env=env, cwd=g.dir, timeout=120)
+    assert graded.returncode == 1, graded.stderr
+    tail = graded.stdout.split("lines at most:", 1)[1]
+    _env_ok("\n" + tail, [str(g.dir), str(logs)])

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ssebench.daemon import safefs
 from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
 
 # The syscalls the record needs: process tree, programs, opened files, working folders.
@@ -445,19 +446,41 @@ def verify(graph: Graph, record: Record, changed: set[str], wrote: set[str], new
             return f"a step that read '{min(hit)}' did not run again"
     for rel in sorted(wrote):
         entry = new.get(rel)
-        if entry is not None and entry.kind == FILE and _digest(mirror / rel) != entry.data:
+        if entry is not None and entry.kind == FILE and _digest(mirror, rel) != entry.data:
             return f"the build rewrote the source '{rel}'"
     return None
 
 
-def _digest(path: Path) -> str | None:
-    h = hashlib.sha256()
+def _digest(root: Path, rel: str) -> str | None:
+    """sha256 of the regular file *rel* under *root*, reached through no symlink (the
+    build made it: a symlink to a host file or a FIFO must be neither followed nor
+    waited on); None when it is anything else."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        root_fd = safefs.open_root(Path(os.path.realpath(root.parent)) / root.name)  # ours up to root
     except OSError:
         return None
+    try:
+        parent, _, name = rel.rpartition("/")
+        dir_fd = safefs.open_dir(root_fd, parent)
+        try:
+            got = safefs.open_file(dir_fd, name)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        return None
+    finally:
+        os.close(root_fd)
+    if got is None:
+        return None
+    fd, _ = got
+    h = hashlib.sha256()
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 

@@ -130,6 +130,10 @@ def run_daemon(args: argparse.Namespace) -> int:
         return _fail(str(exc))
 
     socket_path = paths.resolve_socket_path(args.socket)
+    try:
+        _hide(sandbox, task.dir, socket_path)
+    except ValueError as exc:
+        return _fail(str(exc))
     default_dir = not args.socket and not os.environ.get(paths.ENV_VAR)
     try:
         sock = paths.bind_socket(socket_path, args.socket_mode, default_dir=default_dir)
@@ -142,12 +146,25 @@ def run_daemon(args: argparse.Namespace) -> int:
         stale.sweep_dead_workspaces(prefix=prefix)
     workspace = stale.create_workspace()
     try:
+        try:
+            sandbox.hide("the daemon's workspace", workspace)
+        except ValueError as exc:
+            return _fail(str(exc))
         return _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits, log_budget)
     finally:
         paths.remove_socket(socket_path, inode)
         sock.close()
         procs.sweep_sync("")
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
+    """Tell the sandbox what no check may see (docs/security.md); raises ValueError."""
+    from ssebench.daemon.sandbox import hide_host_paths
+
+    hide_host_paths(sandbox, task_dir)
+    sandbox.hide("the daemon's socket folder", socket_path.parent, env=False)
+    sandbox.hide("the daemon's socket", socket_path, mount=False)
 
 
 def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,  # noqa: ANN001

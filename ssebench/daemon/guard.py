@@ -38,10 +38,36 @@ _PR_SET_PDEATHSIG = 1
 KILL_PATIENCE = 5.0
 
 
-def wrap(argv: list[str], parent: int | None = None) -> list[str]:
-    """*argv* run under the guard of process *parent* (default: this process)."""
+def wrap(argv: list[str], parent: int | None = None, user: tuple[int, int] | None = None) -> list[str]:
+    """*argv* run under the guard of process *parent* (default: this process); with
+    *user* (uid, gid) the command runs as that host user, the guard as the caller."""
     parent = os.getpid() if parent is None else parent
-    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(parent), "--", *argv]
+    as_user = ["--user", f"{user[0]}:{user[1]}"] if user is not None else []
+    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(parent), *as_user, "--", *argv]
+
+
+def _become(user: str, argv: list[str]) -> int | None:
+    """Drop to *user* ("uid:gid", no supplementary groups) in the command's process; an
+    fd of the program opened before, so a program the user cannot reach by its path
+    (a venv under /root) still starts. Exits 126 when the switch fails."""
+    uid, gid = (int(x) for x in user.split(":"))
+    fd = None
+    if os.path.isabs(argv[0]):
+        with contextlib.suppress(OSError):
+            fd = os.open(argv[0], os.O_RDONLY | os.O_CLOEXEC)
+            if os.pread(fd, 2, 0) == b"#!":  # a script's interpreter reads it from /dev/fd/N
+                os.set_inheritable(fd, True)
+    try:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    except OSError as exc:
+        sys.stderr.write(f"ssebench guard: cannot run as uid {uid}: {exc.strerror}\n")
+        os._exit(126)
+    if fd is not None and os.access(argv[0], os.X_OK):
+        os.close(fd)  # reachable by its path: exec it as usual
+        return None
+    return fd
 
 
 # ----------------------------------------------------------------------- the guard itself
@@ -135,8 +161,12 @@ def _exit_like(status: int) -> None:
 
 
 def main(args: list[str]) -> None:
+    user = None
+    if len(args) > 2 and args[1] == "--user":
+        user = args[2]
+        args = [args[0], *args[3:]]
     if len(args) < 3 or args[1] != "--":
-        sys.stderr.write("usage: guard.py PARENT_PID -- ARGV...\n")
+        sys.stderr.write("usage: guard.py PARENT_PID [--user UID:GID] -- ARGV...\n")
         os._exit(2)
     parent = int(args[0])
     argv = args[2:]
@@ -163,6 +193,9 @@ def main(args: list[str]) -> None:
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         try:
+            program = _become(user, argv) if user is not None else None
+            if program is not None:
+                os.execve(program, argv, os.environ)
             os.execvp(argv[0], argv)
         except OSError as exc:
             sys.stderr.write(f"ssebench guard: {argv[0]}: {exc.strerror}\n")

@@ -58,17 +58,20 @@ def enable_subreaper() -> bool:
 
 def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
           append: bool = False, stdin_data: bytes | None = None,
-          preexec: Callable[[], None] | None = None, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+          preexec: Callable[[], None] | None = None, user: tuple[int, int] | None = None,
+          pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     """Start *argv* in a new session, stdin empty, output straight into two files.
 
     *pass_fds*: fds of ours the command inherits (the build's trace file, for strace).
 
     It runs under :mod:`ssebench.daemon.guard`, so it dies with us even if we are
-    killed with SIGKILL.
+    killed with SIGKILL. With *user* (uid, gid) the command runs as that host user (the
+    guard drops to it just before the exec); *pass_fds* reach the command.
     """
     mode = "ab" if append else "wb"
     with open(stdout, mode) as out, open(stderr, mode) as err:
-        proc = subprocess.Popen(guard.wrap(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
+        proc = subprocess.Popen(guard.wrap(argv, user=user), cwd=cwd, env=dict(env),
+                                stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
                                 stdout=out, stderr=err, start_new_session=True, close_fds=True,
                                 preexec_fn=preexec, pass_fds=pass_fds)
     _managed.add(proc.pid)

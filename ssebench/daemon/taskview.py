@@ -79,9 +79,12 @@ def _copy(src: Path, dst: Path, entries: Iterable[Entry]) -> None:
                 continue  # unreadable to the daemon, so to every check too
 
 
-def mount_args(root: Path | None, inside: str, files: Mapping[str, Path]) -> list[str]:
+def mount_args(root: Path | None, inside: str, files: Mapping[str, Path],
+               fds: Mapping[str, int] | None = None) -> list[str]:
     """bwrap arguments that show *root* (or an empty folder) read-only at *inside*, plus
-    *files* (sandbox path → host path; a host symlink stays a symlink) read-only."""
+    *files* (sandbox path → host path; a host symlink stays a symlink) read-only. *fds*:
+    sandbox path → an fd the daemon opened on that file (checks that run as another uid
+    may not reach the host path): bwrap copies the file from it."""
     if not files:
         return ["--ro-bind", str(root), inside] if root is not None else ["--dir", inside]
     base = PurePosixPath(inside)
@@ -102,7 +105,9 @@ def mount_args(root: Path | None, inside: str, files: Mapping[str, Path]) -> lis
                 continue
             args += _entry_args(here / name, str(base / rel))
     for rel, host in sorted(extras.items()):
-        args += _entry_args(host, str(base / rel))
+        fd = (fds or {}).get(str(base / rel))
+        args += _entry_args(host, str(base / rel)) if fd is None else [
+            "--perms", "0444", "--ro-bind-data", str(fd), str(base / rel)]
     return args + ["--remount-ro", inside]
 
 
