@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ssebench.checks import Check, State, task_checks
+from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
 from ssebench.daemon import procs
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
 from ssebench.daemon.workspace import BuildMirror, Snapshot, SourceStore, SyncError, fs_now
-from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
-PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 _CHUNK = 1 << 20
 # Old runs' logs are kept within this many bytes in all (``--log-budget``).
 DEFAULT_LOG_BUDGET = 256 << 20
@@ -126,9 +126,11 @@ class CheckLog:
 
 
 @dataclass
-class CheckResult:
+class CheckRun:
+    """One check of a run as the daemon keeps it: its result so far, and its log files."""
+
     check: Check
-    state: str
+    state: State
     timed_out: bool = False
     elapsed: float = 0.0
     pocs_passed: int | None = None
@@ -136,18 +138,14 @@ class CheckResult:
     covered_by_intent: bool = False
     log: CheckLog | None = None
 
+    def result(self) -> CheckResult:
+        """The check's result as the contract (ssebench/contract.py) puts it on the wire."""
+        return CheckResult(self.check, self.state, self.timed_out, self.elapsed, self.pocs_passed or 0,
+                           self.pocs_total or 0, self.covered_by_intent, self.log is not None,
+                           self.log.size() if self.log else 0)
+
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "check": self.check.value, "state": self.state, "timed_out": self.timed_out,
-            "elapsed": round(self.elapsed, 3),
-        }
-        if self.check is Check.POCS:
-            data["pocs_passed"] = self.pocs_passed
-            data["pocs_total"] = self.pocs_total
-        data["covered_by_intent"] = self.covered_by_intent
-        data["has_log"] = self.log is not None
-        data["log_bytes"] = self.log.size() if self.log else 0
-        return data
+        return self.result().to_json()
 
 
 @dataclass
@@ -155,14 +153,7 @@ class Run:
     id: str
     dir: Path
     snapshot: Snapshot | None
-    results: dict[Check, CheckResult] = field(default_factory=dict)
-
-
-def task_checks(task: Task) -> tuple[Check, ...]:
-    """The checks a task has, in run order (every task has build and PoCs)."""
-    has = {Check.BUILD: True, Check.POCS: True, Check.INTENT: task.intent is not None,
-           Check.FUNCTIONAL: task.functional is not None}
-    return tuple(c for c in CHECK_ORDER if has[c])
+    results: dict[Check, CheckRun] = field(default_factory=dict)
 
 
 class Runner:
@@ -241,8 +232,7 @@ class Runner:
         try:
             async for event in self._execute(run, plan):
                 yield event
-            yield {"event": "result", "run_id": run.id,
-                   "checks": [run.results[c].to_json() for c in plan]}
+            yield Result(run.id, tuple(run.results[c].result() for c in plan)).to_json()
         finally:
             # Processes a check left behind outside its group are killed after the
             # run, off the client's clock; the next run waits for it.
@@ -252,15 +242,15 @@ class Runner:
     async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
         intent_passed = False
         for check in plan:
-            if Check.BUILD in run.results and run.results[Check.BUILD].state != PASSED:
-                result = CheckResult(check, NOT_RUN)
+            if Check.BUILD in run.results and run.results[Check.BUILD].state != State.PASSED:
+                result = CheckRun(check, State.NOT_RUN)
             elif check is Check.FUNCTIONAL and intent_passed:
-                result = CheckResult(check, PASSED, covered_by_intent=True)
+                result = CheckRun(check, State.PASSED, covered_by_intent=True)
             else:
                 if self._closing:
                     raise RunError("the daemon is shutting down")
-                yield {"event": "check_started", "check": check.value}
-                result = CheckResult(check, FAILED)
+                yield CheckStarted(check).to_json()
+                result = CheckRun(check, State.FAILED)
                 start = asyncio.get_running_loop().time()
                 if check is Check.BUILD:
                     async for event in self._build(run, result):
@@ -288,13 +278,13 @@ class Runner:
                         self._discard_view(run, check)
                 result.elapsed = asyncio.get_running_loop().time() - start
                 if check is Check.INTENT:
-                    intent_passed = result.state == PASSED
+                    intent_passed = result.state == State.PASSED
             run.results[check] = result
-            yield {"event": "check_finished", **result.to_json()}
+            yield CheckFinished(result.result()).to_json()
 
     # -- checks ---------------------------------------------------------------------
 
-    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckResult,
+    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckRun,
                      *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
         log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
         result.log = log
@@ -307,21 +297,21 @@ class Runner:
             assert self.task.intent is not None
             command = self.task.intent.command
             if not await self._apply_intent(tree, log):
-                result.state = FAILED
+                result.state = State.FAILED
                 return
         outcome = Outcome()
         async for event in self._command(check, command, tree, log, outcome,
                                          append=append or check is Check.INTENT):
             yield event
-        result.state = PASSED if outcome.ok else FAILED
+        result.state = State.PASSED if outcome.ok else State.FAILED
         result.timed_out = outcome.timed_out
 
-    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
         pocs = self.task.pocs
         result.pocs_total = len(pocs.files) if pocs else 0
         result.pocs_passed = 0
         if pocs is None or not pocs.files:
-            result.state = PASSED
+            result.state = State.PASSED
             return
         for index, poc in enumerate(pocs.files, start=1):
             log = CheckLog(run.dir / "logs" / f"poc-{index}.out", run.dir / "logs" / f"poc-{index}.err")
@@ -330,11 +320,11 @@ class Runner:
             async for event in self._command(Check.POCS, pocs.command, tree, log, outcome, poc=poc):
                 yield event
             if not outcome.ok:
-                result.state = FAILED
+                result.state = State.FAILED
                 result.timed_out = outcome.timed_out
                 return
             result.pocs_passed = index
-        result.state = PASSED
+        result.state = State.PASSED
 
     async def _apply_intent(self, tree: Path | TreeView, log: CheckLog) -> bool:
         """``git apply -p1`` the intent diff; git's own output is the log when it fails.
@@ -449,8 +439,7 @@ class Runner:
                     outcome.returncode = await waiter
                     break
                 next_beat += self.heartbeat
-                yield {"event": "heartbeat", "check": check.value,
-                       "elapsed": round(loop.time() - start, 1)}
+                yield CheckHeartbeat(check, loop.time() - start).to_json()
             finished = True
         finally:
             self._running.discard(proc)
@@ -474,7 +463,7 @@ class Runner:
 
     # -- the build mirror and the views of it ------------------------------------------------
 
-    async def _build(self, run: Run, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _build(self, run: Run, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
         """Build in the mirror, incrementally; if that fails, once more from a fresh mirror.
 
         The mirror sits at :attr:`tree_path` while it builds. A build that did not end by
@@ -495,7 +484,7 @@ class Runner:
             self._mirror_in()
             async for event in self._check(run, Check.BUILD, self.tree_path, result):
                 yield event
-            if incremental and result.state != PASSED and not result.timed_out and not self._closing:
+            if incremental and result.state != State.PASSED and not result.timed_out and not self._closing:
                 self._mirror_out()
                 try:
                     await asyncio.to_thread(self.mirror.fresh, snapshot)
