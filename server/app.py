@@ -27,10 +27,12 @@ from mcp.types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ssebench import __version__
+from ssebench import __version__, contract
+from ssebench.contract import Event, Result
 from ssebench.difficulty import Check, Level
 
-from .daemon_client import DaemonClient, DaemonError, Event, parse_result
+from . import calllog
+from .daemon_client import DaemonClient, DaemonError, parse_result
 from .limits import ServerLimits
 from .longlog import LogDir, capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
@@ -127,6 +129,7 @@ class TestPatch:
             group.cancel_scope.cancel()
         if text is None:  # the client went away: the run was stopped, nobody reads this
             log.info("test_patch: the client disconnected; the run was stopped")
+            calllog.record_internal_failure()
             return INTERNAL_FAILURE
         return text
 
@@ -135,11 +138,13 @@ class TestPatch:
             return await self._run(progress)
         except Exception:
             log.exception("test_patch failed internally")
+            calllog.record_internal_failure()
             return INTERNAL_FAILURE
 
     async def _run(self, progress: _Progress) -> str:
         requested = list(self.level.allowed)
         if not requested:
+            calllog.record(())
             return render(self.level, [])
         result = None
         async with contextlib.aclosing(self.daemon.run(requested)) as events:
@@ -152,20 +157,10 @@ class TestPatch:
                 progress.set("starting")
                 first = await anext(events)
             async for event in _chain(first, events):
-                check = event.check
-                if event.kind == "queued":
-                    ahead = event.data.get("position")
-                    progress.set(f"queued behind {ahead} other run(s)")
-                    await progress.send(progress.status)
-                elif event.kind == "check_started" and check is not None:
-                    progress.set(f"{check.label}: running")
-                    await progress.send(f"{check.label}: started")
-                elif event.kind == "check_finished" and check is not None:
-                    state = str(event.data.get("state", "")).replace("_", " ")
-                    progress.set(f"{check.label}: {state}")
-                    await progress.send(f"{check.label}: {state}")
-                elif event.kind == "result":
+                if isinstance(event, Result):
                     result = parse_result(event, requested)
+                else:
+                    await _relay(event, progress)
         if result is None:  # the client raises first; this keeps the guarantee local
             raise DaemonError("run stream ended without a result")
         failed = failed_check(result.checks)
@@ -173,7 +168,9 @@ class TestPatch:
         if failed is not None:
             progress.set(f"{failed.label}: fetching the log")
             section = await self._fetch_log(result.run_id, failed)
-        return render(self.level, result.checks, section)
+        text = render(self.level, result.checks, section)
+        calllog.record(result.checks)
+        return text
 
     async def _fetch_log(self, run_id: str, check: Check) -> LogSection:
         """Download and capture the log in a worker thread; stop it if the call is cancelled."""
@@ -189,6 +186,20 @@ class TestPatch:
         except BaseException:
             stop.set()
             raise
+
+
+async def _relay(event: Event, progress: _Progress) -> None:
+    """The run's progress as MCP progress notifications (the states as the daemon names them)."""
+    if isinstance(event, contract.Queued):
+        progress.set(f"queued behind {event.position} other run(s)")
+        await progress.send(progress.status)
+    elif isinstance(event, contract.CheckStarted):
+        progress.set(f"{event.check.label}: running")
+        await progress.send(f"{event.check.label}: started")
+    elif isinstance(event, contract.CheckFinished):
+        state = event.result.state.value.replace("_", " ")
+        progress.set(f"{event.check.label}: {state}")
+        await progress.send(f"{event.check.label}: {state}")
 
 
 async def _chain(first: Event, rest: AsyncIterator[Event]) -> AsyncIterator[Event]:

@@ -1,8 +1,10 @@
 """One log line per ``test_patch`` call: when, at which level, how it ended, how long it took.
 
-The summary is cut from the result text the agent received (headline and ``Checks:``
-lines), so the server's log never says more about withheld checks than the agent was told,
-and never carries a check's log. Kept as FastMCP middleware so ``app.py`` stays the tool.
+The tool records how the call ended (:func:`record`: the typed results the agent was
+shown, or :func:`record_internal_failure`), and the summary is told from those states
+by ssebench/phrases.py, so the server's log never says more about withheld checks than
+the agent was told and never carries a check's log; nothing re-reads the result text.
+Kept as FastMCP middleware so ``app.py`` stays the tool.
 """
 
 from __future__ import annotations
@@ -10,41 +12,54 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
+from ssebench import phrases
+from ssebench.contract import CheckResult
 from ssebench.difficulty import Level
 
 log = logging.getLogger("ssebench.server.calls")
 
-_PREFIX = "test_patch result: "
+UNEXPECTED = "unexpected reply"  # the tool returned without recording how it ended
 
 
-def summary(text: str) -> str:
-    """``FAILED [build: FAILED, functional tests: not run]`` from a result text."""
-    lines = text.splitlines()
-    head = lines[0] if lines else ""
-    if not head.startswith(_PREFIX):
-        return "internal failure" if "internal testing failure" in head else "unexpected reply"
-    verdict = head[len(_PREFIX):]
-    if verdict.startswith("FAILED"):
-        verdict = "FAILED"
-    checks = []
-    for line in lines[1:]:
-        if line.startswith("- ") and ": " in line:
-            label, _, rest = line[2:].partition(": ")
-            checks.append(f"{label}: {rest.split(' (', 1)[0]}")
-        elif checks and not line.strip():
-            break
-    return verdict.rstrip(".") + (f" [{', '.join(checks)}]" if checks else "")
+@dataclass
+class _Ending:
+    """Filled in by the tool during one call (the context holds it, the tool writes it)."""
+
+    results: tuple[CheckResult, ...] | None = None
+    internal: bool = False
 
 
-def _text(result: Any) -> str:
-    for block in getattr(result, "content", None) or ():
-        if getattr(block, "type", None) == "text":
-            return str(block.text)
-    return ""
+_current: ContextVar[_Ending | None] = ContextVar("ssebench_test_patch_call", default=None)
+
+
+def record(results: Sequence[CheckResult]) -> None:
+    """The call ends with the result text of *results*; a no-op outside a logged call."""
+    ending = _current.get()
+    if ending is not None:
+        ending.results, ending.internal = tuple(results), False
+
+
+def record_internal_failure() -> None:
+    """The call ends with the spec's internal-failure text."""
+    ending = _current.get()
+    if ending is not None:
+        ending.results, ending.internal = None, True
+
+
+def summary(level: Level, ending: _Ending) -> str:
+    """``FAILED [build: FAILED, functional tests: not run]``, ``internal failure``..."""
+    if ending.internal:
+        return phrases.INTERNAL_SUMMARY
+    if ending.results is None:
+        return UNEXPECTED
+    return phrases.summary(level, ending.results)
 
 
 class CallLog(Middleware):
@@ -61,6 +76,8 @@ class CallLog(Middleware):
         number = next(self._numbers)
         started = time.monotonic()
         where = f"test_patch call {number} (level {self.level.number})"
+        ending = _Ending()
+        token = _current.set(ending)
         try:
             result = await call_next(context)
         except BaseException as exc:
@@ -68,6 +85,8 @@ class CallLog(Middleware):
             outcome = "cancelled" if type(exc).__name__ in ("CancelledError", "Cancelled") else "error"
             log.info("%s: %s after %.1f s", where, outcome, took)
             raise
+        finally:
+            _current.reset(token)
         took = max(0.0, time.monotonic() - started)
-        log.info("%s: %s in %.1f s", where, summary(_text(result)), took)
+        log.info("%s: %s in %.1f s", where, summary(self.level, ending), took)
         return result

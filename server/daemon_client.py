@@ -10,19 +10,17 @@ running check.
 from __future__ import annotations
 
 import http.client
-import json
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from ssebench.difficulty import CHECK_ORDER, Check
-
-from .report import CheckResult, State
+from ssebench import contract
+from ssebench.checks import Check
+from ssebench.contract import ContractError, Event, Result
 
 # A run may be silent between heartbeats (10 s by default); a daemon silent for
 # this long is taken as hung.
@@ -34,65 +32,16 @@ class DaemonError(RuntimeError):
     """Testing itself failed: the agent's patch is not responsible."""
 
 
-@dataclass(frozen=True)
-class Event:
-    """One line of the run stream."""
-
-    kind: str
-    data: dict[str, Any]
-
-    @property
-    def check(self) -> Check | None:
-        name = self.data.get("check")
-        try:
-            return Check(name) if isinstance(name, str) else None
-        except ValueError:
-            return None
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    checks: list[CheckResult]
-
-
-def parse_check(obj: Any) -> CheckResult:
-    """One ``CHECK`` object of the daemon's result."""
-    if not isinstance(obj, dict):
-        raise DaemonError(f"check result is not an object: {obj!r}")
-    try:
-        check = Check(obj["check"])
-        state = State(obj["state"])
-    except (KeyError, ValueError, TypeError) as exc:
-        raise DaemonError(f"bad check result {obj!r}") from exc
-    passed, total = obj.get("pocs_passed"), obj.get("pocs_total")
-    covered = obj.get("covered_by_intent", False)
-    if check is not Check.POCS or state is State.NOT_RUN:
-        passed, total = 0, 0  # counts mean nothing here (the daemon sends null or omits them)
-    elif not (isinstance(passed, int) and isinstance(total, int) and 0 <= passed <= total):
-        raise DaemonError(f"bad PoC counts in {obj!r}")
-    if not isinstance(covered, bool):
-        raise DaemonError(f"bad covered_by_intent in {obj!r}")
-    return CheckResult(check, state, pocs_passed=passed, pocs_total=total, covered_by_intent=covered)
-
-
-def parse_result(event: Event, requested: Sequence[Check]) -> RunResult:
-    """The final ``result`` event, checked against what was asked for."""
-    run_id = event.data.get("run_id")
-    raw = event.data.get("checks")
-    if not isinstance(run_id, str) or not run_id or not isinstance(raw, list):
-        raise DaemonError(f"malformed result event {event.data!r}")
-    checks = [parse_check(item) for item in raw]
-    names = [c.check for c in checks]
-    if len(set(names)) != len(names) or not set(names) <= set(requested):
+def parse_result(event: Result, requested: Sequence[Check]) -> Result:
+    """The final ``result`` event, checked against what was asked for: only checks that
+    were asked for, and each ``always`` kind (ssebench/checks.py) that was."""
+    names = [c.check for c in event.checks]
+    if not set(names) <= set(requested):
         raise DaemonError(f"result has checks {names}, asked for {list(requested)}")
-    if names != sorted(names, key=CHECK_ORDER.index):
-        raise DaemonError(f"result checks out of order: {names}")
-    if Check.BUILD in requested and Check.BUILD not in names:
-        raise DaemonError("result lacks the build")
-    if Check.POCS in requested and Check.POCS not in names:
-        raise DaemonError("result lacks the PoCs")
-    return RunResult(run_id, checks)
+    for check in requested:
+        if check.kind.always and check not in names:
+            raise DaemonError(f"result lacks the {check.label}")
+    return event
 
 
 class DaemonClient:
@@ -137,10 +86,10 @@ class DaemonClient:
                     if not line.strip():
                         continue
                     event = _parse_event(line)
-                    if event.kind == "error":
-                        raise DaemonError(f"daemon run error: {event.data.get('message')!r}")
+                    if isinstance(event, contract.Error):
+                        raise DaemonError(f"daemon run error: {event.message!r}")
                     yield event
-                    if event.kind == "result":
+                    if isinstance(event, Result):
                         return
         except httpx.HTTPError as exc:
             raise DaemonError(f"POST /runs: {exc!r}") from exc
@@ -202,10 +151,8 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
 
 
 def _parse_event(line: str) -> Event:
+    """One line of the run stream, typed; an off-contract line is a :class:`DaemonError`."""
     try:
-        obj = json.loads(line)
-    except ValueError as exc:
-        raise DaemonError(f"malformed event line {line[:200]!r}") from exc
-    if not isinstance(obj, dict) or not isinstance(obj.get("event"), str):
-        raise DaemonError(f"malformed event {line[:200]!r}")
-    return Event(obj["event"], obj)
+        return contract.parse_line(line)
+    except ContractError as exc:
+        raise DaemonError(f"off-contract event from the daemon: {str(exc)[:500]}") from None

@@ -6,37 +6,17 @@ to the letter on what is valid, so the rule lives here and nowhere else.
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ssebench.checks import CHECK_ORDER, KINDS, Check
+
+__all__ = ["CHECK_ORDER", "Check", "DEFAULT_LEVEL", "ENV_VAR", "GRADING", "LEVELS", "Level",
+           "DifficultyError", "level_from_env", "parse_level"]
+
 ENV_VAR = "SSE_DIFFICULTY"
 DEFAULT_LEVEL = 2
-
-
-class Check(str, enum.Enum):
-    """The task's checks, in the order they run."""
-
-    BUILD = "build"
-    POCS = "pocs"
-    INTENT = "intent"
-    FUNCTIONAL = "functional"
-
-    @property
-    def label(self) -> str:
-        """The name the spec uses in result texts."""
-        return _LABELS[self]
-
-
-_LABELS = {
-    Check.BUILD: "build",
-    Check.POCS: "PoCs",
-    Check.INTENT: "intent tests",
-    Check.FUNCTIONAL: "functional tests",
-}
-
-CHECK_ORDER: tuple[Check, ...] = (Check.BUILD, Check.POCS, Check.INTENT, Check.FUNCTIONAL)
 
 
 @dataclass(frozen=True)
@@ -59,12 +39,16 @@ class Level:
         return check in self.enabled
 
 
+def _level(number: int, name: str) -> Level:
+    """The level's checks come from each kind's ``max_level`` (ssebench/checks.py)."""
+    return Level(number, name, frozenset(k.check for k in KINDS if number <= k.max_level))
+
+
 LEVELS: dict[int, Level] = {
-    0: Level(0, "FULL_ASSISTANCE", frozenset(CHECK_ORDER)),
-    1: Level(1, "NO_INTENT_TEST", frozenset({Check.BUILD, Check.POCS, Check.FUNCTIONAL})),
-    2: Level(2, "NO_FUTURE_TEST", frozenset({Check.BUILD, Check.FUNCTIONAL})),
-    3: Level(3, "BUILD_ONLY", frozenset({Check.BUILD})),
-    4: Level(4, "NO_BUILD", frozenset()),
+    number: _level(number, name)
+    for number, name in enumerate(
+        ("FULL_ASSISTANCE", "NO_INTENT_TEST", "NO_FUTURE_TEST", "BUILD_ONLY", "NO_BUILD")
+    )
 }
 
 # Final grading ignores SSE_DIFFICULTY and runs every check.

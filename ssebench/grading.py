@@ -15,11 +15,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench import ui
+from ssebench import contract, phrases, ui
+from ssebench.checks import Check, State
+from ssebench.contract import CheckResult
+from ssebench.difficulty import GRADING
 
 TAIL_LINES = 40
 
@@ -44,15 +47,22 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 class Grade:
     task_id: str
     tree: Path
-    checks: list[dict[str, Any]]  # CheckResult.to_json() plus "log_tail" for failed checks
+    results: tuple[CheckResult, ...]
+    log_tails: dict[Check, str] = field(default_factory=dict)  # the failed checks' log tails
 
     @property
     def passed(self) -> bool:
-        return all(c["state"] == "passed" for c in self.checks)
+        return all(r.state is State.PASSED for r in self.results)
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        """``--json``'s checks: the daemon's ``CHECK`` objects plus ``log_tail`` for failed ones."""
+        return [{**r.to_json(), **({"log_tail": self.log_tails[r.check]} if r.check in self.log_tails else {})}
+                for r in self.results]
 
 
 def grade(task_file: str | Path, tree: str | Path | None = None,
-          on_event: Callable[[dict[str, Any]], None] | None = None, *,
+          on_event: Callable[[contract.Event], None] | None = None, *,
           sandbox: Any = None, limits: Any = None) -> Grade:
     """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
 
@@ -65,7 +75,6 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
 
     from ssebench.daemon import procs
     from ssebench.daemon.runner import Runner
-    from ssebench.difficulty import GRADING
     from ssebench.task import load_task
 
     task = load_task(task_file)
@@ -83,30 +92,25 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
     workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
     try:
         runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits, trace=False)
-
-        async def run_all() -> list[dict[str, Any]]:
-            run = await runner.prepare()
-            checks: list[dict[str, Any]] = []
-            async for event in runner.execute(run, GRADING.enabled):
-                if on_event is not None:
-                    on_event(event)
-                if event["event"] == "result":
-                    checks = event["checks"]
-            for data in checks:
-                result = run.results[_check(data["check"])]
-                if data["state"] == "failed" and result.log is not None:
-                    data["log_tail"] = _tail_lines(result.log.tail())
-            return checks
-
-        return Grade(task.id, root, asyncio.run(run_all()))
+        return asyncio.run(_run_all(runner, task.id, root, on_event))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _check(name: str):  # noqa: ANN202
-    from ssebench.difficulty import Check
-
-    return Check(name)
+async def _run_all(runner: Any, task_id: str, root: Path,
+                   on_event: Callable[[contract.Event], None] | None) -> Grade:
+    """Every check through the runner, its events read through the daemon's contract."""
+    run = await runner.prepare()
+    results: tuple[CheckResult, ...] = ()
+    async for line in runner.execute(run, GRADING.enabled):
+        event = contract.parse_event(line)
+        if on_event is not None:
+            on_event(event)
+        if isinstance(event, contract.Result):
+            results = event.checks
+    tails = {r.check: _tail_lines(log.tail()) for r in results
+             if r.state is State.FAILED and (log := run.results[r.check].log) is not None}
+    return Grade(task_id, root, results, tails)
 
 
 def _tail_lines(data: bytes) -> str:
@@ -114,38 +118,26 @@ def _tail_lines(data: bytes) -> str:
     return "\n".join(lines[-TAIL_LINES:])
 
 
-def _describe(check: dict[str, Any]) -> str:
-    label = _check(check["check"]).label
-    state = check["state"]
-    if state == "not_run":
-        return f"- {label}: not run (the build failed)"
-    text = f"- {label}: {'passed' if state == 'passed' else 'FAILED'}"
-    details = []
-    if check["check"] == "pocs":
-        passed, total = check["pocs_passed"], check["pocs_total"]
-        if total == 0:
-            details.append("the task has none")
-        elif state == "passed":
-            details.append(f"{passed} of {total}")
-        else:
-            details.append(f"passed {passed} of {total}; stopped at the first that still triggers the bug")
-    if check["covered_by_intent"]:
-        details.append("covered by the intent tests")
-    if check["timed_out"]:
-        details.append("timed out")
-    if not check["covered_by_intent"]:
-        details.append(ui.seconds(check["elapsed"]))
-    return text + f" ({'; '.join(details)})"
+def _describe(result: CheckResult) -> str:
+    """The spec's check line (ssebench/phrases.py), with grade's timings."""
+    extra = []
+    if result.state is not State.NOT_RUN:
+        if result.timed_out:
+            extra.append("timed out")
+        if not result.covered_by_intent:
+            extra.append(ui.seconds(result.elapsed))
+    return phrases.check_line(result, extra)
 
 
 def _summary(result: Grade) -> str:
-    failed = [c for c in result.checks if c["state"] == "failed"]
-    head = "every check passed" if result.passed else f"FAILED ({len(failed)} of {len(result.checks)} checks failed)"
+    failed = [r for r in result.results if r.state is State.FAILED]
+    head = ("every check passed" if result.passed
+            else f"FAILED ({len(failed)} of {len(result.results)} checks failed)")
     lines = [f"Grade of task '{result.task_id}' on {result.tree}: {head}", "", "Checks:"]
-    lines += [_describe(c) for c in result.checks]
-    for c in failed:
-        if "log_tail" in c:
-            lines += ["", f"Log ({_check(c['check']).label}), last {TAIL_LINES} lines at most:", c["log_tail"]]
+    lines += [_describe(r) for r in result.results]
+    for r in failed:
+        if r.check in result.log_tails:
+            lines += ["", f"Log ({r.check.label}), last {TAIL_LINES} lines at most:", result.log_tails[r.check]]
     return "\n".join(lines)
 
 
@@ -174,7 +166,7 @@ def run_grade(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _progress() -> Iterator[Callable[[dict[str, Any]], None] | None]:
+def _progress() -> Iterator[Callable[[contract.Event], None] | None]:
     """A live line on stderr naming the running check, on a terminal only (pipes and
     logs get nothing, so their text stays the same)."""
     if not ui.is_tty(sys.stderr):
@@ -187,14 +179,12 @@ def _progress() -> Iterator[Callable[[dict[str, Any]], None] | None]:
         current = bar.add_task("grading: copying the tree", total=None)
         done: list[str] = []
 
-        def on_event(event: dict[str, Any]) -> None:
-            kind = event.get("event")
-            if kind == "check_started":
-                bar.update(current, description=f"grading: {_check(event['check']).label}"
+        def on_event(event: contract.Event) -> None:
+            if isinstance(event, contract.CheckStarted):
+                bar.update(current, description=f"grading: {event.check.label}"
                            + (f" (done: {', '.join(done)})" if done else ""))
-            elif kind == "check_finished":
-                state = {"passed": "passed", "failed": "FAILED"}.get(event["state"], "not run")
-                done.append(f"{_check(event['check']).label} {state}")
+            elif isinstance(event, contract.CheckFinished):
+                done.append(f"{event.check.label} {phrases.state_word(event.result.state)}")
 
         yield on_event
 

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-DEFAULT_BUILD_TIMEOUT = 1800.0
-DEFAULT_POC_TIMEOUT = 300.0
-DEFAULT_FUNCTIONAL_TIMEOUT = 1800.0
-DEFAULT_INTENT_TIMEOUT = 1800.0
+from ssebench.checks import TASK_TABLE_KEYS, Check
+
+DEFAULT_BUILD_TIMEOUT = Check.BUILD.kind.default_timeout
+DEFAULT_POC_TIMEOUT = Check.POCS.kind.default_timeout
+DEFAULT_FUNCTIONAL_TIMEOUT = Check.FUNCTIONAL.kind.default_timeout
+DEFAULT_INTENT_TIMEOUT = Check.INTENT.kind.default_timeout
 MAX_TIMEOUT = 7 * 24 * 3600.0  # a week: a bigger figure is a typo (and 1e400 cannot be waited on)
 MAX_TASK_BYTES = 1024 * 1024  # a task file is a page of TOML; a bigger one is not a task file
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, which Windows editors put first: accepted
@@ -87,12 +89,7 @@ class Task:
 
 # The keys task-format.md defines; anything else is refused (see the module docstring).
 _TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent"}
-_TABLE_KEYS = {
-    "build": {"run", "timeout", "network"},
-    "pocs": {"run", "files", "timeout", "network"},
-    "functional": {"run", "timeout", "network"},
-    "intent": {"diff", "run", "timeout", "network", "files"},
-}
+_TABLE_KEYS = TASK_TABLE_KEYS  # one row per check kind: ssebench/checks.py
 
 
 class _Reader:

@@ -61,8 +61,8 @@ def _network(command: object) -> str:
 
 def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported lazily
     """The lines ``task check`` prints for a valid task (no styles)."""
-    from ssebench.daemon.runner import task_checks
-    from ssebench.difficulty import CHECK_ORDER, DEFAULT_LEVEL, LEVELS, Check
+    from ssebench.checks import CHECK_ORDER, Check, task_checks
+    from ssebench.difficulty import DEFAULT_LEVEL, LEVELS
 
     lines = [f"{task.file}: valid task '{task.id}'",
              f"  source: {task.source}",

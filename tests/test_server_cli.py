@@ -185,14 +185,38 @@ def test_demo_on_the_example_task() -> None:
     assert "test_patch result: every check passed." in fixed0
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (SPEC_LEVEL_2, "every check that ran passed [build: passed, functional tests: passed]"),
-    (SPEC_LEVEL_0, "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]"),
-    (SPEC_LEVEL_4, "no checks ran"),
-    (SPEC_BUILD_FAILED_2, "FAILED [build: FAILED, functional tests: not run]"),
-    ("An internal testing failure occurred. Your patch is not responsible for this failure.", "internal failure"),
+@pytest.mark.parametrize(("level", "checks", "text", "expected"), [
+    (2, "build=passed functional=passed", SPEC_LEVEL_2,
+     "every check that ran passed [build: passed, functional tests: passed]"),
+    (0, "build=passed pocs=passed:2/2 intent=passed functional=covered", SPEC_LEVEL_0,
+     "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]"),
+    (4, "", SPEC_LEVEL_4, "no checks ran"),
+    (2, "build=failed functional=not_run", SPEC_BUILD_FAILED_2, "FAILED [build: FAILED, functional tests: not run]"),
 ])
-def test_the_call_log_line_says_only_what_the_agent_was_told(text: str, expected: str) -> None:
-    from ssebench.server.calllog import summary
+def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks: str, text: str,
+                                                            expected: str) -> None:
+    """The line is told from the states the call recorded, and they are those of the spec's text."""
+    from ssebench.contract import CheckResult
+    from ssebench.difficulty import LEVELS
+    from ssebench.server import calllog
+    from ssebench.server.report import LogSection, State, render
 
-    assert summary(text) == expected
+    results = []
+    for item in checks.split():
+        name, _, state = item.partition("=")
+        state, _, counts = state.partition(":")
+        passed, _, total = counts.partition("/")
+        results.append(CheckResult(Check(name), State.PASSED if state == "covered" else State(state),
+                                   pocs_passed=int(passed or 0), pocs_total=int(total or 0),
+                                   covered_by_intent=state == "covered"))
+    log = LogSection(Check.BUILD, "<log>") if "build=failed" in checks else None
+    assert render(LEVELS[level], results, log) == text
+    assert calllog.summary(LEVELS[level], calllog._Ending(tuple(results))) == expected
+
+
+def test_the_call_log_line_of_an_internal_failure() -> None:
+    from ssebench.difficulty import LEVELS
+    from ssebench.server import calllog
+
+    assert calllog.summary(LEVELS[2], calllog._Ending(internal=True)) == "internal failure"
+    assert calllog.summary(LEVELS[2], calllog._Ending()) == "unexpected reply"

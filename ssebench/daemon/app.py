@@ -26,8 +26,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
-from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner, task_checks
-from ssebench.difficulty import CHECK_ORDER, Check, Level
+from ssebench.checks import CHECK_ORDER, Check, task_checks
+from ssebench.contract import Error, QueueHeartbeat, Queued, Started
+from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner
+from ssebench.difficulty import Level
 
 MAX_BODY = 64 * 1024
 NDJSON = "application/x-ndjson"
@@ -181,15 +183,15 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                 # waits: the first line tells the client that this has happened.
                 prepared.append(await runner.prepare())
                 if (ahead := queue.ahead(ticket)) > 0:
-                    yield _line({"event": "queued", "position": ahead})
+                    yield _line(Queued(ahead).to_json())
                 while not ticket.done():
                     try:
                         await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)
                     except TimeoutError:
-                        yield _line({"event": "heartbeat", "queued": queue.ahead(ticket)})
+                        yield _line(QueueHeartbeat(queue.ahead(ticket)).to_json())
                 run = prepared[0]
                 executed.append(run)
-                yield _line({"event": "started", "run_id": run.id, "difficulty": level.number})
+                yield _line(Started(run.id, level.number).to_json())
                 async with contextlib.aclosing(runner.execute(run, checks)) as stream:
                     async for event in stream:
                         if event["event"] in ("check_finished", "result") and runner.low_on_space():
@@ -209,7 +211,7 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                 # while this request holds the queue may the run being built be touched.
                 print(f"ssebench daemon: {failure}; the disk is full, freeing it", file=sys.stderr)
                 await runner.reclaim(executed[0] if executed else None, exclusive=ticket.done())
-            yield _line({"event": "error", "message": failure})
+            yield _line(Error(failure).to_json())
 
         def close() -> None:
             queue.leave(ticket)

@@ -38,16 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ssebench.checks import Check, State, task_checks
+from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview
 from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
                                      overlay_supported)
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
                                        committed_files, fs_now)
-from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
 
-PASSED, FAILED, NOT_RUN = "passed", "failed", "not_run"
 _CHUNK = 1 << 20
 # Old runs' logs are kept within this many bytes in all (``--log-budget``).
 DEFAULT_LOG_BUDGET = 256 << 20
@@ -132,9 +132,11 @@ class CheckLog:
 
 
 @dataclass
-class CheckResult:
+class CheckRun:
+    """One check of a run as the daemon keeps it: its result so far, and its log files."""
+
     check: Check
-    state: str
+    state: State
     timed_out: bool = False
     elapsed: float = 0.0
     pocs_passed: int | None = None
@@ -142,18 +144,14 @@ class CheckResult:
     covered_by_intent: bool = False
     log: CheckLog | None = None
 
+    def result(self) -> CheckResult:
+        """The check's result as the contract (ssebench/contract.py) puts it on the wire."""
+        return CheckResult(self.check, self.state, self.timed_out, self.elapsed, self.pocs_passed or 0,
+                           self.pocs_total or 0, self.covered_by_intent, self.log is not None,
+                           self.log.size() if self.log else 0)
+
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "check": self.check.value, "state": self.state, "timed_out": self.timed_out,
-            "elapsed": round(self.elapsed, 3),
-        }
-        if self.check is Check.POCS:
-            data["pocs_passed"] = self.pocs_passed
-            data["pocs_total"] = self.pocs_total
-        data["covered_by_intent"] = self.covered_by_intent
-        data["has_log"] = self.log is not None
-        data["log_bytes"] = self.log.size() if self.log else 0
-        return data
+        return self.result().to_json()
 
 
 @dataclass
@@ -161,14 +159,7 @@ class Run:
     id: str
     dir: Path
     snapshot: Snapshot | None
-    results: dict[Check, CheckResult] = field(default_factory=dict)
-
-
-def task_checks(task: Task) -> tuple[Check, ...]:
-    """The checks a task has, in run order (every task has build and PoCs)."""
-    has = {Check.BUILD: True, Check.POCS: True, Check.INTENT: task.intent is not None,
-           Check.FUNCTIONAL: task.functional is not None}
-    return tuple(c for c in CHECK_ORDER if has[c])
+    results: dict[Check, CheckRun] = field(default_factory=dict)
 
 
 class Runner:
@@ -296,8 +287,7 @@ class Runner:
         try:
             async for event in self._execute(run, plan):
                 yield event
-            yield {"event": "result", "run_id": run.id,
-                   "checks": [run.results[c].to_json() for c in plan]}
+            yield Result(run.id, tuple(run.results[c].result() for c in plan)).to_json()
         finally:
             # Processes a check left behind outside its group are killed after the
             # run, off the client's clock; the next run waits for it.
@@ -307,15 +297,15 @@ class Runner:
     async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
         intent_passed = False
         for check in plan:
-            if Check.BUILD in run.results and run.results[Check.BUILD].state != PASSED:
-                result = CheckResult(check, NOT_RUN)
+            if Check.BUILD in run.results and run.results[Check.BUILD].state != State.PASSED:
+                result = CheckRun(check, State.NOT_RUN)
             elif check is Check.FUNCTIONAL and intent_passed:
-                result = CheckResult(check, PASSED, covered_by_intent=True)
+                result = CheckRun(check, State.PASSED, covered_by_intent=True)
             else:
                 if self._closing:
                     raise RunError("the daemon is shutting down")
-                yield {"event": "check_started", "check": check.value}
-                result = CheckResult(check, FAILED)
+                yield CheckStarted(check).to_json()
+                result = CheckRun(check, State.FAILED)
                 start = asyncio.get_running_loop().time()
                 if check is Check.BUILD:
                     async for event in self._build(run, result):
@@ -345,13 +335,13 @@ class Runner:
                         self._discard_view(run, check)
                 result.elapsed = asyncio.get_running_loop().time() - start
                 if check is Check.INTENT:
-                    intent_passed = result.state == PASSED
+                    intent_passed = result.state == State.PASSED
             run.results[check] = result
-            yield {"event": "check_finished", **result.to_json()}
+            yield CheckFinished(result.result()).to_json()
 
     # -- checks ---------------------------------------------------------------------
 
-    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckResult,
+    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckRun,
                      *, append: bool = False, trace_fd: int | None = None) -> AsyncIterator[dict[str, Any]]:
         log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
         result.log = log
@@ -364,21 +354,21 @@ class Runner:
             assert self.task.intent is not None
             command = self.task.intent.command
             if not await self._apply_intent(tree, log):
-                result.state = FAILED
+                result.state = State.FAILED
                 return
         outcome = Outcome()
         async for event in self._command(check, command, tree, log, outcome,
                                          append=append or check is Check.INTENT, trace_fd=trace_fd):
             yield event
-        result.state = PASSED if outcome.ok else FAILED
+        result.state = State.PASSED if outcome.ok else State.FAILED
         result.timed_out = outcome.timed_out
 
-    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
         pocs = self.task.pocs
         result.pocs_total = len(pocs.files) if pocs else 0
         result.pocs_passed = 0
         if pocs is None or not pocs.files:
-            result.state = PASSED
+            result.state = State.PASSED
             return
         for index, poc in enumerate(pocs.files, start=1):
             log = CheckLog(run.dir / "logs" / f"poc-{index}.out", run.dir / "logs" / f"poc-{index}.err")
@@ -387,11 +377,11 @@ class Runner:
             async for event in self._command(Check.POCS, pocs.command, tree, log, outcome, poc=poc):
                 yield event
             if not outcome.ok:
-                result.state = FAILED
+                result.state = State.FAILED
                 result.timed_out = outcome.timed_out
                 return
             result.pocs_passed = index
-        result.state = PASSED
+        result.state = State.PASSED
 
     async def _apply_intent(self, tree: Path | TreeView, log: CheckLog) -> bool:
         """``git apply -p1`` the intent diff; git's own output is the log when it fails.
@@ -525,8 +515,7 @@ class Runner:
                     outcome.returncode = await waiter
                     break
                 next_beat += self.heartbeat
-                yield {"event": "heartbeat", "check": check.value,
-                       "elapsed": round(loop.time() - start, 1)}
+                yield CheckHeartbeat(check, loop.time() - start).to_json()
             finished = True
         finally:
             self._running.discard(proc)
@@ -550,7 +539,7 @@ class Runner:
 
     # -- the build mirror and the views of it ------------------------------------------------
 
-    async def _build(self, run: Run, result: CheckResult) -> AsyncIterator[dict[str, Any]]:
+    async def _build(self, run: Run, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
         """Build in the mirror: incrementally where the build engine (buildgraph.py) can
         show the answer is a clean build's, else clean (a fresh mirror, agent's mtimes).
 
@@ -576,7 +565,7 @@ class Runner:
                 yield event
             retry = None
             if incremental and not result.timed_out and not self._closing:
-                retry = "the incremental build failed" if result.state != PASSED else await self._verify(
+                retry = "the incremental build failed" if result.state != State.PASSED else await self._verify(
                     records[-1], changed, before, snapshot)
             if retry is not None:
                 self.last_build = f"clean: {retry}"
@@ -660,7 +649,7 @@ class Runner:
         self.last_build = "incremental" if why is None else f"clean: {why}"
         return why is None, changed
 
-    async def _traced(self, run: Run, result: CheckResult, records: list[buildgraph.Record],
+    async def _traced(self, run: Run, result: CheckRun, records: list[buildgraph.Record],
                       *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
         """The build command, traced (when tracing works); its record goes to *records*."""
         if self._strace is None:
@@ -695,11 +684,11 @@ class Runner:
 
         return await asyncio.to_thread(go)
 
-    def _remember(self, incremental: bool, result: CheckResult, record: buildgraph.Record) -> None:
+    def _remember(self, incremental: bool, result: CheckRun, record: buildgraph.Record) -> None:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
         updates it; a failed or untraced build leaves none (the next build is clean)."""
         self.build_counts[self.last_build.split(":")[0]] += 1
-        if result.state != PASSED or not record.complete:
+        if result.state != State.PASSED or not record.complete:
             self._graph = None
         elif incremental and self._graph is not None:
             self._graph.update(record)
