@@ -660,6 +660,8 @@ class Runner:
         trace = run.dir / "build.trace"
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
+            if self.sandbox.check_user is not None:  # strace, as the check's uid, reopens it
+                os.fchown(fd, *self.sandbox.check_user)
             async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append,
                                            trace_fd=fd):
                 yield event
