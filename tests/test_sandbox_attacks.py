@@ -368,7 +368,7 @@ def test_task_folder_under_usr_is_masked_through_the_daemon(level, tmp_path, usr
     _assert_clean(texts, marks, secret_mark, [c for c in LEVEL_CHECKS[level] if r[c]["has_log"]])
     _assert_no_leak(d.stderr(), marks, secret_mark, "the daemon's stderr")
     _assert_host_untouched(task, host_tmp, listener)
-    assert sorted(p.name for p in task.dir.iterdir()) == ["intent.diff", "pocs", "src", "task.toml"]
+    assert sorted(p.name for p in task.dir.iterdir()) == ["helper.sh", "intent.diff", "pocs", "src", "task.toml"]
 
 
 @pytest.mark.slow

@@ -189,6 +189,7 @@ class Runner:
         # must reach the trees it binds; nothing here is listable or readable by it.
         self.sandbox.share(workspace)
         self.sandbox.share(engine)
+        _check_reachable(workspace, self.sandbox.check_user)
         self.sandbox.hide("the task folder", task.dir)
         self.sandbox.hide("the daemon's workspace", workspace)
         # git reads the agent's .git in the check sandbox (it can be made to run a program).
@@ -255,6 +256,8 @@ class Runner:
             stale.recreate_workspace(self.workspace)
             with contextlib.suppress(FileExistsError):
                 os.mkdir(engine, 0o700)
+            self.sandbox.share(self.workspace)
+            self.sandbox.share(engine)
             self.store.reset()
         except OSError as exc:
             raise RunError(f"the daemon's workspace is gone: {exc}") from None
@@ -851,6 +854,20 @@ def _disk_use(run_dir: Path) -> int:
             with contextlib.suppress(OSError):
                 total += entry.stat(follow_symlinks=False).st_blocks * 512
     return total
+
+
+def _check_reachable(workspace: Path, user: tuple[int, int] | None) -> None:
+    """Checks that run as another uid (the daemon is root) need every folder above the
+    workspace searchable by that uid: bwrap, as that uid, opens the trees it binds."""
+    if user is None:
+        return
+    for folder in Path(os.path.realpath(workspace)).parents:
+        st = os.stat(folder)
+        if not (st.st_mode & 0o001 or (st.st_uid == user[0] and st.st_mode & 0o100)
+                or (st.st_gid == user[1] and st.st_mode & 0o010)):
+            raise RunError(f"checks run as uid {user[0]} and cannot reach the workspace {workspace}: "
+                           f"{folder} is not searchable by that uid (put the workspace elsewhere, "
+                           f"e.g. TMPDIR=/tmp)")
 
 
 def _view(tree: Path | TreeView) -> TreeView:

@@ -83,7 +83,7 @@ def recreate_workspace(path: Path) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o066:  # 0711: shared
         raise OSError(f"the workspace {path} was removed and its name is taken by someone else")
     with contextlib.suppress(FileExistsError):
         _write_record(path)
