@@ -498,9 +498,11 @@ def command(strace: str, argv: list[str], fd: int) -> list[str]:
             "bash", "-c", f'exec {fd}>&-; exec "$@"', "bash", *argv]
 
 
-def probe(wrap: Callable[[list[str]], list[str]], workdir: Path) -> tuple[str | None, str]:
+def probe(run: Callable[[list[str], tuple[int, ...]], subprocess.CompletedProcess[str]], workdir: Path,
+          owner: tuple[int, int] | None = None) -> tuple[str | None, str]:
     """(strace path or None, what /health shows): a real traced ``true``, run the way
-    builds run (through *wrap*, the sandbox's). Blocking; done once per daemon."""
+    builds run (*run*: argv and the fds it inherits, through the sandbox, as the checks'
+    uid *owner*, who must be able to reopen the trace file). Blocking; once per daemon."""
     strace = find_strace()
     if strace is None:
         return None, "off: no strace, every build is clean"
@@ -509,13 +511,14 @@ def probe(wrap: Callable[[list[str]], list[str]], workdir: Path) -> tuple[str | 
     try:
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            done = subprocess.run(wrap(command(strace, ["true"], fd)), stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=60, pass_fds=(fd,))
+            if owner is not None:
+                os.fchown(fd, *owner)
+            done = run(command(strace, ["true"], fd), (fd,))
         finally:
             os.close(fd)
         record = parse_trace(trace, "/", "/")
         ok = done.returncode == 0 and record.complete and bool(record.steps)
-        why = (done.stderr.decode("utf-8", "replace").strip().splitlines() or
+        why = (done.stderr.strip().splitlines() or
                [record.problem or f"exit {done.returncode}"])[-1]
     except (OSError, subprocess.TimeoutExpired) as exc:
         why = str(exc)

@@ -42,7 +42,7 @@ from ssebench.checks import Check, State, task_checks
 from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview
 from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
-                                     overlay_supported)
+                                     overlay_supported, run_sandboxed)
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
                                        committed_files, fs_now)
@@ -199,14 +199,7 @@ class Runner:
         # What checks see at SSE_TASK_DIR in the sandbox: a copy of the support files, made
         # now (a snapshot); without the sandbox SSE_TASK_DIR is the task folder itself.
         self.task_view: TaskView | None = None
-        if self.sandbox.enabled:
-            try:
-                self.task_view = taskview.build(task, workspace / "task", TASK_PATH, leave_out=(workspace, tree))
-                # Checks that run as another uid read the copies (bound read-only).
-                self.sandbox.share(workspace / "task")
-                self.sandbox.give(workspace / "task")
-            except (taskview.TaskViewError, OSError) as exc:
-                raise RunError(str(exc)) from None
+        self._make_task_view()
         self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
         # The build engine (buildgraph.py): is strace usable (probed once), the mirror's graph.
         self.trace = trace
@@ -244,6 +237,20 @@ class Runner:
             raise
         return run
 
+    def _make_task_view(self) -> None:
+        """Copy the support files for the checks (sandbox only): at start, and again when
+        the workspace was removed under us."""
+        if not self.sandbox.enabled:
+            return
+        folder = self.workspace / "task"
+        try:
+            self.task_view = taskview.build(self.task, folder, TASK_PATH, leave_out=(self.workspace, self.tree))
+            # Checks that run as another uid read the copies (bound read-only).
+            self.sandbox.share(folder)
+            self.sandbox.give(folder)
+        except (taskview.TaskViewError, OSError) as exc:
+            raise RunError(str(exc)) from None
+
     def _ensure_workspace(self) -> None:
         """A tmp cleaner may have removed the workspace (or its engine) under us: make it
         again, with a fresh blob store and mirror, so this call is answered normally."""
@@ -259,9 +266,13 @@ class Runner:
             self.sandbox.share(self.workspace)
             self.sandbox.share(engine)
             self.store.reset()
+            if self.task_view is not None and not self.task_view.root.is_dir():
+                shutil.rmtree(self.workspace / "task", ignore_errors=True)
+                self._make_task_view()
         except OSError as exc:
             raise RunError(f"the daemon's workspace is gone: {exc}") from None
         self.mirror.invalidate()
+        self._graph = None
         self._runs.clear()  # their logs went with it
 
     def get(self, run_id: str) -> Run | None:
@@ -613,9 +624,11 @@ class Runner:
         folder = self.mirror.path.parent / ".trace-probe-tree"
         folder.mkdir(mode=0o700, exist_ok=True)
         try:
+            self.sandbox.give(folder)
             self._strace, self.tracing = await asyncio.to_thread(
-                buildgraph.probe, lambda argv: self.sandbox.wrap(argv, TreeView.bind(folder)),
-                self.mirror.path.parent)
+                buildgraph.probe, lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder),
+                                                                  timeout=60, pass_fds=fds),
+                self.mirror.path.parent, self.sandbox.check_user)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if self._strace is None:

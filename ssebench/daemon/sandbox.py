@@ -423,7 +423,7 @@ class Sandbox:
         machine's syscall numbers are unknown (then keyrings are not denied)."""
         if not self.seccomp:
             return None
-        if self._etc is None:
+        if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
             self._etc = minimal_etc()
         path = self._etc.parent / "seccomp.bpf"
         if not path.exists():
@@ -636,7 +636,7 @@ def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
 
 
 def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: float = 30,
-                  limits: Limits | None = None) -> subprocess.CompletedProcess[str]:
+                  limits: Limits | None = None, pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
     """Run *argv* in *box* as a check runs (seccomp, the check's uid through the guard),
     waiting for it: the start-up probes and benchmarks. Raises OSError, TimeoutExpired."""
     from ssebench.daemon import guard
@@ -647,7 +647,7 @@ def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: flo
         if launch.user is not None:
             cmd = guard.wrap(cmd, user=launch.user)
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, pass_fds=launch.pass_fds)
+                              stdin=subprocess.DEVNULL, pass_fds=(*launch.pass_fds, *pass_fds))
     finally:
         launch.close()
 
