@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="call test_patch on the example task, unfixed and fixed",
         description=(
             "Start daemon + server on the example task, call test_patch through a real MCP "
-            "client on the unfixed tree and on a copy with fix.patch applied, print both, stop."
+            "client on the unfixed tree and on a copy with the reference fix applied, print both, stop."
         ),
     )
     demo.add_argument("--task", metavar="FILE", help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
@@ -312,7 +312,8 @@ def _demo(args: argparse.Namespace) -> int:
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return 2
-    fix = loaded.dir / "fix.patch"
+    # Beside the task folder, not in it: a file in it is a support file every check can read.
+    fix = loaded.dir.with_name(loaded.dir.name + ".fix.patch")
     if not fix.is_file():
         print(f"ssebench demo: {fix} not found (the demo applies it to show the fixed tree)", file=sys.stderr)
         return 2

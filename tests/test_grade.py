@@ -26,7 +26,7 @@ def no_times(text: str) -> str:
 def fixed_tree(tmp_path: Path) -> Path:
     tree = tmp_path / "fixed"
     shutil.copytree(DEMO / "src", tree)
-    subprocess.run(["patch", "-s", "-p1", "-i", str(DEMO / "fix.patch")], cwd=tree, check=True)
+    subprocess.run(["patch", "-s", "-p1", "-i", str(DEMO.with_name(DEMO.name + ".fix.patch"))], cwd=tree, check=True)
     return tree
 
 

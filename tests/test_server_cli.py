@@ -150,7 +150,7 @@ deleted file mode 100644
 def test_demo_shows_unfixed_and_fixed_results(tmp_path: Path) -> None:
     task = write_task(tmp_path / "task")
     set_markers(task.parent / "src", **{VULN_P2: True})
-    (task.parent / "fix.patch").write_text(FIX_REMOVING_THE_BUG)
+    (task.parent.with_name(task.parent.name + ".fix.patch")).write_text(FIX_REMOVING_THE_BUG)
     before = (task.parent / "src" / VULN_P2).read_bytes()
     proc = subprocess.run(
         ssebench_argv("demo", "--task", str(task), "--levels", "0"),
@@ -159,7 +159,7 @@ def test_demo_shows_unfixed_and_fixed_results(tmp_path: Path) -> None:
         timeout=240,
     )
     assert proc.returncode == 0, proc.stderr
-    unfixed, _, fixed = proc.stdout.partition("--- test_patch after applying fix.patch")
+    unfixed, _, fixed = proc.stdout.partition("--- test_patch after applying task.fix.patch")
     assert "--- test_patch on the unfixed tree" in unfixed
     assert f"test_patch result: FAILED. {SPEC_REASONS[Check.POCS]}" in unfixed
     assert "- PoCs: FAILED (passed 1 of 2; stopped at the first that still triggers the bug)" in unfixed
@@ -180,7 +180,7 @@ def test_demo_on_the_example_task() -> None:
     # At the default level the vulnerable tree passes everything it is shown...
     assert level2.count("test_patch result: every check that ran passed.") == 2
     # ...at level 0 the PoCs catch the bug, and the fix passes every check.
-    unfixed0, _, fixed0 = level0.partition("--- test_patch after applying fix.patch")
+    unfixed0, _, fixed0 = level0.partition("--- test_patch after applying demo-overflow.fix.patch")
     assert f"test_patch result: FAILED. {SPEC_REASONS[Check.POCS]}" in unfixed0
     assert "test_patch result: every check passed." in fixed0
 

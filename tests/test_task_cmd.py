@@ -35,14 +35,13 @@ What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):
 Final grading (ssebench grade) runs every check the task has: build, PoCs, intent tests, functional tests.
 
 What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):
-  support files (read-only, every check): README.md, fix.patch
+  support files (read-only, every check): none
   hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, never a file)
   hidden except in its own PoC run: pocs/long-name, pocs/sixteen-chars
   not there: src (the source tree: checks get their copy of it as SSE_TREE)
 """
-# The demo ships its reference fix beside task.toml (ssebench demo applies it): a support file.
-DEMO_WARNING = ("ssebench task check: warning: support file fix.patch is a diff: every check can read it, "
-                "the agent's own build and tests included; keep a reference fix out of the task folder\n")
+# The demo keeps its reference fix beside its folder: no support file, no warning.
+DEMO_WARNING = ""
 
 
 def test_check_prints_what_each_level_shows(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import tomlkit
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "tasks" / "demo-overflow"
 DEMO_TASK = DEMO / "task.toml"
-DEMO_FIX = DEMO / "fix.patch"
+DEMO_FIX = DEMO.with_name(DEMO.name + ".fix.patch")
 
 _NO_POCS_NOTE = "Without the PoCs, this result does not show whether the vulnerability is fixed."
 
