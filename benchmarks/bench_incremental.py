@@ -48,6 +48,9 @@ from fastmcp import Client
 from ssebench.resources import data_dir
 from ssebench.server.stack import running_stack
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.helpers.debsrc import FetchError, orig_tarball  # noqa: E402
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ssebench" / "bench-curl"
 CURL_VERSION = "7.88.1"
 CONFIGURE = ["./configure", "-q", "--disable-shared", "--without-ssl", "--without-libpsl", "--disable-ldap",
@@ -63,46 +66,17 @@ CURL_CHANGED = "lib/escape.c"
 # -- the tree -------------------------------------------------------------------------------
 
 
-def _apt(*args: str) -> None:
-    apt = CACHE / "apt"
-    opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", f"-oDir::Etc::SourceParts={apt / 'parts'}",
-            f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}",
-            "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1"]
-    subprocess.run(["apt-get", "-q", *opts, *args], cwd=CACHE / "src", check=True,
-                   stdout=subprocess.DEVNULL)
-
-
-def _debian_mirror() -> str:
-    """The machine's Debian mirror, from its apt sources (deb822 or one-line)."""
-    for path in sorted(Path("/etc/apt").glob("sources.list*")) + sorted(Path("/etc/apt/sources.list.d").glob("*")):
-        if not path.is_file():
-            continue
-        for line in path.read_text(errors="replace").splitlines():
-            words = line.split()
-            if words[:1] == ["URIs:"] or words[:1] == ["deb"]:
-                for word in words[1:]:
-                    if word.startswith("http") and "security" not in word:
-                        return word.rstrip("/")
-    return "http://deb.debian.org/debian"
-
-
 def curl_tree() -> Path:
     """The unpacked curl tree (cached; configured by the first build of each copy)."""
     done = CACHE / "unpacked" / ".unpacked"
     tree = CACHE / "unpacked" / "curl"
     if done.exists():
         return tree
-    tarball = CACHE / "src" / f"curl_{CURL_VERSION}.orig.tar.gz"
-    if not tarball.exists():
-        apt = CACHE / "apt"
-        for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial", apt / "parts", CACHE / "src"):
-            d.mkdir(parents=True, exist_ok=True)
-        (apt / "sources.list").write_text(f"deb-src {_debian_mirror()} bookworm main\n")
-        print("fetching curl's Debian source package (apt-get source, private sources list) ...", flush=True)
-        _apt("update")
-        _apt("source", "--download-only", "curl")
-        if not tarball.exists():
-            sys.exit(f"apt-get source did not bring {tarball.name}: bookworm's curl is no longer {CURL_VERSION}?")
+    print("fetching curl's Debian source package (apt-get source, private sources list) ...", flush=True)
+    try:
+        tarball = orig_tarball("curl", CURL_VERSION, CACHE)
+    except FetchError as exc:
+        sys.exit(str(exc))
     shutil.rmtree(CACHE / "unpacked", ignore_errors=True)
     (CACHE / "unpacked").mkdir(parents=True)
     subprocess.run(["tar", "xzf", str(tarball)], cwd=CACHE / "unpacked", check=True)
