@@ -176,7 +176,7 @@ BAD = [
     ("unknown key in a table", _replace("timeout = 600\n", "timout = 600\n"), "build.timout",
      "unknown key (known keys: network, run, timeout)"),
     ("unknown key in intent", _replace('diff = "intent.diff"\n', 'diff = "intent.diff"\npatch = "x"\n'),
-     "intent.patch", "unknown key (known keys: diff, network, run, timeout)"),
+     "intent.patch", "unknown key (known keys: diff, files, network, run, timeout)"),
 ]
 
 

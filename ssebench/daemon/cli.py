@@ -158,8 +158,13 @@ def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, 
     from ssebench.daemon.runner import Runner
     from ssebench.daemon.server import DaemonServer
 
-    runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits,
-                    log_budget=log_budget)
+    from ssebench.daemon.runner import RunError
+
+    try:
+        runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits,
+                        log_budget=log_budget)
+    except RunError as exc:  # the task's support files could not be copied
+        return _fail(str(exc))
     config = uvicorn.Config(create_app(runner, level), lifespan="off", log_level="warning",
                             access_log=False, timeout_graceful_shutdown=3, log_config=None)
     server = DaemonServer(config, on_exit=runner.kill_running)

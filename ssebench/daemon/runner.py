@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.daemon import procs
+from ssebench.daemon import procs, taskview
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Limits, Sandbox, TreeView, limit_note, overlay_supported
+from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import BuildMirror, Snapshot, SourceStore, SyncError, fs_now
 from ssebench.difficulty import CHECK_ORDER, Check
 from ssebench.task import Command, Task
@@ -191,6 +192,14 @@ class Runner:
         self.store = SourceStore(tree, engine)
         self.mirror = BuildMirror(self.store, engine / "mirror")
         self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
+        # What checks see at SSE_TASK_DIR in the sandbox: a copy of the support files, made
+        # now (a snapshot); without the sandbox SSE_TASK_DIR is the task folder itself.
+        self.task_view: TaskView | None = None
+        if self.sandbox.enabled:
+            try:
+                self.task_view = taskview.build(task, workspace / "task", TASK_PATH)
+            except taskview.TaskViewError as exc:
+                raise RunError(str(exc)) from None
         self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
 
     # -- runs -----------------------------------------------------------------------
@@ -351,7 +360,8 @@ class Runner:
         diff = await asyncio.to_thread(self.task.intent.diff.read_bytes)
         argv = ["git", "apply", "-p1", "-"]
         async for _ in self._supervise(Check.INTENT, argv, view.lower, env, log, outcome, timeout=None,
-                                       view=view, stdin_data=diff, network=self.task.intent.command.network):
+                                       view=view, stdin_data=diff, network=self.task.intent.command.network,
+                                       files=self._extras(Check.INTENT)):
             pass
         return outcome.ok
 
@@ -361,11 +371,11 @@ class Runner:
         """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write)."""
         view = _view(tree)
         env = self._env(view.lower)
-        files: dict[str, Path] = {}
+        files = self._extras(check)
         if poc is not None:
             env["SSE_POC"] = self.sandbox.poc(self.task.dir, poc)
-            if self.sandbox.enabled:
-                files[env["SSE_POC"]] = poc  # the one PoC being run, nothing else of the task
+            if self.sandbox.enabled:  # the one PoC being run, as a file (bound through any symlink)
+                files[env["SSE_POC"]] = Path(os.path.realpath(poc))
         argv = ["bash", "-c", command.run]
         async for event in self._supervise(check, argv, view.lower, env, log, outcome,
                                            timeout=command.timeout, append=append, view=view,
@@ -376,6 +386,13 @@ class Runner:
                        "every process it started were killed.\n")
         elif outcome.limit is not None:
             _note(log, limit_note(outcome.limit, self.limits))
+
+    def _extras(self, check: Check) -> dict[str, Path]:
+        """The hidden parts *check* sees besides the support files: the ``[intent] files``
+        in the intent step (git apply and the command); the PoC is added per run."""
+        if check is Check.INTENT and self.task_view is not None:
+            return dict(self.task_view.intent)
+        return {}
 
     def _env(self, tree: Path) -> dict[str, str]:
         if self.sandbox.enabled:
@@ -409,7 +426,8 @@ class Runner:
         guard: Guard | None = None
         watcher: asyncio.Task[str] | None = None
         if view is not None:
-            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits)
+            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits,
+                                     task=self.task_view.root if self.task_view else None)
             base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
             guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
         try:

@@ -9,8 +9,9 @@ sandbox sees only:
 - the check's tree at the fixed path :data:`TREE_PATH` (``/sse/tree``; ``SSE_TREE``),
   mounted as a :class:`TreeView` — a host folder bound read-write, or a copy-on-write
   overlay over a read-only lower folder (upper and work folders owned by the caller);
-- :data:`TASK_PATH` (``/sse/task``; ``SSE_TASK_DIR``), empty except for the extra
-  read-only files of one invocation (the one PoC being run);
+- :data:`TASK_PATH` (``/sse/task``; ``SSE_TASK_DIR``), read-only: the task's support
+  files (:mod:`ssebench.daemon.taskview`), plus the extra files of one invocation (the
+  one PoC being run, or the ``[intent] files`` in the intent step);
 - ``/usr``, ``/bin``, ``/lib*``, ``/sbin`` read-only, a minimal ``/etc`` (never the whole
   host ``/etc``), a private ``/tmp``, its own ``/proc`` and a minimal ``/dev``;
 - no network unless the check's table says ``network = true``.
@@ -46,6 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import psutil
+
+from ssebench.daemon import taskview
 
 TREE_PATH = "/sse/tree"
 TASK_PATH = "/sse/task"
@@ -216,7 +219,7 @@ class Sandbox:
         return TREE_PATH if self.enabled else str(view.lower)
 
     def task_dir(self, task_dir: Path) -> str:
-        """``SSE_TASK_DIR``: an empty folder in the sandbox; the task folder without one."""
+        """``SSE_TASK_DIR``: the support view in the sandbox; the task folder without one."""
         return TASK_PATH if self.enabled else str(task_dir)
 
     def poc(self, task_dir: Path, poc: Path) -> str:
@@ -235,10 +238,13 @@ class Sandbox:
         return out
 
     def wrap(self, argv: list[str], view: TreeView, *, files: Mapping[str, Path] | None = None,
-             network: bool = False, limits: Limits | None = None) -> list[str]:
+             network: bool = False, limits: Limits | None = None, task: Path | None = None) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
 
-        *files*: extra read-only files for this invocation, sandbox path → host path.
+        *task*: the support view (:mod:`ssebench.daemon.taskview`), read-only at
+        ``/sse/task`` (without one: an empty folder). *files*: extra read-only files or
+        folders for this invocation, sandbox path → host path (the PoC being run, the
+        intent files).
         """
         if self.bwrap is None:
             return list(argv)
@@ -260,14 +266,16 @@ class Sandbox:
         args += self._etc_args(network)
         for path in self.extra_binds:
             args += ["--ro-bind-try", path, path]
-        args += ["--dir", TASK_PATH]
+        extra = dict(files or {})
+        args += taskview.mount_args(task, TASK_PATH, {k: v for k, v in extra.items() if _under_task(k)})
         if view.is_overlay:
             assert view.upper is not None and view.work is not None
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
             args += ["--bind", str(view.lower), TREE_PATH]
-        for inside, host in (files or {}).items():
-            args += ["--ro-bind", str(host), inside]
+        for inside, host in extra.items():
+            if not _under_task(inside):
+                args += ["--ro-bind", str(host), inside]
         args += ["--chdir", TREE_PATH, "--", *argv]
         return args
 
@@ -277,6 +285,10 @@ class Sandbox:
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
+
+
+def _under_task(inside: str) -> bool:
+    return PurePosixPath(inside).is_relative_to(TASK_PATH)
 
 
 ETC_PREFIX = "ssebench-etc-"
