@@ -23,8 +23,11 @@ class FetchError(RuntimeError):
     """The tarball could not be fetched; ``str(err)`` is one line saying why."""
 
 
-def orig_tarball(package: str, version: str, cache: Path) -> Path:
-    """The cached ``<package>_<version>.orig.tar.*`` of bookworm's source package *package*."""
+def orig_tarball(package: str, version: str, cache: Path, *, mirror: str | None = None) -> Path:
+    """The cached ``<package>_<version>.orig.tar.*`` of bookworm's source package *package*.
+
+    *mirror*: the Debian mirror's URL (default: the machine's, :func:`debian_mirror`).
+    """
     src = cache / "src"
     found = _cached(src, package, version)
     if found is not None:
@@ -32,8 +35,12 @@ def orig_tarball(package: str, version: str, cache: Path) -> Path:
     apt = cache / "apt"
     for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial", apt / "parts", src):
         d.mkdir(parents=True, exist_ok=True)
-    (apt / "sources.list").write_text(f"deb-src {debian_mirror()} bookworm main\n")
-    apt_get(cache, "update")
+    url = mirror or debian_mirror()
+    (apt / "sources.list").write_text(f"deb-src {url} bookworm main\n")
+    warnings = apt_get(cache, "update")
+    if not any((apt / "lists").glob("*_Sources*")):
+        raise FetchError(f"apt-get update could not fetch bookworm's source index from {url} (no network?): "
+                         + next((w for w in warnings if w.startswith("W: Failed")), "no message"))
     apt_get(cache, "source", "--download-only", package)
     found = _cached(src, package, version)
     if found is None:
@@ -47,18 +54,20 @@ def _cached(src: Path, package: str, version: str) -> Path | None:
     return next((p for p in hits if not p.name.endswith(".asc")), None)
 
 
-def apt_get(cache: Path, *args: str) -> None:
-    """``apt-get ARGS`` with lists, cache and sources under ``cache/apt``, in ``cache/src``."""
+def apt_get(cache: Path, *args: str) -> list[str]:
+    """``apt-get ARGS`` with lists, cache and sources under ``cache/apt``, in ``cache/src``;
+    returns its lines of standard error (apt's warnings)."""
     apt = cache / "apt"
     opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", f"-oDir::Etc::SourceParts={apt / 'parts'}",
             f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}",
             "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1"]
     done = subprocess.run(["apt-get", "-q", *opts, *args], cwd=cache / "src", stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
     if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
         raise FetchError(f"apt-get {' '.join(args)} failed (exit {done.returncode}): "
                          + (lines[-1] if lines else "no message"))
+    return lines
 
 
 def debian_mirror() -> str:
