@@ -39,6 +39,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 LEVELS = ("0", "1", "2", "3", "4")
 POCS = {"cjson": 3, "giflib": 2}
+REAL_TASKS_CHANGED = {"cjson": "cJSON.c", "giflib": "gif2rgb.c"}  # the file fix.patch changes
 # The last line of the intent tests' log on the unfixed tree (the test the fix added fails).
 INTENT_LAST_LINE = {
     "cjson": "minify_tests: passed (7 Tests 0 Failures 0 Ignored )",
@@ -158,6 +159,16 @@ def test_exact_text(real: Runs, level: str, fixed: bool) -> None:
     name = real.folder.name
     text = real.texts[(level, fixed)]
     assert same_run(text) == expected(level, fixed, POCS[name], poc_log(name))
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TASKS))
+def test_task_folder_holds_the_task_and_nothing_of_the_answer(name: str) -> None:
+    # Every file of a task folder but its hidden parts is a support file the checks (so
+    # the agent's own code) can read: the reference fix and the expected logs stay out.
+    folder = _folder(name)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "build.sh", "functional.sh", "intent.diff", "poc.sh", "pocs", "src", "task.toml"]
+    assert (folder / "src" / REAL_TASKS_CHANGED[name]).is_file()
 
 
 # -- grading ------------------------------------------------------------------------------

@@ -51,8 +51,8 @@ def task_folder(name: str) -> Path:
     task = REAL_TASKS[name]
     template = TEMPLATES / name
     folder = CACHE / name
-    stamp = f"{task.package}_{task.version} {_digest(template)}\n"
-    if (folder / ".stamp").is_file() and (folder / ".stamp").read_text() == stamp:
+    stamp, stamp_file = f"{task.package}_{task.version} {_digest(template)}\n", CACHE / f".{name}.stamp"
+    if folder.is_dir() and stamp_file.is_file() and stamp_file.read_text() == stamp:
         return folder
     tarball = orig_tarball(task.package, task.version, CACHE / "debsrc")
     staging = CACHE / f".{name}.new"
@@ -61,9 +61,9 @@ def task_folder(name: str) -> Path:
     with tarfile.open(tarball) as tar:
         tar.extractall(staging, filter="tar")
     (staging / task.top).rename(staging / "src")
-    (staging / ".stamp").write_text(stamp)
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
+    stamp_file.write_text(stamp)  # outside the folder: every file in it is the task's
     return folder
 
 
