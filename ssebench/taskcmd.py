@@ -106,7 +106,54 @@ def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported 
         lines.append(text)
     every = [c.label for c in CHECK_ORDER if c in has]
     lines.append(f"Final grading (ssebench grade) runs every check the task has: {', '.join(every)}.")
+    return lines + ["", *task_dir_lines(task)]
+
+
+SHOWN_SUPPORT = 20  # support files named one by one; the rest are counted
+
+
+def task_dir_lines(task) -> list[str]:  # noqa: ANN001
+    """What checks see at ``SSE_TASK_DIR``: the support files, the hidden parts and the
+    step each is shown in, and what is left out (task-format.md, "Support files")."""
+    from ssebench.task import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
+
+    files = sorted((e for e in support_files(task) if not e.is_dir), key=lambda e: e.rel.parts)
+    names = [f"{e.rel} -> {os.readlink(task.dir / e.rel)}" if e.is_link else str(e.rel) for e in files]
+    shown = ", ".join(names[:SHOWN_SUPPORT]) or "none"
+    if len(names) > SHOWN_SUPPORT:
+        shown += f", and {len(names) - SHOWN_SUPPORT} more ({len(names)} files in all)"
+    lines = ["What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, "
+             "nothing hidden):", f"  support files (read-only, every check): {shown}"]
+    parts = hidden_parts(task)
+    never = [f"{_shown(task, p.path)} ({'the task file' if p.key == 'the task file' else _never_why(p.key)})"
+             for p in parts if p.step == NEVER]
+    lines.append(f"  hidden from every check: {', '.join(never)}")
+    pocs = [_shown(task, p.path) for p in parts if p.step == POC_RUN]
+    if pocs:
+        lines.append(f"  hidden except in its own PoC run: {', '.join(pocs)}")
+    intent = [_shown(task, p.path) for p in parts if p.step == INTENT_STEP]
+    if intent:
+        lines.append(f"  hidden except in the intent step (intent.files): {', '.join(intent)}")
+    out = left_out(task)
+    if out:
+        lines.append(f"  not there: {', '.join(out)}")
     return lines
+
+
+def _never_why(key: str) -> str:
+    return "applied by the daemon from a pipe, never a file" if key == "intent.diff" else key
+
+
+def _shown(task, path: Path) -> str:  # noqa: ANN001
+    """*path* relative to the task folder (folders end with ``/``); a PoC outside it by
+    its absolute path and where the PoC run sees it."""
+    from ssebench.daemon.sandbox import TASK_PATH, poc_path
+
+    rel = os.path.relpath(path, task.dir)
+    if rel.split(os.sep)[0] == "..":
+        inside = os.path.relpath(poc_path(task.dir, path), TASK_PATH)
+        return f"{path} (seen as {inside})"
+    return rel + ("/" if path.is_dir() else "")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -133,9 +180,42 @@ def exposed(task) -> list[str]:  # noqa: ANN001
         hidden += [(f"pocs.files[{i}]", f) for i, f in enumerate(task.pocs.files)]
     if task.intent is not None:
         hidden.append(("intent.diff", task.intent.diff))
+    if task.intent is not None:
+        hidden += [(f"intent.files[{i}]", f) for i, f in enumerate(task.intent.files)]
     source = task.source.resolve()
     return [f"{what} ({path}) is inside the source tree {task.source}: the agent can read it"
-            for what, path in hidden if path.resolve().is_relative_to(source)]
+            for what, path in hidden if path.resolve().is_relative_to(source)] + _support_warnings(task)
+
+
+def _support_warnings(task) -> list[str]:  # noqa: ANN001
+    """Support files that are likely mistakes: a diff (the reference fix?) that every
+    check, the agent's own build included, can read; a symlink that leads out of the
+    task folder (in the sandbox it leads nowhere)."""
+    from ssebench.task import support_files
+
+    out = []
+    for entry in support_files(task):
+        path = task.dir / entry.rel
+        if entry.is_link:
+            target = os.readlink(path)
+            if os.path.isabs(target) or os.path.normpath(entry.rel.parent / target).split(os.sep)[0] == "..":
+                out.append(f"support file {entry.rel} is a symlink to {target}, outside the task folder: "
+                           "in the sandbox it leads nowhere (copy it in instead)")
+        elif not entry.is_dir and _is_diff(path):
+            out.append(f"support file {entry.rel} is a diff: every check can read it, the agent's own "
+                       "build and tests included; keep a reference fix out of the task folder")
+    return out
+
+
+def _is_diff(path: Path) -> bool:
+    if path.suffix in (".patch", ".diff"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"diff --git ") or b"\ndiff --git " in head
 
 
 # -- new ------------------------------------------------------------------------------------
@@ -166,6 +246,7 @@ timeout = 300                       # default 1800
 # diff = "intent.diff"              # git apply -p1, in a fresh view of the built tree
 # run = "make test"
 # timeout = 300
+# files = ["intent/"]               # optional: support files only the intent tests see
 '''
 
 APP_C = '''\

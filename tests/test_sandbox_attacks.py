@@ -25,6 +25,7 @@ from tests.helpers.tasks import make_task
 
 pytestmark = pytest.mark.timeout(300)
 
+SUPPORT_MARK = "SUPPORT-FILE-IS-READABLE"
 LEVEL_CHECKS = {0: ["build", "pocs", "intent", "functional"], 1: ["build", "pocs", "functional"],
                 2: ["build", "functional"], 3: ["build"]}
 
@@ -88,6 +89,7 @@ def _attack_task(root: Path, *, daemon_pid_file: Path, listener: Listener, secre
 # Everything this manages to read ends up in the check's log.
 T={task_dir}
 echo "== task dir by env: $SSE_TASK_DIR"; ls -laR "$SSE_TASK_DIR"
+echo "== support files: $(cd "$SSE_TASK_DIR" && find . -mindepth 1 | sort | tr '\\n' ' ')"; cat "$SSE_TASK_DIR"/helper.sh
 cat "$SSE_TASK_DIR"/task.toml "$SSE_TASK_DIR"/intent.diff "$SSE_TASK_DIR"/pocs/* 2>&1
 echo "== task dir by absolute path"; cat "$T"/task.toml "$T"/intent.diff "$T"/pocs/* 2>&1
 find / -xdev \\( -name 'task.toml' -o -name 'intent.diff' -o -name 'poc-*' \\) -not -path '/proc/*' 2>/dev/null | while read f; do echo "found $f"; cat "$f"; done
@@ -119,6 +121,8 @@ new file mode 100644
 """, build="bash attack.sh; true", tree_files={"attack.sh": attack, "tests/cases/a.in": "x\n"},
                      description="attack", top_toml=f"# {marks['taskfile']}")
     (task.tree / "tests" / "cases" / "zz.in").symlink_to(task.pocs[0])
+    # A support file: every check may read it (and only it) at $SSE_TASK_DIR.
+    (task_dir / "helper.sh").write_text(f"echo {SUPPORT_MARK}\n")
     host_tmp_file.write_text(marks["hosttmp"] + "\n")
     return task, marks
 
@@ -173,6 +177,11 @@ def test_attacks_through_the_daemon(level, tmp_path, daemon_factory, listener, r
             texts.append(text)
             _assert_no_leak(text, marks, secret_mark, f"the {check} log", check)
             assert "== network" in text  # the script really ran to the end
+            # /sse/task holds the support files only (the PoC step: and the one PoC it runs).
+            seen = "./helper.sh ./pocs ./pocs/poc-1 " if check == "pocs" else "./helper.sh "
+            assert f"== support files: {seen}\n" in text
+            assert f"echo {SUPPORT_MARK}\n" in text
+            assert "/sse/task/PWNED: Read-only file system" in text
     # Everything else the daemon wrote is clean too: its own log (stderr).
     _assert_no_leak(d.stderr(), marks, secret_mark, "the daemon's stderr")
     assert d.proc.poll() is None

@@ -280,3 +280,67 @@ def test_daemon_refuses_bad_task_before_listening(tmp_path: Path, case: str) -> 
     assert proc.stdout == ""
     assert not sock.exists()
     assert path.read_bytes() == original
+
+
+# -- [intent] files, the hidden parts and the support files ---------------------------------------
+
+def _with_intent_files(tmp_path: Path, value: str) -> Path:
+    (tmp_path / "intent").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "intent" / "helper.py").write_text("print('helper')\n")
+    (tmp_path / "data.txt").write_text("data\n")
+    return write(tmp_path, FULL + f"files = {value}\n")
+
+
+def test_intent_files_are_read(tmp_path: Path) -> None:
+    task = load_task(_with_intent_files(tmp_path, f'["intent", "./data.txt", "{tmp_path}/intent/helper.py"]'))
+    assert task.intent is not None
+    assert task.intent.files == (tmp_path / "intent", tmp_path / "data.txt", tmp_path / "intent" / "helper.py")
+    assert load_task(write(tmp_path, FULL)).intent.files == ()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("value", "key", "fault"), [
+    ('"intent"', "intent.files", "must be an array of strings, got a string"),
+    ('["intent", 3]', "intent.files[1]", "must be a string, got an integer"),
+    ('[" "]', "intent.files[0]", "must not be empty"),
+    ('["intent/he\\u0007lper.py"]', "intent.files[0]", "a path must not contain control characters, found U+0007"),
+    ('["intent/nope.py"]', "intent.files[0]", "file or folder 'intent/nope.py' does not exist (resolved to {d}/intent/nope.py)"),
+    ('["../elsewhere"]', "intent.files[0]", "'../elsewhere' is not inside the task folder (resolved to {p}/elsewhere)"),
+    ('["/etc/passwd"]', "intent.files[0]", "'/etc/passwd' is not inside the task folder (resolved to /etc/passwd)"),
+    ('["intent/.."]', "intent.files[0]", "'intent/..' is the task folder itself; name files or folders inside it"),
+])
+def test_bad_intent_files(tmp_path: Path, value: str, key: str, fault: str) -> None:
+    folder = tmp_path / "task"
+    path = _with_intent_files(folder, value)
+    with pytest.raises(TaskError) as err:
+        load_task(path)
+    assert str(err.value) == f"{path}: key '{key}': {fault.format(d=folder, p=tmp_path)}"
+
+
+def test_hidden_parts_and_support_files(tmp_path: Path) -> None:
+    import os
+
+    from ssebench.task import hidden_parts, intent_entries, left_out, support_files
+
+    path = _with_intent_files(tmp_path, '["intent"]')
+    (tmp_path / "build.sh").write_text("make\n")
+    (tmp_path / "src" / "main.c").write_text("")
+    (tmp_path / "pocs" / "README").write_text("about the PoCs\n")
+    os.link(tmp_path / "pocs" / "crash-1", tmp_path / "copy-of-crash-1")  # the same file: hidden too
+    (tmp_path / "link").symlink_to("pocs/crash-2")  # a symlink is kept (it leads nowhere in a check)
+    (tmp_path / "empty-after-hiding").mkdir()
+    (tmp_path / "empty-after-hiding" / "x").symlink_to("../intent.diff")
+    (tmp_path / "intent" / "intent.diff").symlink_to("../intent.diff")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref\n")
+    (tmp_path / "fifo-dir").mkdir()
+    os.mkfifo(tmp_path / "fifo-dir" / "fifo")
+    task = load_task(path)
+    assert [(p.key, p.path.relative_to(tmp_path).as_posix(), p.step) for p in hidden_parts(task)] == [
+        ("the task file", "task.toml", "never"), ("intent.diff", "intent.diff", "never"),
+        ("pocs.files[0]", "pocs/crash-1", "its PoC run"), ("pocs.files[1]", "pocs/crash-2", "its PoC run"),
+        ("intent.files[0]", "intent", "the intent step")]
+    assert sorted(str(e.rel) for e in support_files(task)) == [
+        "build.sh", "data.txt", "empty-after-hiding", "empty-after-hiding/x", "link", "pocs", "pocs/README"]
+    assert [str(e.rel) for e in intent_entries(task)] == ["intent", "intent/helper.py", "intent/intent.diff"]
+    assert left_out(task) == ["src (the source tree: checks get their copy of it as SSE_TREE)",
+                              ".git (its objects may hold the hidden parts)"]

@@ -33,12 +33,21 @@ What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):
   3 BUILD_ONLY: runs build; withheld: PoCs, intent tests, functional tests
   4 NO_BUILD: runs nothing; withheld: build, PoCs, intent tests, functional tests
 Final grading (ssebench grade) runs every check the task has: build, PoCs, intent tests, functional tests.
+
+What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):
+  support files (read-only, every check): README.md, fix.patch
+  hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, never a file)
+  hidden except in its own PoC run: pocs/long-name, pocs/sixteen-chars
+  not there: src (the source tree: checks get their copy of it as SSE_TREE)
 """
+# The demo ships its reference fix beside task.toml (ssebench demo applies it): a support file.
+DEMO_WARNING = ("ssebench task check: warning: support file fix.patch is a diff: every check can read it, "
+                "the agent's own build and tests included; keep a reference fix out of the task folder\n")
 
 
 def test_check_prints_what_each_level_shows(tmp_path: Path) -> None:
     done = run_ssebench("task", "check", str(DEMO_TASK), env={"SSE_DIFFICULTY": "0"})
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (0, DEMO_WARNING)
     assert done.stdout == DEMO_CHECK  # SSE_DIFFICULTY changes nothing: every level is shown
 
 
@@ -61,7 +70,13 @@ def test_check_a_task_with_only_a_build(tmp_path: Path) -> None:
         "  2 NO_FUTURE_TEST (default): runs build; withheld: PoCs\n"
         "  3 BUILD_ONLY: runs build; withheld: PoCs\n"
         "  4 NO_BUILD: runs nothing; withheld: build, PoCs\n"
-        "Final grading (ssebench grade) runs every check the task has: build, PoCs.\n")
+        "Final grading (ssebench grade) runs every check the task has: build, PoCs.\n"
+        "\n"
+        "What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, "
+        "nothing hidden):\n"
+        "  support files (read-only, every check): none\n"
+        "  hidden from every check: task.toml (the task file)\n"
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n")
 
 
 @pytest.mark.parametrize(("toml", "message"), [
@@ -207,3 +222,37 @@ def test_help_lists_the_actions() -> None:
     done = run_ssebench("task", "--help")
     assert done.returncode == 0
     assert "check" in done.stdout and "new" in done.stdout
+
+
+def test_check_lists_support_files_and_hidden_parts(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "t", pocs=["1"], intent="true", functional=None)
+    (tmp_path / "outside-poc").write_text("2")
+    (task.dir / "intent").mkdir()
+    (task.dir / "intent" / "data.txt").write_text("x")
+    (task.dir / "build.sh").write_text("make\n")
+    (task.dir / "data").mkdir()
+    for i in range(25):
+        (task.dir / "data" / f"in-{i:02}").write_text("x")
+    (task.dir / "inside-link").symlink_to("build.sh")
+    (task.dir / "outside-link").symlink_to("/opt/shared/helper.sh")
+    (task.dir / "upstream.patch").write_text("--- a/x\n+++ b/x\n")
+    (task.dir / ".git").mkdir()
+    text = task.file.read_text().replace('files = ["pocs/poc-1"]', f'files = ["pocs/poc-1", "{tmp_path}/outside-poc"]')
+    task.file.write_text(text + 'files = ["intent"]\n')
+    done = run_ssebench("task", "check", str(task.file))
+    assert done.returncode == 0, done.stderr
+    data = ", ".join(f"data/in-{i:02}" for i in range(19))
+    assert done.stdout.split("Final grading")[1].split("\n", 2)[2] == (
+        "What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):\n"
+        f"  support files (read-only, every check): build.sh, {data}, and 9 more (29 files in all)\n"
+        "  hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, "
+        "never a file)\n"
+        f"  hidden except in its own PoC run: pocs/poc-1, {tmp_path}/outside-poc (seen as .poc/outside-poc)\n"
+        "  hidden except in the intent step (intent.files): intent/\n"
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE), "
+        ".git (its objects may hold the hidden parts)\n")
+    assert done.stderr == (
+        "ssebench task check: warning: support file outside-link is a symlink to /opt/shared/helper.sh, outside "
+        "the task folder: in the sandbox it leads nowhere (copy it in instead)\n"
+        "ssebench task check: warning: support file upstream.patch is a diff: every check can read it, the "
+        "agent's own build and tests included; keep a reference fix out of the task folder\n")

@@ -155,10 +155,8 @@ def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, 
     import uvicorn
 
     from ssebench.daemon.app import create_app
-    from ssebench.daemon.runner import Runner
+    from ssebench.daemon.runner import RunError, Runner
     from ssebench.daemon.server import DaemonServer
-
-    from ssebench.daemon.runner import RunError
 
     try:
         runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits,

@@ -197,7 +197,7 @@ class Runner:
         self.task_view: TaskView | None = None
         if self.sandbox.enabled:
             try:
-                self.task_view = taskview.build(task, workspace / "task", TASK_PATH)
+                self.task_view = taskview.build(task, workspace / "task", TASK_PATH, leave_out=(workspace, tree))
             except taskview.TaskViewError as exc:
                 raise RunError(str(exc)) from None
         self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)

@@ -39,14 +39,15 @@ class TaskView:
     intent: Mapping[str, Path] = field(default_factory=dict)
 
 
-def build(task: Task, dest: Path, inside: str) -> TaskView:
+def build(task: Task, dest: Path, inside: str, *, leave_out: tuple[Path, ...] = ()) -> TaskView:
     """Copy the support files of *task* to ``dest/support`` and its ``[intent] files`` to
     ``dest/intent`` (blocking: at start, or in a thread). *inside* is the sandbox path of
-    the task folder (``/sse/task``). Raises :class:`TaskViewError`."""
+    the task folder (``/sse/task``); *leave_out*: the daemon's own folders (its workspace,
+    the tree under test), should they lie in the task folder. Raises :class:`TaskViewError`."""
     root, intent = dest / "support", dest / "intent"
     try:
         dest.mkdir(mode=0o700)
-        _copy(task.dir, root, support_files(task, leave_out=(dest,)))
+        _copy(task.dir, root, support_files(task, leave_out=(dest, *leave_out)))
         entries = list(intent_entries(task))
         _copy(task.dir, intent, entries)
     except OSError as exc:
