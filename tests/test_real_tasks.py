@@ -171,6 +171,19 @@ def test_task_folder_holds_the_task_and_nothing_of_the_answer(name: str) -> None
     assert (folder / "src" / REAL_TASKS_CHANGED[name]).is_file()
 
 
+def test_task_check_names_the_support_scripts_and_the_hidden_parts() -> None:
+    folder = _folder("giflib")
+    proc = run_ssebench("task", "check", str(folder / "task.toml"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n\n")[-1] == (
+        "What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):\n"
+        "  support files (read-only, every check): build.sh, functional.sh, poc.sh\n"
+        "  hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, "
+        "never a file)\n"
+        "  hidden except in its own PoC run: pocs/local-map-index.gif, pocs/global-map-index.gif\n"
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n")
+
+
 # -- grading ------------------------------------------------------------------------------
 
 
