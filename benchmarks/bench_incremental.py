@@ -3,6 +3,7 @@
 Run by hand (not a test; ~10 min on 2 cores, ~1 GB of disk in the cache and a temp dir):
 
     .venv/bin/python benchmarks/bench_incremental.py [--runs 3] [--skip-curl] [--skip-example]
+        [--project cjson] [--project giflib]
 
 The tree: curl 7.88.1, the upstream tarball of Debian bookworm's source package, fetched
 with ``apt-get source --download-only`` through a private sources list (``deb-src`` for
@@ -24,7 +25,13 @@ the daemon's so that load drifts hit both:
   place (target <= that + 0.3 s);
 - peak extra disk: the daemon's whole workspace (``du``, sampled every 0.25 s) vs the
   tree (target <= 1.5x);
-and the same for the bundled example task. Every call goes through the real stack
+and the same for the bundled example task. ``--project cjson`` / ``--project giflib``
+add a real task of tests/realtasks (cJSON 1.7.15, giflib 5.2.1: the upstream tarball of
+Debian bookworm's source package, cached by tests/helpers/realtasks.py): the task's own
+build and functional commands, i.e. its support scripts ``build.sh`` and
+``functional.sh`` (AddressSanitizer builds; in place they run with SSE_TASK_DIR and
+SSE_TREE set as the daemon sets them), after a one-line change to the file the upstream
+fix changes (``cJSON.c``, ``gif2rgb.c``). Every call goes through the real stack
 (``ssebench daemon`` + ``ssebench serve``) and the MCP client, as an agent's would.
 """
 
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -48,6 +56,10 @@ from fastmcp import Client
 from ssebench.resources import data_dir
 from ssebench.server.stack import running_stack
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.helpers.debsrc import FetchError, orig_tarball  # noqa: E402
+from tests.helpers.realtasks import REAL_TASKS, task_folder  # noqa: E402
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ssebench" / "bench-curl"
 CURL_VERSION = "7.88.1"
 CONFIGURE = ["./configure", "-q", "--disable-shared", "--without-ssl", "--without-libpsl", "--disable-ldap",
@@ -58,32 +70,15 @@ CONFIGURE = ["./configure", "-q", "--disable-shared", "--without-ssl", "--withou
 CURL_BUILD = ("{ test -f config.status || " + " ".join(CONFIGURE) + "; } && make -j2 && make -j2 -C tests/server")
 CURL_FUNCTIONAL = "cd tests && perl runtests.pl -a 1 2 3 200 201 202 203 204"
 CURL_CHANGED = "lib/escape.c"
+# The real tasks of tests/realtasks (--project cjson / giflib): the task's own build and
+# functional commands (its support scripts), a one-line change in the file the fix changes.
+SUPPORT_SCRIPTS = ("build.sh", "functional.sh")
+REAL_BUILD = 'bash "$SSE_TASK_DIR/build.sh"'
+REAL_FUNCTIONAL = 'bash "$SSE_TASK_DIR/functional.sh"'
+REAL_CHANGED = {"cjson": "cJSON.c", "giflib": "gif2rgb.c"}
 
 
 # -- the tree -------------------------------------------------------------------------------
-
-
-def _apt(*args: str) -> None:
-    apt = CACHE / "apt"
-    opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", f"-oDir::Etc::SourceParts={apt / 'parts'}",
-            f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}",
-            "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1"]
-    subprocess.run(["apt-get", "-q", *opts, *args], cwd=CACHE / "src", check=True,
-                   stdout=subprocess.DEVNULL)
-
-
-def _debian_mirror() -> str:
-    """The machine's Debian mirror, from its apt sources (deb822 or one-line)."""
-    for path in sorted(Path("/etc/apt").glob("sources.list*")) + sorted(Path("/etc/apt/sources.list.d").glob("*")):
-        if not path.is_file():
-            continue
-        for line in path.read_text(errors="replace").splitlines():
-            words = line.split()
-            if words[:1] == ["URIs:"] or words[:1] == ["deb"]:
-                for word in words[1:]:
-                    if word.startswith("http") and "security" not in word:
-                        return word.rstrip("/")
-    return "http://deb.debian.org/debian"
 
 
 def curl_tree() -> Path:
@@ -92,17 +87,11 @@ def curl_tree() -> Path:
     tree = CACHE / "unpacked" / "curl"
     if done.exists():
         return tree
-    tarball = CACHE / "src" / f"curl_{CURL_VERSION}.orig.tar.gz"
-    if not tarball.exists():
-        apt = CACHE / "apt"
-        for d in (apt / "lists" / "partial", apt / "cache" / "archives" / "partial", apt / "parts", CACHE / "src"):
-            d.mkdir(parents=True, exist_ok=True)
-        (apt / "sources.list").write_text(f"deb-src {_debian_mirror()} bookworm main\n")
-        print("fetching curl's Debian source package (apt-get source, private sources list) ...", flush=True)
-        _apt("update")
-        _apt("source", "--download-only", "curl")
-        if not tarball.exists():
-            sys.exit(f"apt-get source did not bring {tarball.name}: bookworm's curl is no longer {CURL_VERSION}?")
+    print("fetching curl's Debian source package (apt-get source, private sources list) ...", flush=True)
+    try:
+        tarball = orig_tarball("curl", CURL_VERSION, CACHE)
+    except FetchError as exc:
+        sys.exit(str(exc))
     shutil.rmtree(CACHE / "unpacked", ignore_errors=True)
     (CACHE / "unpacked").mkdir(parents=True)
     subprocess.run(["tar", "xzf", str(tarball)], cwd=CACHE / "unpacked", check=True)
@@ -142,9 +131,11 @@ class PeakDisk:
         self.peak = max(self.peak, du(self.path))
 
 
-def timed(command: str, cwd: Path) -> float:
+def timed(command: str, cwd: Path, support: Path | None = None) -> float:
+    """Run *command* in place in *cwd* (with a task's support scripts: SSE_TASK_DIR, SSE_TREE)."""
+    env = None if support is None else {**os.environ, "SSE_TASK_DIR": str(support), "SSE_TREE": str(cwd)}
     t0 = time.perf_counter()
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     if done.returncode != 0:
         sys.exit(f"in place: {command!r} failed in {cwd} (exit {done.returncode}):\n"
@@ -174,11 +165,14 @@ def one_line_change(tree: Path, rel: str, n: int) -> None:
     path.write_text(text + f"/* bench change {n} */\n")
 
 
-def write_task(root: Path, tree: Path, build: str, functional: str) -> Path:
+def write_task(root: Path, tree: Path, build: str, functional: str, support: Path | None = None) -> Path:
     root.mkdir(parents=True)
+    for script in SUPPORT_SCRIPTS if support else ():
+        shutil.copy2(support / script, root / script)
     task = root / "task.toml"
-    task.write_text(f'id = "bench"\nsource = "{tree}"\n[build]\nrun = "{build}"\ntimeout = 3600\n'
-                    f'[functional]\nrun = "{functional}"\ntimeout = 3600\n')
+    q = json.dumps  # a JSON string is a TOML basic string (the commands have quotes)
+    task.write_text(f'id = "bench"\nsource = {q(str(tree))}\n[build]\nrun = {q(build)}\ntimeout = 3600\n'
+                    f'[functional]\nrun = {q(functional)}\ntimeout = 3600\n')
     return task
 
 
@@ -187,8 +181,9 @@ def fmt(x: float) -> str:
 
 
 def bench(name: str, pristine: Path, build: str, functional: str, changed: str, runs: int,
-          tmp: Path, copy_tree: Callable[[Path, Path], None]) -> list[str]:
-    """Measure one tree; return the table rows."""
+          tmp: Path, copy_tree: Callable[[Path, Path], None], support: Path | None = None) -> list[str]:
+    """Measure one tree; return the table rows. *support*: the folder of a real task's
+    support scripts (its build and functional commands run them from SSE_TASK_DIR)."""
     med = statistics.median
     inplace_first, inplace_make, inplace_func, inplace_repeat = [], [], [], []
     ours_first, ours_repeat, ours_l3, inplace_make3 = [], [], [], []
@@ -202,9 +197,9 @@ def bench(name: str, pristine: Path, build: str, functional: str, changed: str, 
         copy_tree(pristine, ip)
         copy_tree(pristine, agent)
         # first call, in place vs the daemon (a fresh daemon: nothing built)
-        inplace_first.append(timed(build, ip) + timed(functional, ip))
+        inplace_first.append(timed(build, ip, support) + timed(functional, ip, support))
         built_size = du(ip)
-        task = write_task(base / "task", agent, build, functional)
+        task = write_task(base / "task", agent, build, functional, support)
         daemon_tmp = base / "daemon-tmp"
         daemon_tmp.mkdir()
         levels = ("2", "3") if r == 0 else ("2",)
@@ -220,10 +215,10 @@ def bench(name: str, pristine: Path, build: str, functional: str, changed: str, 
                         n = i + 1 + (100 if level == "3" else 0)
                         one_line_change(ip, changed, n)
                         one_line_change(agent, changed, n)
-                        make = timed(build, ip)
+                        make = timed(build, ip, support)
                         if level == "2":
                             inplace_make.append(make)
-                            func = timed(functional, ip)
+                            func = timed(functional, ip, support)
                             inplace_func.append(func)
                             inplace_repeat.append(make + func)
                             ours_repeat.append(test_patch(stack.url))
@@ -255,11 +250,24 @@ def cp_tree(src: Path, dst: Path) -> None:
     subprocess.run(["cp", "-a", str(src), str(dst)], check=True)
 
 
+def bench_real(name: str, runs: int, tmp: Path) -> list[str]:
+    """Measure a real task's upstream tree (fetched and cached by tests/helpers/realtasks.py)."""
+    try:
+        folder = task_folder(name)
+    except FetchError as exc:
+        sys.exit(str(exc))
+    task = REAL_TASKS[name]
+    return bench(f"{task.package} {task.version} (tests/realtasks/{name})", folder / "src", REAL_BUILD,
+                 REAL_FUNCTIONAL, REAL_CHANGED[name], runs, tmp, cp_tree, support=folder)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-curl", action="store_true")
     ap.add_argument("--skip-example", action="store_true")
+    ap.add_argument("--project", action="append", choices=sorted(REAL_CHANGED), default=[],
+                    help="also measure this real task of tests/realtasks (repeatable)")
     args = ap.parse_args()
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-incr-") as tmp:
@@ -271,6 +279,8 @@ def main() -> int:
         if not args.skip_curl:
             rows += bench(f"curl {CURL_VERSION}", curl_tree(), CURL_BUILD, CURL_FUNCTIONAL, CURL_CHANGED,
                           args.runs, tmpd, cp_tree)
+        for name in args.project:
+            rows += bench_real(name, args.runs, tmpd)
     print("\n".join(rows))
     return 0
 
