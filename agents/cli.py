@@ -43,9 +43,9 @@ class _OneOf:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
-    from ssebench.agents.registry import CLIENTS  # plain data: cheap to import at start-up
+    from ssebench.agents.registry import AGENTS, CLIENTS  # plain data: cheap to import at start-up
 
-    names = tuple(CLIENTS)
+    names, launchable = tuple(CLIENTS), tuple(AGENTS)
 
     agents = sub.add_parser("agents", help="register the ssebench MCP server with an agent / MCP client",
                             description="Register the ssebench MCP server with an agent or MCP client.")
@@ -95,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_list)
 
     p = verbs.add_parser("dockerfile", help="print the Dockerfile layer that installs and registers AGENT")
-    p.add_argument("agent", metavar="AGENT", help="claude | codex | gemini | opencode")
+    p.add_argument("agent", metavar="AGENT", help=" | ".join(launchable))
     p.set_defaults(func=_dockerfile)
 
 

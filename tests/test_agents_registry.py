@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.agents.base import Env, Scope
-from ssebench.agents.recipe import AGENTS as RECIPE_AGENTS
+from ssebench.agents.registry import AGENTS as RECIPE_AGENTS
 from ssebench.agents.registry import CLIENTS
 
 

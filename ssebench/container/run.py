@@ -28,12 +28,14 @@ from typing import Any
 
 from ssebench.ui import seconds
 
-AGENTS = ("claude", "codex", "gemini", "opencode")
 STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ssebench.agents.registry import names
+
+    agents = names()  # the registered agents (agents/registry.py), at the time the parser is made
     p = sub.add_parser(
         "run",
         help="one whole run: daemon, server, agent, grading (here, or in Docker with --docker)",
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "The agent is a bundled one (--agent) or any command after '--'.",
     )
     p.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
-    p.add_argument("--agent", choices=AGENTS, help="a bundled agent, run with its recipe")
+    p.add_argument("--agent", choices=agents, help="a bundled agent, run with its recipe")
     p.add_argument("--difficulty", default=None, metavar="N",
                    help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)")
     p.add_argument("--docker", action="store_true", help="run in a task container (needs a Docker engine)")
@@ -55,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
     p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
     p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
-    p.add_argument("--dialog", metavar="AGENT", choices=AGENTS,
+    p.add_argument("--dialog", metavar="AGENT", choices=agents,
                    help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl")
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
     p.add_argument("--skip-preflight", action="store_true",
@@ -86,8 +88,13 @@ def private_home(results: Path) -> Path:
     return home
 
 
-#: variables that would point a CLI at the user's own config instead of the run's HOME
-USER_CONFIG_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR")
+def without_user_config(env: dict[str, str]) -> dict[str, str]:
+    """*env* without the variables that would point a CLI at the user's own config instead
+    of the run's HOME (each agent record's ``config_vars``)."""
+    from ssebench.agents.registry import config_vars
+
+    drop = set(config_vars())
+    return {k: v for k, v in env.items() if k not in drop}
 
 
 def home_env(home: Path) -> dict[str, str]:
@@ -111,7 +118,7 @@ def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
 
 def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str],
                 prepare: bool = True) -> Plan:
-    """The bundled agent's run recipe (agents/recipe.py) as a Plan.
+    """The registered agent's run recipe (agents/recipe.py) as a Plan.
 
     *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
     container the setup runs inside, where the agent's HOME is).
@@ -212,7 +219,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
     dialog = args.dialog
     if args.agent:
         home = private_home(results)
-        env = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # the run's HOME, not the user's
+        env = without_user_config(env)  # the run's HOME, not the user's
         agent_env.update(home_env(home))
         install_agent(args.agent, url, {**env, **agent_env}, results / "install.log")
         plan = recipe_plan(args.agent, prompt, url=url, home=home, env={**env, **agent_env})
@@ -241,7 +248,7 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
         extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
     if args.agent:
         home = Path("/root")
-        own = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # paths of this machine
+        own = without_user_config(env)  # paths of this machine
         plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra},
                            prepare=False)
         command = plan.command
