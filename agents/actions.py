@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import files
+from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.base import Client, Env, Scope, Settings
 
 
@@ -47,8 +48,8 @@ class Outcome:
         }
 
 
-def editor(client: Client) -> files.Editor:
-    return files.EDITORS[client.format]
+def editor(client: Client) -> Editor:
+    return EDITORS[client.format]
 
 
 def target(client: Client, scope: Scope, env: Env, file: Path | None) -> Path:
@@ -72,7 +73,7 @@ def _guard(path: Path, action):  # noqa: ANN001, ANN202
     def run(text: str | None) -> str | None:
         try:
             return action(text)
-        except files.FormatError as exc:
+        except FormatError as exc:
             raise files.ConfigError(path, exc.message, exc.line) from None
 
     return run
@@ -149,7 +150,7 @@ def registrations(clients: list[Client], settings: Settings, env: Env) -> list[R
             except files.ConfigError as exc:
                 row.error = str(exc)
                 entry = None
-            except files.FormatError as exc:
+            except FormatError as exc:
                 row.error = str(files.ConfigError(path, exc.message, exc.line))
                 entry = None
             if isinstance(entry, dict):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssebench.agents import files
+from ssebench.agents.formats import EDITORS
 from ssebench.agents.gemini import AGENT
 from ssebench.agents.recipe import AgentRecipe, Launch, ModelApi, model_from, pick
 
@@ -42,7 +43,7 @@ class GeminiRecipe(AgentRecipe):
 
     def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
         """Select API-key auth in ``~/.gemini/settings.json`` unless the user chose one."""
-        editor = files.EDITORS["json"]
+        editor = EDITORS["json"]
         path = home / ".gemini" / "settings.json"
 
         def select(text: str | None) -> str | None:
