@@ -16,7 +16,6 @@ launched by ``ssebench run``.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -178,13 +177,6 @@ class Client:
             )
         notes.extend(self.extra_notes)
         return notes
-
-    def detected(self, env: Env) -> bool:
-        path = self.config_path(Scope.USER, env)
-        if path is not None and (path.exists() or path.parent.is_dir() and path.parent != env.home):
-            return True
-        search = env.vars.get("PATH")
-        return any(shutil.which(b, path=search) for b in self.binaries)
 
     # -- run recipe hook ----------------------------------------------------------------------
 

@@ -12,18 +12,13 @@ import contextlib
 import difflib
 import errno
 import hashlib
-import json
 import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ssebench.agents.formats.base import Editor
 
 BOM = "\ufeff"
 
@@ -177,102 +172,6 @@ def app_lock(path: Path, timeout: float | None = None) -> Iterator[Path | None]:
             os.rmdir(lock)
 
 
-# --------------------------------------------------------------------------- what install added
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """What an install added besides the entry, so uninstall removes that and nothing else:
-    an empty ``"mcpServers": {}`` or a ``{}`` file that was there before stays, byte for byte."""
-
-    containers_created: int  # the innermost containers of the entry's path that install made
-    file_created: bool  # there was no file
-    blank: str | None = None  # the text of a blank file (whitespace only) install filled
-    # sha256 of the text install wrote and of the text before it (which NAME.bak then holds):
-    # while the file is still exactly what install wrote, uninstall gives back the .bak's text,
-    # byte for byte whatever the format (a YAML `extensions: {}` turned into a block, say).
-    after_sha: str | None = None
-    before_sha: str | None = None
-
-
-def _records_dir() -> Path:
-    # Beside the locks, in ssebench's cache: losing a record is safe (uninstall then takes the
-    # entry only and leaves an empty container), and nothing of ours appears among the user's
-    # state (agents/created.py keeps the files and folders an install created there).
-    return _cache_dir("installed")
-
-
-def _record_file(target: Path, entry_path: Sequence[str]) -> Path:
-    return _records_dir() / f"{_digest(target, *entry_path)}.json"
-
-
-def provenance(editor: Editor, before: str | None, entry_path: Sequence[str]) -> Provenance:
-    if before is None:
-        return Provenance(len(entry_path) - 1, True)
-    if before.strip() == "":
-        return Provenance(len(entry_path) - 1, False, before if len(before) <= 4096 else "")
-    containers = entry_path[:-1]
-    return Provenance(len(containers) - editor.present(before, containers), False)
-
-
-def load_record(target: Path, entry_path: Sequence[str]) -> Provenance | None:
-    try:
-        data = json.loads(_record_file(real_path(target), entry_path).read_text(encoding="utf-8"))
-        return Provenance(int(data["containers_created"]), bool(data["file_created"]), data.get("blank"),
-                          data.get("after_sha"), data.get("before_sha"))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # none (or unreadable): uninstall removes the entry only
-
-
-def note_install(target: Path, editor: Editor, change: Change, entry_path: Sequence[str]) -> None:
-    """Record what the install in ``change`` added. An entry that was there already keeps the
-    record of the install that added it. Best effort: without a record, uninstall is cautious."""
-    if not change.changed or (change.before is not None and change.before.strip()
-                              and editor.get(change.before, entry_path) is not None):
-        return
-    record = _record_file(real_path(target), entry_path)
-    with contextlib.suppress(OSError):
-        record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        found = provenance(editor, change.before, entry_path)
-        if change.before is not None and change.after is not None:
-            found = Provenance(found.containers_created, found.file_created, found.blank,
-                               _sha(change.after), _sha(change.before))
-        data = {"config": str(target), "entry": list(entry_path), **asdict(found)}
-        _atomic_write(record, (json.dumps(data, ensure_ascii=False) + "\n").encode(), 0o600)
-
-
-def forget_install(target: Path, entry_path: Sequence[str]) -> None:
-    with contextlib.suppress(OSError):
-        _record_file(real_path(target), entry_path).unlink()
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def removed_text(editor: Editor, text: str, entry_path: Sequence[str], record: Provenance | None,
-                 target: Path | None = None) -> str | None:
-    """``text`` without the entry and without what the install recorded in ``record`` added
-    (None: delete the file). Without a record only the entry goes: an empty container or an
-    empty ``{}`` may have been the user's."""
-    if record is not None and record.after_sha == _sha(text) and target is not None:
-        try:
-            previous = read_text(real_path(target).with_name(real_path(target).name + ".bak"))
-        except ConfigError:
-            previous = None
-        if previous is not None and _sha(previous) == record.before_sha:
-            return previous  # untouched since install: exactly what was there before
-    prune = record.containers_created if record else 0
-    result = editor.remove(text, entry_path, prune=prune)
-    if result is not None:
-        return result
-    if record is not None and record.file_created:
-        return None
-    if record is not None and record.blank is not None:
-        return record.blank
-    return editor.remove(text, entry_path, prune=prune, keep_empty=True)
-
-
 # --------------------------------------------------------------------------- writing
 
 
@@ -336,7 +235,8 @@ def _temp_copy(next_to: Path, data: bytes, mode: int) -> str:
     return tmp
 
 
-def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+def atomic_write(path: Path, data: bytes, mode: int) -> None:
+    """``path`` holds ``data`` (with ``mode``) or what it held before, never a part."""
     tmp = _temp_copy(path, data, mode)
     try:
         os.replace(tmp, path)

@@ -660,9 +660,10 @@ def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool,
         end = data.draw(st.integers(start, min(len(text), start + 3)))
         text = text[:start] + data.draw(FUZZ_FRAGMENTS) + text[end:]
     client = CLIENTS[agent]
-    saved = os.environ.get("XDG_CACHE_HOME")
+    saved = {name: os.environ.get(name) for name in ("XDG_CACHE_HOME", "XDG_STATE_HOME")}
     with tempfile.TemporaryDirectory() as root:
-        os.environ["XDG_CACHE_HOME"] = str(Path(root) / "cache")  # locks and records: in the temp folder
+        os.environ["XDG_CACHE_HOME"] = str(Path(root) / "cache")  # locks: in the temp folder
+        os.environ["XDG_STATE_HOME"] = str(Path(root) / "state")  # the install record too
         folder = Path(root) / "cfg"
         folder.mkdir()
         config = folder / "config"
@@ -679,10 +680,11 @@ def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool,
                 entry = formats.EDITORS[client.format].get(after, client.entry_path(ClientSettings()))
                 assert (entry is not None) == install
         finally:
-            if saved is None:
-                os.environ.pop("XDG_CACHE_HOME", None)
-            else:
-                os.environ["XDG_CACHE_HOME"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 @pytest.mark.timeout(120)
