@@ -132,52 +132,62 @@ def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str,
     return Plan(command=list(launch.argv), env=dict(launch.env), dialog=recipe.dialog)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from ssebench.container.settings import SettingsError
+class _Refused(Exception):
+    """A run that cannot start; the message is its one line after ``ssebench run:`` (exit 2)."""
+
+
+def _start(args: argparse.Namespace, command: list[str]) -> tuple[Any, dict[str, str], int, Path]:
+    """Everything checked before a run starts: the task, the level, the agent's preflight and
+    the results folder (made). _Refused says what is wrong."""
+    from ssebench.difficulty import DifficultyError, level_from_env
     from ssebench.task import TaskError, load_task
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    err = sys.stderr
     if bool(args.agent) == bool(command):
-        print("ssebench run: give either --agent NAME or a command after '--', not both or neither", file=err)
-        return 2
+        raise _Refused("give either --agent NAME or a command after '--', not both or neither")
     try:
         task = load_task(args.task)
     except TaskError as exc:
-        print(f"ssebench run: {exc}", file=err)
-        return 2
+        raise _Refused(str(exc)) from None
     env = dict(os.environ)
     if args.difficulty is not None:
         env["SSE_DIFFICULTY"] = str(args.difficulty)
-    from ssebench.difficulty import DifficultyError, level_from_env
-
     try:
         level = level_from_env(env)
     except DifficultyError as exc:
-        print(f"ssebench run: {exc}", file=err)
-        return 2
+        raise _Refused(str(exc)) from None
     if args.agent and not args.skip_preflight:
         from ssebench.agents.recipe import PreflightError, preflight
 
         try:
             preflight(args.agent, env, cli=not args.docker)
         except PreflightError as exc:
-            print(f"ssebench run: {exc}\n(--skip-preflight starts it anyway)", file=err)
-            return 2
+            raise _Refused(f"{exc}\n(--skip-preflight starts it anyway)") from None
     name = args.agent or "command"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task.id}-{name}-{stamp}").absolute()
     if results.exists() and (not results.is_dir() or any(results.iterdir())):
-        print(f"ssebench run: --results {results}: exists and is not an empty folder", file=err)
-        return 2
+        raise _Refused(f"--results {results}: exists and is not an empty folder")
     results.mkdir(parents=True, exist_ok=True)
+    return task, env, level.number, results
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ssebench.container.settings import SettingsError
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    err = sys.stderr
+    try:
+        task, env, level, results = _start(args, command)
+    except _Refused as exc:
+        print(f"ssebench run: {exc}", file=err)
+        return 2
     prompt = args.prompt or default_prompt(task)
     display = Display(console_file=err if args.json else sys.stdout)
     try:
         if args.docker:
-            code, data = _run_docker(args, task, level.number, results, command, prompt, env, display)
+            code, data = _run_docker(args, task, level, results, command, prompt, env, display)
         else:
             code, data = _run_process(args, task, results, command, prompt, env, display)
     except SettingsError as exc:
