@@ -3,8 +3,8 @@
 A client is data plus, where needed, a small override: its name, where its config lives per
 scope, the entry it needs, the key path of that entry, how it expresses a tool timeout (and
 in which unit), the notes a user must see. Reading, merging and removing the entry are the
-same for every client and live in ``files`` (one editor per format); a client never touches a
-file itself.
+same for every client and live in ``formats`` (one editor per format) and ``files`` (the
+writes); a client never touches a file itself.
 
 Run recipes (how ssebench launches the agent headless) are named by the agent's record
 (``ssebench.agents.agent.Agent``, listed in ``ssebench.agents.registry``), keyed by the same

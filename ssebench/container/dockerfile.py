@@ -76,8 +76,11 @@ def agent_cli(agent: str) -> AgentCli:
 
 def pinned_version(agent: str) -> str:
     """The exact version of AGENT's CLI pinned in configs/agent-clis/package.json."""
+    from ssebench.agents.registry import AGENTS
+
+    cli = agent_cli(agent)
     try:
-        return _pinned(agent_cli(agent).package, PINS_FILE)
+        return _pinned(cli.package, AGENTS[agent].pins_file or PINS_FILE)
     except PinError as error:
         raise DockerfileError(str(error)) from None
 
