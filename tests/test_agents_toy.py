@@ -56,6 +56,12 @@ def test_a_registered_agent_is_in_every_list(toy) -> None:  # noqa: ANN001
     assert CLIENTS["toy"].recipe() is get_recipe("toy")
     assert "toy" in CONVERTERS and type(load_converter("toy")).__name__ == "ToyDialog"
     assert dockerfile.agent_cli("toy") == dockerfile.AgentCli("toy-cli", "toy")
+    layer = dockerfile.render_agent_dockerfile("toy", "ssebench-task:test").splitlines()
+    assert '      org.ssebench.agent-package="toy-cli@1.0.0"' in layer  # its own pin file
+    assert "RUN ssebench agents install toy \\" in layer
+    from ssebench.doctor import check_agent_clis
+
+    assert [f.check for f in check_agent_clis({"PATH": ""})] == list(names())
     assert "CODEX_HOME" in config_vars()
     parser = argparse.ArgumentParser()
     run.register(parser.add_subparsers())
