@@ -352,7 +352,7 @@ def test_what_install_created_goes_and_without_a_record_only_the_entry_goes(user
     assert user.agents("install", "claude", "--file", "c.json").returncode == 0
     import shutil
 
-    shutil.rmtree(user.home / ".cache")  # the record of what install added is lost
+    shutil.rmtree(user.home / ".local" / "state")  # the install record (agents/installs.py) is lost
     assert user.agents("uninstall", "claude", "--file", "c.json").returncode == 0
     assert json.loads(config.read_text()) == {"a": 1, "mcpServers": {}}  # cautious: the container may be the user's
 
