@@ -1,7 +1,8 @@
 """What `ssebench agents install|uninstall|list|show` do, apart from printing.
 
-Kept apart from the CLI so tests and other parts (the container entrypoint, Dockerfile
-rendering) can register a client without going through argparse.
+Kept apart from the CLI (agents/cli.py only parses and prints) so tests and other parts (the
+container entrypoint, Dockerfile rendering) can register a client without going through
+argparse. What an install did is recorded by ``agents/installs.py``, the one record of it.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents import files
+from ssebench.agents import files, installs
+from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.base import Client, Env, Scope, Settings
+from ssebench.agents.registry import CLIENTS
 
 
 class UsageError(Exception):
@@ -28,6 +31,7 @@ class Outcome:
     change: files.Change | None
     dry_run: bool
     notes: list[str] = field(default_factory=list)
+    removed: list[Path] = field(default_factory=list)  # what uninstall removed that ssebench had created
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -47,8 +51,8 @@ class Outcome:
         }
 
 
-def editor(client: Client) -> files.Editor:
-    return files.EDITORS[client.format]
+def editor(client: Client) -> Editor:
+    return EDITORS[client.format]
 
 
 def target(client: Client, scope: Scope, env: Env, file: Path | None) -> Path:
@@ -72,7 +76,7 @@ def _guard(path: Path, action):  # noqa: ANN001, ANN202
     def run(text: str | None) -> str | None:
         try:
             return action(text)
-        except files.FormatError as exc:
+        except FormatError as exc:
             raise files.ConfigError(path, exc.message, exc.line) from None
 
     return run
@@ -81,12 +85,12 @@ def _guard(path: Path, action):  # noqa: ANN001, ANN202
 def install(client: Client, settings: Settings, scope: Scope, env: Env, *, file: Path | None = None,
             dry_run: bool = False) -> Outcome:
     path = target(client, scope, env, file)
-    entry = client.entry(settings)
+    entry, entry_path = client.entry(settings), client.entry_path(settings)
     ed = editor(client)
-    change = files.edit(path, _guard(path, lambda text: ed.set(text, client.entry_path(settings), entry)),
-                        dry_run=dry_run)
+    new_folders = installs.missing_parents(path)
+    change = files.edit(path, _guard(path, lambda text: ed.set(text, entry_path, entry)), dry_run=dry_run)
     if not dry_run:
-        files.note_install(path, ed, change, client.entry_path(settings))  # what uninstall may take back
+        installs.after_install(env, change, ed, entry_path, new_folders)  # what uninstall may take back
     return Outcome(client, settings, scope, path, entry, change, dry_run, client.notes(settings))
 
 
@@ -94,22 +98,32 @@ def uninstall(client: Client, settings: Settings, scope: Scope, env: Env, *, fil
               dry_run: bool = False) -> Outcome:
     path = target(client, scope, env, file)
     ed = editor(client)
-
     entry_path = client.entry_path(settings)
-    record = files.load_record(path, entry_path)  # only what install added goes
-    if record is None:
-        from ssebench.agents import created
-
-        if str(path) in created.load(env).files:  # no record of ours, but the file is ssebench's
-            record = files.Provenance(len(entry_path) - 1, True)
+    record = installs.load(env).provenance(path, entry_path)  # only what install added goes
 
     def remove(text: str | None) -> str | None:
-        return None if text is None else files.removed_text(ed, text, entry_path, record, path)
+        return None if text is None else installs.removed_text(ed, text, entry_path, record, path)
 
     change = files.edit(path, _guard(path, remove), dry_run=dry_run)
-    if not dry_run and change.changed:
-        files.forget_install(path, entry_path)
-    return Outcome(client, settings, scope, path, None, change, dry_run)
+    removed = [] if dry_run else installs.after_uninstall(env, path, entry_path, change.changed)
+    return Outcome(client, settings, scope, path, None, change, dry_run, removed=removed)
+
+
+def clients() -> list[Client]:
+    """Every client with a config file of its own (not ``generic``)."""
+    return [c for c in CLIENTS.values() if c.name != "generic"]
+
+
+def detected(env: Env) -> list[str]:
+    """``install --all``: the clients found here (not counting what ssebench created)."""
+    record = installs.load(env)
+    return [c.name for c in clients() if installs.detected(c, env, record)]
+
+
+def registered(env: Env, name: str, scope: str) -> list[str]:
+    """``uninstall --all``: the clients whose config in ``scope`` has the server ``name``."""
+    rows = registrations(clients(), Settings(name=name), env)
+    return list(dict.fromkeys(r.client.name for r in rows if r.registered and r.scope.value == scope))
 
 
 @dataclass
@@ -135,21 +149,23 @@ class Registration:
         }
 
 
-def registrations(clients: list[Client], settings: Settings, env: Env) -> list[Registration]:
+def registrations(among: list[Client], settings: Settings, env: Env) -> list[Registration]:
     rows = []
-    for client in clients:
+    record = installs.load(env)
+    for client in among:
         for scope in Scope:
             path = client.config_path(scope, env)
             if path is None or (scope is Scope.PROJECT and not path.exists()):
                 continue
-            row = Registration(client, scope, path, client.detected(env), path.exists(), False, None, None)
+            found = installs.detected(client, env, record)
+            row = Registration(client, scope, path, found, path.exists(), False, None, None)
             try:
                 text = files.read_text(path)
                 entry = None if text is None else editor(client).get(text, client.entry_path(settings))
             except files.ConfigError as exc:
                 row.error = str(exc)
                 entry = None
-            except files.FormatError as exc:
+            except FormatError as exc:
                 row.error = str(files.ConfigError(path, exc.message, exc.line))
                 entry = None
             if isinstance(entry, dict):

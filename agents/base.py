@@ -3,19 +3,19 @@
 A client is data plus, where needed, a small override: its name, where its config lives per
 scope, the entry it needs, the key path of that entry, how it expresses a tool timeout (and
 in which unit), the notes a user must see. Reading, merging and removing the entry are the
-same for every client and live in ``files`` (one editor per format); a client never touches a
-file itself.
+same for every client and live in ``formats`` (one editor per format) and ``files`` (the
+writes); a client never touches a file itself.
 
-Run recipes (how ssebench launches the agent headless) live in ``ssebench.agents.recipe``,
-keyed by the same AGENT name: ``Client.recipe()`` looks the client's recipe up there, lazily,
-so registering a client never imports a recipe, and a client without one (VS Code, Zed...) can
-still be registered, just not launched by ``ssebench run``.
+Run recipes (how ssebench launches the agent headless) are named by the agent's record
+(``ssebench.agents.agent.Agent``, listed in ``ssebench.agents.registry``), keyed by the same
+AGENT name: ``Client.recipe()`` looks the recipe up there, lazily, so registering a client never
+imports a recipe, and a client without one (VS Code, Zed...) can still be registered, just not
+launched by ``ssebench run``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -82,7 +82,7 @@ class Client:
 
     name: str  # the AGENT argument
     title: str  # what people call it
-    format: str  # "json" (JSON/JSONC), "toml" or "yaml": picks the editor in files.EDITORS
+    format: str  # "json" (JSON/JSONC), "toml" or "yaml": picks the editor in formats.EDITORS
     container: tuple[str, ...]  # key path of the table of servers, e.g. ("mcpServers",)
     user_path: str | None  # relative to HOME; "{xdg}/..." = $XDG_CONFIG_HOME, "{app}/..." = appData
     project_path: str | None = None  # relative to the current folder
@@ -178,18 +178,12 @@ class Client:
         notes.extend(self.extra_notes)
         return notes
 
-    def detected(self, env: Env) -> bool:
-        path = self.config_path(Scope.USER, env)
-        if path is not None and (path.exists() or path.parent.is_dir() and path.parent != env.home):
-            return True
-        search = env.vars.get("PATH")
-        return any(shutil.which(b, path=search) for b in self.binaries)
-
-    # -- run recipe hook (engineer D) ---------------------------------------------------------
+    # -- run recipe hook ----------------------------------------------------------------------
 
     def recipe(self) -> Recipe | None:
-        """This client's run recipe, looked up by name in ``ssebench.agents.recipe``; None if
-        ssebench cannot launch this client."""
-        from ssebench.agents.recipe import AGENTS, get_recipe
+        """This client's run recipe, from the agent record of the same name in
+        ``ssebench.agents.registry``; None if ssebench cannot launch this client."""
+        from ssebench.agents.registry import AGENTS
 
-        return get_recipe(self.name) if self.name in AGENTS else None
+        record = AGENTS.get(self.name)
+        return record.load_recipe() if record is not None else None

@@ -4,9 +4,10 @@ with an MCP client.
 Exit status: 0 done (or nothing to do), 1 a config file that cannot be edited (malformed,
 wrong type, unreadable), 2 a request that makes no sense (unknown agent, a scope the client
 does not have, a bad ``--url``, no AGENT and no ``--all``). ``install``/``uninstall`` take
-several agents (each in turn; the worst status wins) or ``--all``. What an install created
-is recorded (``agents/created.py``) so ``list`` does not take it for an installed client and
-``uninstall`` removes it. Handlers import the kit lazily, so other commands do not pay for it.
+several agents (each in turn; the worst status wins) or ``--all``. This module only parses and
+prints: what the commands do is ``agents/actions.py``, and what an install did is recorded by
+``agents/installs.py`` (so ``list`` does not take what it created for an installed client and
+``uninstall`` removes it). Handlers import the kit lazily, so other commands do not pay for it.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ class _OneOf:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
-    from ssebench.agents.registry import CLIENTS  # plain data: cheap to import at start-up
+    from ssebench.agents.registry import AGENTS, CLIENTS  # plain data: cheap to import at start-up
 
-    names = tuple(CLIENTS)
+    names, launchable = tuple(CLIENTS), tuple(AGENTS)
 
     agents = sub.add_parser("agents", help="register the ssebench MCP server with an agent / MCP client",
                             description="Register the ssebench MCP server with an agent or MCP client.")
@@ -95,7 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_list)
 
     p = verbs.add_parser("dockerfile", help="print the Dockerfile layer that installs and registers AGENT")
-    p.add_argument("agent", metavar="AGENT", help="claude | codex | gemini | opencode")
+    p.add_argument("agent", metavar="AGENT", help=" | ".join(launchable))
     p.set_defaults(func=_dockerfile)
 
 
@@ -138,6 +139,7 @@ def check_url(url: str) -> str | None:
 
 def _several(args: argparse.Namespace, install: bool) -> int:
     """install/uninstall for AGENT... or --all: each agent in turn, the worst status wins."""
+    from ssebench.agents import actions
     from ssebench.agents.base import Env
 
     if install and (problem := check_url(args.url)) is not None:
@@ -149,7 +151,7 @@ def _several(args: argparse.Namespace, install: bool) -> int:
         _error("give AGENT names or --all, not both")
         return 2
     if args.all:
-        names = _detected(env) if install else _registered(env, args.name, args.scope)
+        names = actions.detected(env) if install else actions.registered(env, args.name, args.scope)
         if not names:
             if args.json:
                 print("[]")
@@ -175,79 +177,19 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     return max(statuses)
 
 
-def _detected(env) -> list[str]:  # noqa: ANN001
-    from ssebench.agents import created
-    from ssebench.agents.registry import CLIENTS
-
-    mine = created.load(env)
-    return [c.name for c in CLIENTS.values() if c.name != "generic"
-            and (_installed(c, env) or _config_present(c, env, mine))]
-
-
-def _registered(env, name: str, scope: str) -> list[str]:  # noqa: ANN001
-    from ssebench.agents import actions
-    from ssebench.agents.base import Settings
-    from ssebench.agents.registry import CLIENTS
-
-    clients = [c for c in CLIENTS.values() if c.name != "generic"]
-    rows = actions.registrations(clients, Settings(name=name), env)
-    return list(dict.fromkeys(r.client.name for r in rows if r.registered and r.scope.value == scope))
-
-
-def _installed(client, env) -> bool | None:  # noqa: ANN001
-    """The client's program is on PATH; None for a client without one (a desktop app)."""
-    import shutil
-
-    if not client.binaries:
-        return None
-    return any(shutil.which(b, path=env.vars.get("PATH")) for b in client.binaries)
-
-
-def _config_present(client, env, mine) -> bool:  # noqa: ANN001
-    """The client's user config file, or the folder it lives in, exists and is not only
-    what ssebench created (a home folder itself never counts)."""
-    from ssebench.agents.base import Scope
-
-    path = client.config_path(Scope.USER, env)
-    if path is None:
-        return False
-    if path.exists():
-        return not mine.ours_only(path)
-    folder = path.parent
-    return folder.is_dir() and folder != env.home and not mine.ours_only(folder)
-
-
 def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:  # noqa: ANN001
     """One agent; prints its lines (or returns its JSON object when --json)."""
-    from ssebench import ui
-    from ssebench.agents import actions, created, files
+    from ssebench.agents import actions, files
     from ssebench.agents.base import Scope
     from ssebench.agents.registry import get
 
     client = get(name)
     settings = _settings(args)
     if client.name == "generic" and args.file is None:
-        if not install:
-            _error("generic has no config file of its own: give --file PATH")
-            return 2, None
-        if args.json:
-            return 0, {"entry": client.entry(settings), "notes": client.notes(settings)}
-        print(actions.snippet(client, settings), end="")
-        for note in client.notes(settings):
-            print(f"Note: {note}", file=sys.stderr)
-        return 0, None
+        return _generic(args, client, settings, install)
     try:
-        scope = Scope(args.scope)
-        path = actions.target(client, scope, env, args.file)
-        existed, new_folders = path.exists(), created.missing_parents(path)
         action = actions.install if install else actions.uninstall
-        outcome = action(client, settings, scope, env, file=args.file, dry_run=args.dry_run)
-        removed: list[Path] = []
-        if not args.dry_run and outcome.path is not None:
-            if install:
-                created.record_install(env, outcome.path, existed, new_folders)
-            else:
-                removed = created.clean_after_uninstall(env, outcome.path)
+        outcome = action(client, settings, Scope(args.scope), env, file=args.file, dry_run=args.dry_run)
     except actions.UsageError as exc:
         _error(str(exc))
         return 2, None
@@ -260,12 +202,34 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
     if args.json:
         data = outcome.as_json()
         if not install:
-            data["removed"] = [str(p) for p in removed]
+            data["removed"] = [str(p) for p in outcome.removed]
         return 0, data
-    change = outcome.change
+    _print_outcome(outcome, install)
+    return 0, None
+
+
+def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple[int, dict | None]:  # noqa: ANN001
+    """``generic`` without ``--file``: print the standard entry (it has no config of its own)."""
+    from ssebench.agents import actions
+
+    if not install:
+        _error("generic has no config file of its own: give --file PATH")
+        return 2, None
+    if args.json:
+        return 0, {"entry": client.entry(settings), "notes": client.notes(settings)}
+    print(actions.snippet(client, settings), end="")
+    for note in client.notes(settings):
+        print(f"Note: {note}", file=sys.stderr)
+    return 0, None
+
+
+def _print_outcome(outcome, install: bool) -> None:  # noqa: ANN001
+    from ssebench import ui
+
+    change, settings = outcome.change, outcome.settings
     assert change is not None
-    where = f"{outcome.path} ({client.title}, {outcome.scope.value} scope)"
-    if args.dry_run:
+    where = f"{outcome.path} ({outcome.client.title}, {outcome.scope.value} scope)"
+    if outcome.dry_run:
         if change.changed:
             print(change.diff(), end="")
         print(f"Dry run: {where} {'would change as shown' if change.changed else 'needs no change'}; "
@@ -280,11 +244,10 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
             ui.echo(("Removed", "ok"), f" {settings.name} from {where}.")
         else:
             ui.echo(f"{settings.name} is not registered in {where}; nothing changed.")
-        if removed:
-            ui.echo(f"Also removed what ssebench had created: {', '.join(map(str, removed))}.")
+        if outcome.removed:
+            ui.echo(f"Also removed what ssebench had created: {', '.join(map(str, outcome.removed))}.")
     for note in outcome.notes:
         ui.echo(("Note:", "dim"), f" {note}")
-    return 0, None
 
 
 def _install(args: argparse.Namespace) -> int:
@@ -313,45 +276,51 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ssebench import ui
-    from ssebench.agents import actions, created
+    from ssebench.agents import actions, installs
     from ssebench.agents.base import Env, Settings
-    from ssebench.agents.registry import CLIENTS
 
     env = Env.current()
-    mine = created.load(env)
-    clients = [c for c in CLIENTS.values() if c.name != "generic"]
+    record = installs.load(env)
+    clients = actions.clients()
     rows = actions.registrations(clients, Settings(name=args.name), env)
-    found = {c.name: (_installed(c, env), _config_present(c, env, mine)) for c in clients}
+    found = {c.name: (installs.installed(c, env), installs.config_present(c, env, record)) for c in clients}
     if args.json:
         out = []
         for row in rows:
             installed, present = found[row.client.name]
             data = row.as_json()
-            data["detected"] = bool(installed) or present
             data.update(installed=installed, config_present=present,
-                        created_by_ssebench=row.exists and mine.ours_only(row.path))
+                        created_by_ssebench=row.exists and record.ours_only(row.path))
             out.append(data)
         print(json.dumps(out, indent=2))
         return 0
-    table = [("AGENT", "INSTALLED", "CONFIG", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "FILE")]
+    _print_table(rows, found, record)
     for row in rows:
         if row.error:
-            registered = "unreadable"
-        else:
-            registered = "yes" if row.registered else "no"
-        if not row.registered:
-            timeout = "-"
-        elif row.client.timeout_key is None:
-            timeout = "no timeout key"
-        elif row.timeout_seconds is None:
-            timeout = "not set"
-        else:
-            timeout = f"{row.timeout_seconds:g} s"
+            _error(row.error)
+    return 0
+
+
+def _timeout_cell(row) -> str:  # noqa: ANN001
+    if not row.registered:
+        return "-"
+    if row.client.timeout_key is None:
+        return "no timeout key"
+    if row.timeout_seconds is None:
+        return "not set"
+    return f"{row.timeout_seconds:g} s"
+
+
+def _print_table(rows, found, record) -> None:  # noqa: ANN001
+    from ssebench import ui
+
+    table = [("AGENT", "INSTALLED", "CONFIG", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "FILE")]
+    for row in rows:
+        registered = "unreadable" if row.error else "yes" if row.registered else "no"
         installed, present = found[row.client.name]
-        config = "yes" if present else "ssebench" if row.exists and mine.ours_only(row.path) else "no"
+        config = "yes" if present else "ssebench" if row.exists and record.ours_only(row.path) else "no"
         table.append((row.client.name, {True: "yes", False: "no", None: "-"}[installed], config,
-                      row.scope.value, registered, row.url or "-", timeout,
+                      row.scope.value, registered, row.url or "-", _timeout_cell(row),
                       str(row.path) + ("" if row.exists else " (no file)")))
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
     meaning = {"yes": "ok", "no": "dim", "-": "dim", "unreadable": "fail", "ssebench": "warn"}
@@ -370,10 +339,6 @@ def _list(args: argparse.Namespace) -> int:
     if any(cell == "ssebench" for r in table[1:] for cell in r[2:3]):
         ui.echo(("CONFIG ssebench: the config exists only because ssebench wrote it; "
                  "the client itself was not found.", "dim"))
-    for row in rows:
-        if row.error:
-            _error(row.error)
-    return 0
 
 
 def _dockerfile(args: argparse.Namespace) -> int:

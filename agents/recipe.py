@@ -2,7 +2,9 @@
 
 A recipe turns (prompt, MCP server URL, the agent's HOME, the environment) into a
 :class:`Launch`: the argv, the environment to add, and the stream format the CLI writes
-on stdout (the dialog converters in ``agents/*/dialog.py`` read it). The MCP server itself
+on stdout (the dialog converters in ``agents/*/dialog.py`` read it). The facts a recipe
+shares with the rest of ssebench (command, npm package, stream format) are its agent's record
+(agents/agent.py); a recipe holds only how to launch. The MCP server itself
 is registered beforehand by ``ssebench agents install AGENT --url URL`` (agents/base.py);
 a recipe only adds what a headless run needs on top: flags that allow the one tool
 without a prompt, timeouts that outlast a long ``test_patch`` call, and the model API.
@@ -23,7 +25,6 @@ timeout (Codex, opencode: an hour by default).
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -32,18 +33,14 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from ssebench.agents.agent import Agent
 
 #: the model name for the agent; unset, each CLI uses its own default
 MODEL_VAR = "SSE_AGENT_MODEL"
-
-#: Stream formats a recipe can produce (what the dialog converters read).
-CLAUDE_STREAM_JSON = "claude-stream-json"  # claude -p --output-format stream-json --verbose
-CODEX_JSON = "codex-json"  # codex exec --json
-GEMINI_STREAM_JSON = "gemini-stream-json"  # gemini -p --output-format stream-json
-OPENCODE_JSON = "opencode-json"  # opencode run --format json
-
 
 @dataclass(frozen=True)
 class Launch:
@@ -70,7 +67,7 @@ class ModelApi:
 @runtime_checkable
 class Recipe(Protocol):
     agent: str  # the AGENT name of ``ssebench agents install``
-    dialog: str  # the key of the agent's converter in ssebench.dialog.convert.CONVERTERS
+    dialog: str  # the name of the agent whose converter reads the stream (ssebench.dialog.convert)
     stream_format: str
     binary: str  # the CLI's program name
     package: str  # the npm package that installs it (pinned in configs/agent-clis/package.json)
@@ -88,32 +85,43 @@ class Recipe(Protocol):
         ...
 
 
-class NoPrepare:
-    """For recipes whose CLI needs nothing on disk beyond the MCP entry."""
+@dataclass(frozen=True)
+class AgentRecipe:
+    """A recipe's facts (name, command, package, stream format) read from its agent's record,
+    so they are written once (agents/<agent>/__init__.py); subclasses add ``model_api`` and
+    ``launch``, and ``prepare`` where the CLI needs something on disk beyond the MCP entry."""
+
+    record: Agent
+
+    @property
+    def agent(self) -> str:
+        return self.record.name
+
+    @property
+    def dialog(self) -> str:
+        return self.record.name
+
+    @property
+    def stream_format(self) -> str:
+        return self.record.stream_format
+
+    @property
+    def binary(self) -> str:
+        return self.record.binary
+
+    @property
+    def package(self) -> str:
+        return self.record.package
 
     def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
         return None
 
 
-# agent name -> module holding ``RECIPE`` (claude/codex) or ``RECIPES[agent]`` (generic)
-_MODULES = {
-    "claude": "ssebench.agents.claude.recipe",
-    "codex": "ssebench.agents.codex.recipe",
-    "gemini": "ssebench.agents.generic.recipes",
-    "opencode": "ssebench.agents.generic.recipes",
-}
-
-AGENTS: tuple[str, ...] = tuple(_MODULES)
-
-
 def get_recipe(agent: str) -> Recipe:
-    """The bundled run recipe for ``agent``; ValueError naming the known agents otherwise."""
-    module_name = _MODULES.get(agent)
-    if module_name is None:
-        raise ValueError(f"no run recipe for agent {agent!r}; ssebench can run: {', '.join(AGENTS)}")
-    module = importlib.import_module(module_name)
-    recipes = getattr(module, "RECIPES", None)
-    return recipes[agent] if recipes is not None else module.RECIPE
+    """The run recipe of the registered ``agent``; ValueError naming the known agents otherwise."""
+    from ssebench.agents import registry
+
+    return registry.agent(agent).load_recipe()
 
 
 def model_from(env: Mapping[str, str]) -> str | None:
@@ -145,13 +153,15 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
     is read from the installed package's package.json; only a CLI installed some other
     way is asked ``--version``, and only once everything else passed.
     """
-    from ssebench.resources import PinError, pinned_version
+    from ssebench.agents import registry
+    from ssebench.resources import PinError
 
-    recipe = get_recipe(agent)
+    record = registry.agent(agent)
+    recipe = record.load_recipe()
     problems = model_api_problems(recipe, env)
     if cli:
         try:
-            pin = pinned_version(recipe.package)
+            pin = record.pin()
         except PinError as error:
             raise PreflightError(str(error)) from None
         install = f"npm install -g {recipe.package}@{pin}"

@@ -1,17 +1,70 @@
-"""Every client the kit knows, by AGENT name, in the order the docs list them."""
+"""Every agent and client the kit knows, by AGENT name, in the order the docs list them.
+
+``AGENTS`` holds the records of the agents ``ssebench run`` can launch (agents/agent.py),
+``CLIENTS`` every client ``ssebench agents`` can register the server with: the launchable
+agents' clients first, then the register-only ones (agents/generic/). Every list of agents
+(argparse choices, help texts, the Docker layers, the dialog converters, doctor's checks)
+reads these at the time it is made, so one :func:`register` call adds an agent everywhere.
+"""
 
 from __future__ import annotations
 
+from ssebench.agents import claude, codex, gemini, opencode
+from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
-from ssebench.agents.claude.client import CLIENT as CLAUDE
-from ssebench.agents.codex.client import CLIENT as CODEX
-from ssebench.agents.generic import claude_desktop, gemini, goose, opencode, standard, table, zed
+from ssebench.agents.generic import claude_desktop, goose, standard, table, zed
 
-_ORDER = (CLAUDE, CODEX, gemini.CLIENT, opencode.CLIENT, *table.CLIENTS, goose.CLIENT, zed.CLIENT,
-          claude_desktop.CLIENT, standard.CLIENT)
+_BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT)
+_REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT,
+                                      standard.CLIENT)
 
-CLIENTS: dict[str, Client] = {client.name: client for client in _ORDER}
+AGENTS: dict[str, Agent] = {}
+CLIENTS: dict[str, Client] = {}
+
+
+def _rebuild() -> None:
+    """Refill CLIENTS in place (modules hold references to it): agents first, then the rest."""
+    CLIENTS.clear()
+    CLIENTS.update((agent.name, agent.client) for agent in AGENTS.values())
+    CLIENTS.update((client.name, client) for client in _REGISTER_ONLY)
+
+
+def register(agent: Agent) -> None:
+    """Add an agent (after the bundled ones); ValueError when its name is already taken."""
+    if agent.name in AGENTS or any(client.name == agent.name for client in _REGISTER_ONLY):
+        raise ValueError(f"an agent or client named {agent.name!r} is already registered")
+    AGENTS[agent.name] = agent
+    _rebuild()
+
+
+def unregister(name: str) -> None:
+    """Take back what :func:`register` added (bundled agents stay)."""
+    if name in AGENTS and AGENTS[name] not in _BUNDLED:
+        del AGENTS[name]
+        _rebuild()
+
+
+def names() -> tuple[str, ...]:
+    """The agents ``ssebench run --agent`` can launch, in order."""
+    return tuple(AGENTS)
+
+
+def agent(name: str) -> Agent:
+    """The record of a launchable agent; ValueError naming the known ones otherwise."""
+    try:
+        return AGENTS[name]
+    except KeyError:
+        raise ValueError(f"no run recipe for agent {name!r}; ssebench can run: {', '.join(AGENTS)}") from None
 
 
 def get(name: str) -> Client:
     return CLIENTS[name]
+
+
+def config_vars() -> tuple[str, ...]:
+    """Variables that would point an agent's CLI at the user's own config, not the run's HOME."""
+    return tuple(var for record in AGENTS.values() for var in record.config_vars)
+
+
+AGENTS.update((record.name, record) for record in _BUNDLED)
+_rebuild()

@@ -1,12 +1,16 @@
-"""The human-facing texts, from the jinja2 templates in configs/: what `show` prints and the
-clients table in docs/adding-an-agent.md."""
+"""The human-facing texts, from the jinja2 templates in configs/: what `show` prints, the
+clients table in docs/adding-an-agent.md and the agents table in the README."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ssebench.agents import actions
 from ssebench.agents.base import Client, Scope, Settings, Unit
+
+if TYPE_CHECKING:
+    from ssebench.agents.agent import Agent
 
 
 def configs_dir() -> Path:
@@ -59,3 +63,11 @@ def clients_table(clients: list[Client], settings: Settings) -> str:
         for c in clients
     ]
     return _env().get_template("clients-table.md.j2").render(rows=rows)
+
+
+def agents_table(records: list[Agent]) -> str:
+    """The README's table of the agents ``ssebench run --agent`` launches, from their records."""
+    lines = ["| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) |",
+             "|---|---|---|"]
+    lines += [f"| {r.name} | {r.model_vars} | `{r.package}` |" for r in records]
+    return "\n".join(lines) + "\n"

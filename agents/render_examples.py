@@ -1,5 +1,5 @@
-"""Regenerate (or, with --check, verify) the checked-in examples: configs/examples/ and the
-clients table in docs/adding-an-agent.md.
+"""Regenerate (or, with --check, verify) the checked-in examples: configs/examples/, the
+clients table in docs/adding-an-agent.md and the agents table in README.md.
 
     python -m ssebench.agents.render_examples          # rewrite them from the code
     python -m ssebench.agents.render_examples --check  # exit 1 and name what drifted
@@ -13,10 +13,12 @@ from pathlib import Path
 
 from ssebench.agents import actions, render
 from ssebench.agents.base import Settings
-from ssebench.agents.registry import CLIENTS
+from ssebench.agents.registry import AGENTS, CLIENTS
 
 TABLE_START = "<!-- clients-table:start (python -m ssebench.agents.render_examples) -->\n"
 TABLE_END = "<!-- clients-table:end -->\n"
+AGENTS_START = "<!-- agents-table:start (python -m ssebench.agents.render_examples) -->\n"
+AGENTS_END = "<!-- agents-table:end -->\n"
 SUFFIX = {"json": "json", "toml": "toml", "yaml": "yaml"}
 
 
@@ -29,12 +31,18 @@ def expected(root: Path) -> dict[Path, str]:
         out[examples / f"{client.name}.{SUFFIX[client.format]}"] = actions.snippet(client, settings)
         out[examples / f"{client.name}.show.txt"] = render.show(client, settings)
     doc = root / "docs" / "adding-an-agent.md"
-    text = doc.read_text(encoding="utf-8")
-    head, _, rest = text.partition(TABLE_START)
-    _, _, tail = rest.partition(TABLE_END)
-    table = render.clients_table(list(CLIENTS.values()), settings)
-    out[doc] = head + TABLE_START + table + TABLE_END + tail
+    out[doc] = _spliced(doc, TABLE_START, TABLE_END, render.clients_table(list(CLIENTS.values()), settings))
+    readme = root / "README.md"
+    out[readme] = _spliced(readme, AGENTS_START, AGENTS_END, render.agents_table(list(AGENTS.values())))
     return out
+
+
+def _spliced(path: Path, start: str, end: str, body: str) -> str:
+    """The text of *path* with *body* between its *start* and *end* marker lines."""
+    text = path.read_text(encoding="utf-8")
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return head + start + body + end + tail
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 Claude Code keeps every project's history in ~/.claude.json, so the file grows to megabytes;
 the JSON editor must stay fast there (json-five's round-trip model took 3 s for 780 kB, which
-is why agents/jsonc.py uses only its tokenizer).
+is why agents/formats/jsonc.py uses only its tokenizer).
 
     .venv/bin/python benchmarks/bench_agents.py [SIZE_MB ...]   # default: 1 5
 """

@@ -97,14 +97,15 @@ def check_node(env: Mapping[str, str]) -> Finding:
 
 def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
     """Each bundled agent's CLI against its pin, and its model API variables."""
-    from ssebench.agents.recipe import AGENTS, get_recipe, installed_version, model_api_problems
-    from ssebench.resources import PinError, pinned_version
+    from ssebench.agents.recipe import installed_version, model_api_problems
+    from ssebench.agents.registry import AGENTS
+    from ssebench.resources import PinError
 
     findings = []
-    for agent in AGENTS:
-        recipe = get_recipe(agent)
+    for agent, record in AGENTS.items():
+        recipe = record.load_recipe()
         try:
-            pin = pinned_version(recipe.package)
+            pin = record.pin()
         except PinError as error:
             findings.append(Finding(agent, FAIL, str(error)))
             continue
@@ -229,8 +230,16 @@ def check_registrations(name: str) -> list[Finding]:
                                     "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"))
     if not any(f.check.endswith(" config") for f in findings):
         findings.append(Finding("clients", WARN, f"no client has the {name} server registered",
-                                "ssebench agents install claude (or codex, gemini, ...)"))
+                                _install_hint()))
     return findings
+
+
+def _install_hint() -> str:
+    """``ssebench agents install claude (or codex, gemini, ...)``, from the registered agents."""
+    from ssebench.agents.registry import names
+
+    first, *others = names()
+    return f"ssebench agents install {first} (or {', '.join(others[:2])}, ...)"
 
 
 # -- probes ---------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ def test_check_mode_reports_drift(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     shutil.copytree(REPO / "configs", tmp_path / "configs", ignore=shutil.ignore_patterns("docker"))
     shutil.copy(REPO / "docs" / "adding-an-agent.md", tmp_path / "docs")
+    shutil.copy(REPO / "README.md", tmp_path)
     example = tmp_path / "configs" / "examples" / "codex.toml"
     example.write_text(example.read_text().replace("3600", "60"))
     code = (

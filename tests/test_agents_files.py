@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.agents import files
+from ssebench.agents import files, formats
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +21,7 @@ def test_bom_is_kept_and_bak_holds_previous_bytes(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     original = "\ufeff{\n  \"a\": 1\n}\n".encode()
     path.write_bytes(original)
-    change = files.edit(path, lambda text: files.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
+    change = files.edit(path, lambda text: formats.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
     assert change.changed
     assert path.read_bytes().startswith("\ufeff{\n  \"a\": 1,\n".encode())
     assert path.with_name("settings.json.bak").read_bytes() == original

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.agents.base import Env, Scope
-from ssebench.agents.recipe import AGENTS as RECIPE_AGENTS
+from ssebench.agents.registry import AGENTS as RECIPE_AGENTS
 from ssebench.agents.registry import CLIENTS
 
 
@@ -43,3 +43,19 @@ def test_paths_per_platform(tmp_path: Path) -> None:
     assert CLIENTS["vscode"].config_path(Scope.PROJECT, linux) == tmp_path / "w" / ".vscode" / "mcp.json"
     relative = Env(home=tmp_path, cwd=tmp_path, vars={"XDG_CONFIG_HOME": "relative/path"}, platform="linux")
     assert CLIENTS["goose"].config_path(Scope.USER, relative) == tmp_path / ".config" / "goose" / "config.yaml"
+
+
+def test_the_records_name_their_heavy_parts_lazily() -> None:
+    """Building every command's parser (argparse choices come from the records) imports no
+    recipe, converter, format editor or FastMCP: they load when a run needs them."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ssebench.cli import build_parser; build_parser(); "
+            "print('\\n'.join(sorted(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            check=True).stdout.split()
+    assert "ssebench.agents.registry" in loaded
+    heavy = [m for m in loaded if m.startswith(("fastmcp", "ssebench.dialog.convert", "ssebench.agents.formats"))
+             or (m.endswith((".recipe", ".dialog")) and m != "ssebench.dialog")]
+    assert heavy == []

@@ -15,7 +15,7 @@ import tomlkit
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from ssebench.agents import files
+from ssebench.agents import formats
 from ssebench.agents.base import Settings
 from ssebench.agents.registry import CLIENTS
 
@@ -80,7 +80,7 @@ def entry_for(client, name: str = "ssebench") -> tuple[tuple[str, ...], dict[str
 @pytest.mark.parametrize(("client", "fixture"), CASES)
 def test_round_trip_on_fixture(client, fixture: str) -> None:  # noqa: ANN001
     original = FIXTURES[client.format][fixture]
-    editor = files.EDITORS[client.format]
+    editor = formats.EDITORS[client.format]
     path, entry = entry_for(client)
     installed = editor.set(original, path, entry)
     assert installed != original
@@ -93,7 +93,7 @@ def test_round_trip_on_fixture(client, fixture: str) -> None:  # noqa: ANN001
 @pytest.mark.parametrize("fixture", sorted(JSON_FIXTURES))
 def test_json_install_only_adds_lines(fixture: str) -> None:
     original = JSON_FIXTURES[fixture]
-    editor = files.EDITORS["json"]
+    editor = formats.EDITORS["json"]
     installed = editor.set(original, ("mcpServers", "ssebench"), {"url": "u"})
     if "\n" in original.strip():
         # every original line survives, in order (one may gain a comma)
@@ -107,20 +107,20 @@ def test_toml_install_appends_only_the_table() -> None:
     original = TOML_FIXTURES["commented"]
     client = CLIENTS["codex"]
     path, entry = entry_for(client)
-    installed = files.EDITORS["toml"].set(original, path, entry)
+    installed = formats.EDITORS["toml"].set(original, path, entry)
     assert installed.startswith(original + "\n[mcp_servers.ssebench]\n")
 
 
 def test_toml_existing_entry_is_replaced_in_place() -> None:
     original = TOML_FIXTURES["commented"].replace("# tail\n", "[mcp_servers.ssebench]\nurl = \"old\"\n\n# tail\n")
-    editor = files.EDITORS["toml"]
+    editor = formats.EDITORS["toml"]
     updated = editor.set(original, ("mcp_servers", "ssebench"), {"url": "new", "tool_timeout_sec": 5})
     assert updated == original.replace('url = "old"\n', 'url = "new"\ntool_timeout_sec = 5\n')
 
 
 def test_toml_inline_table_entry_falls_back_to_tomlkit() -> None:
     original = 'mcp_servers = { other = { url = "x" } }\n'
-    editor = files.EDITORS["toml"]
+    editor = formats.EDITORS["toml"]
     installed = editor.set(original, ("mcp_servers", "ssebench"), {"url": "u"})
     assert tomlkit.parse(installed).unwrap() == {"mcp_servers": {"other": {"url": "x"}, "ssebench": {"url": "u"}}}
     removed = editor.remove(installed, ("mcp_servers", "ssebench"))
@@ -130,14 +130,14 @@ def test_toml_inline_table_entry_falls_back_to_tomlkit() -> None:
 
 def test_json_duplicate_keys_last_one_wins() -> None:
     text = '{\n  "mcpServers": {"ssebench": {"url": "a"}},\n  "mcpServers": {"other": {}}\n}\n'
-    editor = files.EDITORS["json"]
+    editor = formats.EDITORS["json"]
     assert editor.get(text, ("mcpServers", "ssebench")) is None
     installed = editor.set(text, ("mcpServers", "ssebench"), {"url": "b"})
     assert json.loads(installed)["mcpServers"] == {"other": {}, "ssebench": {"url": "b"}}
 
 
 def test_json_empty_root_and_pruning() -> None:
-    editor = files.EDITORS["json"]
+    editor = formats.EDITORS["json"]
     assert editor.remove(editor.set("{}", ("mcpServers", "x"), {"url": "u"}), ("mcpServers", "x")) is None
     kept = '{\n  // keep me\n}\n'
     assert editor.remove(editor.set(kept, ("mcpServers", "x"), {"url": "u"}), ("mcpServers", "x")) == kept
@@ -145,7 +145,7 @@ def test_json_empty_root_and_pruning() -> None:
 
 def test_yaml_comment_only_file_keeps_its_comments() -> None:
     original = "# goose: nothing configured yet\n"
-    editor = files.EDITORS["yaml"]
+    editor = formats.EDITORS["yaml"]
     installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u", "timeout": 5})
     assert installed == original + "extensions:\n  ssebench:\n    uri: u\n    timeout: 5\n"
 
@@ -192,7 +192,7 @@ def render_jsonc(value: Any, data, indent: str, level: int = 0) -> str:  # noqa:
 @given(config=json_config("mcpServers"), indent=st.sampled_from([None, 2, 4, "\t"]))
 def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None:  # noqa: ANN001
     text = json.dumps(config, indent=indent, ensure_ascii=False) + "\n"
-    editor = files.EDITORS["json"]
+    editor = formats.EDITORS["json"]
     path, entry = entry_for(CLIENTS["claude"])
     installed = editor.set(text, path, entry)
     assert json.loads(installed)["mcpServers"]["ssebench"] == entry
@@ -206,7 +206,7 @@ def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None
 @given(config=json_config("mcp"), data=st.data(), indent=st.sampled_from(["  ", "    ", "\t"]))
 def test_jsonc_install_uninstall_identity(config: dict[str, Any], data, indent: str) -> None:  # noqa: ANN001
     text = "// generated\n" + render_jsonc(config, data, indent) + "\n"
-    editor = files.EDITORS["json"]
+    editor = formats.EDITORS["json"]
     path, entry = entry_for(CLIENTS["opencode"])
     installed = editor.set(text, path, entry)
     assert editor.get(installed, path) == entry
@@ -248,7 +248,7 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
         doc.add("mcp_servers", ms)
     text = tomlkit.dumps(doc)
     assume(text.endswith("\n"))
-    editor = files.EDITORS["toml"]
+    editor = formats.EDITORS["toml"]
     path, entry = entry_for(CLIENTS["codex"])
     installed = editor.set(text, path, entry)
     assert installed.startswith(text)
@@ -283,7 +283,7 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
     for i, extra in zip(reversed(top_level), between):  # comments and blank lines before keys
         lines.insert(i, extra)
     text = comment + "".join(lines)
-    editor = files.EDITORS["yaml"]
+    editor = formats.EDITORS["yaml"]
     path, entry = entry_for(CLIENTS["goose"])
     installed = editor.set(text, path, entry)
     assert editor.get(installed, path) == entry
@@ -294,7 +294,7 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
 def test_yaml_entry_goes_before_the_comments_of_the_next_key() -> None:
     original = ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n\n"
                 "# the model comes next\nGOOSE_MODEL: claude-x\n")
-    editor = files.EDITORS["yaml"]
+    editor = formats.EDITORS["yaml"]
     installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u", "timeout": 5, "envs": {}})
     assert installed == ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n"
                          "  ssebench:\n    uri: u\n    timeout: 5\n    envs: {}\n\n"
@@ -304,7 +304,7 @@ def test_yaml_entry_goes_before_the_comments_of_the_next_key() -> None:
 
 def test_yaml_flow_style_container_is_edited_by_ruamel() -> None:
     original = "extensions: {developer: {enabled: true}}\nGOOSE_MODE: auto\n"
-    editor = files.EDITORS["yaml"]
+    editor = formats.EDITORS["yaml"]
     installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u"})
     assert editor.get(installed, ("extensions", "ssebench")) == {"uri": "u"}
     assert editor.get(installed, ("extensions", "developer")) == {"enabled": True}
@@ -315,7 +315,7 @@ def test_yaml_flow_style_container_is_edited_by_ruamel() -> None:
 
 
 def test_yaml_null_container_gets_the_entry() -> None:
-    editor = files.EDITORS["yaml"]
+    editor = formats.EDITORS["yaml"]
     installed = editor.set("GOOSE_MODE: auto\nextensions:\nGOOSE_MODEL: x\n", ("extensions", "ssebench"), {"uri": "u"})
     assert installed == "GOOSE_MODE: auto\nextensions:\n  ssebench:\n    uri: u\nGOOSE_MODEL: x\n"
     assert editor.remove(installed, ("extensions", "ssebench")) == "GOOSE_MODE: auto\nGOOSE_MODEL: x\n"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.agents.recipe import AGENTS, PreflightError, get_recipe, installed_version, preflight
+from ssebench.agents.recipe import PreflightError, get_recipe, installed_version, preflight
+from ssebench.agents.registry import names
 from ssebench.container.agentlog import last_error_line
 from ssebench.resources import pinned_version
 
@@ -61,7 +62,7 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, "PATH": "/usr/bin:/bin", "COLUMNS": "200", **extra}
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", names())
 def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_factory, tmp_path: Path) -> None:
     task = task_factory(build="true")
     results = tmp_path / "run"
@@ -77,7 +78,7 @@ def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_facto
     assert not results.exists()
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", names())
 def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path: Path) -> None:
     task = task_factory(build="true")
     result = run("--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"),
@@ -88,7 +89,7 @@ def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path:
 
 
 def test_the_pinned_cli_with_a_key_passes(tmp_path: Path) -> None:
-    for agent in AGENTS:
+    for agent in names():
         bin_dir = fake_npm_cli(tmp_path / agent, agent, pinned_version(get_recipe(agent).package))
         preflight(agent, {"PATH": str(bin_dir), **KEYS[agent]})
 

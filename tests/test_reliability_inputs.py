@@ -352,7 +352,7 @@ def test_what_install_created_goes_and_without_a_record_only_the_entry_goes(user
     assert user.agents("install", "claude", "--file", "c.json").returncode == 0
     import shutil
 
-    shutil.rmtree(user.home / ".cache")  # the record of what install added is lost
+    shutil.rmtree(user.home / ".local" / "state")  # the install record (agents/installs.py) is lost
     assert user.agents("uninstall", "claude", "--file", "c.json").returncode == 0
     assert json.loads(config.read_text()) == {"a": 1, "mcpServers": {}}  # cautious: the container may be the user's
 
@@ -566,7 +566,7 @@ def test_install_waits_for_claude_codes_lock_and_keeps_its_write(user: User) -> 
 
 @pytest.mark.timeout(120)
 def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ssebench.agents import files
+    from ssebench.agents import files, formats
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(files, "APP_LOCK_TIMEOUT_SECONDS", 1.0)
@@ -575,7 +575,7 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
     holder = hold_claude_lock(config, 8)
     try:
         with pytest.raises(files.ConfigError) as err:
-            files.edit(config, lambda text: files.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
+            files.edit(config, lambda text: formats.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
         assert str(err.value) == (f"{config}: is locked by Claude Code ({config}.lock has been held for more than "
                                   "1 s, refreshed by a running claude); try again when Claude Code is idle")
         assert config.read_text() == '{"a": 1}\n'
@@ -588,7 +588,7 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
 @pytest.mark.timeout(60)
 def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from ssebench.agents import files
+    from ssebench.agents import files, formats
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     config = tmp_path / ".claude.json"
@@ -601,7 +601,7 @@ def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tm
 
     def transform(text: str | None) -> str:
         seen.append(lock.is_dir() and lock.stat().st_mtime > old)  # ours now, not the stale one
-        return files.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"})
+        return formats.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"})
 
     files.edit(config, transform)
     assert seen == [True]
@@ -649,7 +649,7 @@ FUZZ_FRAGMENTS = st.sampled_from([
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(agent=st.sampled_from(sorted(FUZZ_BASES)), install=st.booleans(), data=st.data())
 def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool, data) -> None:  # noqa: ANN001
-    from ssebench.agents import actions, files
+    from ssebench.agents import actions, files, formats
     from ssebench.agents.base import Env, Scope
     from ssebench.agents.base import Settings as ClientSettings
     from ssebench.agents.registry import CLIENTS
@@ -660,9 +660,10 @@ def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool,
         end = data.draw(st.integers(start, min(len(text), start + 3)))
         text = text[:start] + data.draw(FUZZ_FRAGMENTS) + text[end:]
     client = CLIENTS[agent]
-    saved = os.environ.get("XDG_CACHE_HOME")
+    saved = {name: os.environ.get(name) for name in ("XDG_CACHE_HOME", "XDG_STATE_HOME")}
     with tempfile.TemporaryDirectory() as root:
-        os.environ["XDG_CACHE_HOME"] = str(Path(root) / "cache")  # locks and records: in the temp folder
+        os.environ["XDG_CACHE_HOME"] = str(Path(root) / "cache")  # locks: in the temp folder
+        os.environ["XDG_STATE_HOME"] = str(Path(root) / "state")  # the install record too
         folder = Path(root) / "cfg"
         folder.mkdir()
         config = folder / "config"
@@ -676,13 +677,14 @@ def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool,
         else:
             after = files.read_text(config)
             if after is not None:
-                entry = files.EDITORS[client.format].get(after, client.entry_path(ClientSettings()))
+                entry = formats.EDITORS[client.format].get(after, client.entry_path(ClientSettings()))
                 assert (entry is not None) == install
         finally:
-            if saved is None:
-                os.environ.pop("XDG_CACHE_HOME", None)
-            else:
-                os.environ["XDG_CACHE_HOME"] = saved
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 @pytest.mark.timeout(120)

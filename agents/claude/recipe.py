@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CLAUDE_STREAM_JSON, Launch, ModelApi, NoPrepare, model_from, pick
+from ssebench.agents.claude import AGENT
+from ssebench.agents.recipe import AgentRecipe, Launch, ModelApi, model_from, pick
 
 TOOL = "mcp__ssebench__test_patch"
 MCP_STARTUP_MS = 300_000  # as long as the entrypoint waits for the server (SSE_MCP_TIMEOUT)
@@ -27,13 +28,7 @@ KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKE
 
 
 @dataclass(frozen=True)
-class ClaudeRecipe(NoPrepare):
-    agent: str = "claude"
-    dialog: str = "claude"
-    stream_format: str = CLAUDE_STREAM_JSON
-    binary: str = "claude"
-    package: str = "@anthropic-ai/claude-code"
-
+class ClaudeRecipe(AgentRecipe):
     def model_api(self, env: Mapping[str, str]) -> ModelApi:
         return ModelApi(keys=KEY_VARS, base_url="ANTHROPIC_BASE_URL")
 
@@ -56,4 +51,4 @@ class ClaudeRecipe(NoPrepare):
                                 "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "default 300000 ms, reset by progress"})
 
 
-RECIPE = ClaudeRecipe()
+RECIPE = ClaudeRecipe(AGENT)

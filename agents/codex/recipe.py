@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.agents.recipe import CODEX_JSON, Launch, ModelApi, NoPrepare, model_from, pick
+from ssebench.agents.codex import AGENT
+from ssebench.agents.recipe import AgentRecipe, Launch, ModelApi, model_from, pick
 
 SERVER_NAME = "ssebench"  # the name agents install registers the server under
 PROVIDER_ID = "ssebench"  # the provider ssebench defines when OPENAI_BASE_URL is set
@@ -31,13 +32,7 @@ def _toml_string(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class CodexRecipe(NoPrepare):
-    agent: str = "codex"
-    dialog: str = "codex"
-    stream_format: str = CODEX_JSON
-    binary: str = "codex"
-    package: str = "@openai/codex"
-
+class CodexRecipe(AgentRecipe):
     def model_api(self, env: Mapping[str, str]) -> ModelApi:
         # with OPENAI_BASE_URL the recipe's provider names OPENAI_API_KEY as its env_key;
         # without a key Codex retries its connection until the agent timeout
@@ -63,4 +58,4 @@ class CodexRecipe(NoPrepare):
                       timeouts={"tool_timeout_sec": "from agents install (default 3600 s), not reset by progress"})
 
 
-RECIPE = CodexRecipe()
+RECIPE = CodexRecipe(AGENT)

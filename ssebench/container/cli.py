@@ -14,6 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
+    from ssebench.agents.registry import names
+
     p = sub.add_parser(
         "entrypoint",
         help="run a task container: daemon, MCP server, agent, final grading",
@@ -30,7 +32,7 @@ def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mcp-timeout", help="seconds to wait for the MCP server (default: SSE_MCP_TIMEOUT, else 300)")
     p.add_argument("--port", dest="mcp_port", help="MCP server port (default: SSE_MCP_PORT, else 3000)")
     p.add_argument("--dialog", metavar="AGENT",
-                   help="convert the agent's stdout (claude|codex|gemini|opencode stream) into dialog.jsonl "
+                   help=f"convert the agent's stdout ({'|'.join(names())} stream) into dialog.jsonl "
                         "(default: SSE_DIALOG)")
     p.add_argument("--prompt", help="the agent's prompt, logged as the dialog's prompt line (default: SSE_PROMPT)")
     p.add_argument("--no-sandbox", action="store_true",

@@ -39,14 +39,14 @@ class AgentCli:
     bin: str
 
 
-def _agent_clis() -> dict[str, AgentCli]:
-    """Each bundled recipe's npm package and command (agents/*/recipe.py say them once)."""
-    from ssebench.agents.recipe import AGENTS, get_recipe
+def agent_clis() -> dict[str, AgentCli]:
+    """Each registered agent's npm package and command (its record, agents/<agent>/__init__.py)."""
+    from ssebench.agents.registry import AGENTS
 
-    return {agent: AgentCli(get_recipe(agent).package, get_recipe(agent).binary) for agent in AGENTS}
+    return {name: AgentCli(record.package, record.binary) for name, record in AGENTS.items()}
 
 
-AGENT_CLIS: dict[str, AgentCli] = _agent_clis()
+AGENT_CLIS: dict[str, AgentCli] = agent_clis()  # the bundled agents, as this module was imported
 
 
 class DockerfileError(Exception):
@@ -66,17 +66,21 @@ def _environment() -> jinja2.Environment:
 
 
 def agent_cli(agent: str) -> AgentCli:
+    clis = agent_clis()
     try:
-        return AGENT_CLIS[agent]
+        return clis[agent]
     except KeyError:
-        known = ", ".join(AGENT_CLIS)
+        known = ", ".join(clis)
         raise DockerfileError(f"no agent layer for {agent!r}: the bundled agents are {known}") from None
 
 
 def pinned_version(agent: str) -> str:
     """The exact version of AGENT's CLI pinned in configs/agent-clis/package.json."""
+    from ssebench.agents.registry import AGENTS
+
+    cli = agent_cli(agent)
     try:
-        return _pinned(agent_cli(agent).package, PINS_FILE)
+        return _pinned(cli.package, AGENTS[agent].pins_file or PINS_FILE)
     except PinError as error:
         raise DockerfileError(str(error)) from None
 
@@ -92,8 +96,10 @@ def render_task_dockerfile(base_image: str = DEFAULT_BASE_IMAGE) -> str:
 
 def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) -> str:
     """AGENT's layer on top of TASK_IMAGE: its pinned CLI, registered with the server."""
+    from ssebench.agents.registry import AGENTS
+
     cli = agent_cli(agent)
-    return _environment().get_template("agent.Dockerfile.j2").render(
+    return _environment().get_template(AGENTS[agent].layer_template).render(
         agent=agent,
         package=cli.package,
         bin=cli.bin,
@@ -109,7 +115,7 @@ EXAMPLES_DIR = data_dir("configs") / "examples" / "docker"
 def rendered_examples() -> dict[str, str]:
     """File name → text of every rendered Dockerfile checked in under configs/examples/docker/."""
     examples = {"task.Dockerfile": render_task_dockerfile()}
-    for agent in AGENT_CLIS:
+    for agent in agent_clis():
         examples[f"{agent}.Dockerfile"] = render_agent_dockerfile(agent)
     return examples
 

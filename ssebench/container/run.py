@@ -28,12 +28,14 @@ from typing import Any
 
 from ssebench.ui import seconds
 
-AGENTS = ("claude", "codex", "gemini", "opencode")
 STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ssebench.agents.registry import names
+
+    agents = names()  # the registered agents (agents/registry.py), at the time the parser is made
     p = sub.add_parser(
         "run",
         help="one whole run: daemon, server, agent, grading (here, or in Docker with --docker)",
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "The agent is a bundled one (--agent) or any command after '--'.",
     )
     p.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
-    p.add_argument("--agent", choices=AGENTS, help="a bundled agent, run with its recipe")
+    p.add_argument("--agent", choices=agents, help="a bundled agent, run with its recipe")
     p.add_argument("--difficulty", default=None, metavar="N",
                    help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)")
     p.add_argument("--docker", action="store_true", help="run in a task container (needs a Docker engine)")
@@ -55,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
     p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
     p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
-    p.add_argument("--dialog", metavar="AGENT", choices=AGENTS,
+    p.add_argument("--dialog", metavar="AGENT", choices=agents,
                    help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl")
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
     p.add_argument("--skip-preflight", action="store_true",
@@ -86,8 +88,13 @@ def private_home(results: Path) -> Path:
     return home
 
 
-#: variables that would point a CLI at the user's own config instead of the run's HOME
-USER_CONFIG_VARS = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR")
+def without_user_config(env: dict[str, str]) -> dict[str, str]:
+    """*env* without the variables that would point a CLI at the user's own config instead
+    of the run's HOME (each agent record's ``config_vars``)."""
+    from ssebench.agents.registry import config_vars
+
+    drop = set(config_vars())
+    return {k: v for k, v in env.items() if k not in drop}
 
 
 def home_env(home: Path) -> dict[str, str]:
@@ -111,7 +118,7 @@ def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
 
 def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str],
                 prepare: bool = True) -> Plan:
-    """The bundled agent's run recipe (agents/recipe.py) as a Plan.
+    """The registered agent's run recipe (agents/recipe.py) as a Plan.
 
     *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
     container the setup runs inside, where the agent's HOME is).
@@ -125,52 +132,62 @@ def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str,
     return Plan(command=list(launch.argv), env=dict(launch.env), dialog=recipe.dialog)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from ssebench.container.settings import SettingsError
+class _Refused(Exception):
+    """A run that cannot start; the message is its one line after ``ssebench run:`` (exit 2)."""
+
+
+def _start(args: argparse.Namespace, command: list[str]) -> tuple[Any, dict[str, str], int, Path]:
+    """Everything checked before a run starts: the task, the level, the agent's preflight and
+    the results folder (made). _Refused says what is wrong."""
+    from ssebench.difficulty import DifficultyError, level_from_env
     from ssebench.task import TaskError, load_task
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    err = sys.stderr
     if bool(args.agent) == bool(command):
-        print("ssebench run: give either --agent NAME or a command after '--', not both or neither", file=err)
-        return 2
+        raise _Refused("give either --agent NAME or a command after '--', not both or neither")
     try:
         task = load_task(args.task)
     except TaskError as exc:
-        print(f"ssebench run: {exc}", file=err)
-        return 2
+        raise _Refused(str(exc)) from None
     env = dict(os.environ)
     if args.difficulty is not None:
         env["SSE_DIFFICULTY"] = str(args.difficulty)
-    from ssebench.difficulty import DifficultyError, level_from_env
-
     try:
         level = level_from_env(env)
     except DifficultyError as exc:
-        print(f"ssebench run: {exc}", file=err)
-        return 2
+        raise _Refused(str(exc)) from None
     if args.agent and not args.skip_preflight:
         from ssebench.agents.recipe import PreflightError, preflight
 
         try:
             preflight(args.agent, env, cli=not args.docker)
         except PreflightError as exc:
-            print(f"ssebench run: {exc}\n(--skip-preflight starts it anyway)", file=err)
-            return 2
+            raise _Refused(f"{exc}\n(--skip-preflight starts it anyway)") from None
     name = args.agent or "command"
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task.id}-{name}-{stamp}").absolute()
     if results.exists() and (not results.is_dir() or any(results.iterdir())):
-        print(f"ssebench run: --results {results}: exists and is not an empty folder", file=err)
-        return 2
+        raise _Refused(f"--results {results}: exists and is not an empty folder")
     results.mkdir(parents=True, exist_ok=True)
+    return task, env, level.number, results
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ssebench.container.settings import SettingsError
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    err = sys.stderr
+    try:
+        task, env, level, results = _start(args, command)
+    except _Refused as exc:
+        print(f"ssebench run: {exc}", file=err)
+        return 2
     prompt = args.prompt or default_prompt(task)
     display = Display(console_file=err if args.json else sys.stdout)
     try:
         if args.docker:
-            code, data = _run_docker(args, task, level.number, results, command, prompt, env, display)
+            code, data = _run_docker(args, task, level, results, command, prompt, env, display)
         else:
             code, data = _run_process(args, task, results, command, prompt, env, display)
     except SettingsError as exc:
@@ -212,7 +229,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
     dialog = args.dialog
     if args.agent:
         home = private_home(results)
-        env = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # the run's HOME, not the user's
+        env = without_user_config(env)  # the run's HOME, not the user's
         agent_env.update(home_env(home))
         install_agent(args.agent, url, {**env, **agent_env}, results / "install.log")
         plan = recipe_plan(args.agent, prompt, url=url, home=home, env={**env, **agent_env})
@@ -241,7 +258,7 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
         extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
     if args.agent:
         home = Path("/root")
-        own = {k: v for k, v in env.items() if k not in USER_CONFIG_VARS}  # paths of this machine
+        own = without_user_config(env)  # paths of this machine
         plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra},
                            prepare=False)
         command = plan.command

@@ -1,6 +1,6 @@
 """Turn an agent CLI's JSON-lines stream into dialog events.
 
-Each bundled agent has a :class:`StreamConverter` (``agents/<agent>/dialog.py``) that
+Each agent has a :class:`StreamConverter` (``agents/<agent>/dialog.py``, named by its record) that
 knows only its CLI's event schema. :class:`DialogPipeline` does everything the
 protocol promises on top, the same way for every CLI: the prompt line, tool calls
 paired (a result never appears without its ``running`` line, a call the session
@@ -10,23 +10,35 @@ line at the end.
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.writer import DialogWriter
 
-# agent name -> "module:class" of its converter; the run recipes name their format.
-CONVERTERS = {
-    "claude": "ssebench.agents.claude.dialog:ClaudeDialog",
-    "codex": "ssebench.agents.codex.dialog:CodexDialog",
-    "gemini": "ssebench.agents.generic.dialog:GeminiDialog",
-    "opencode": "ssebench.agents.generic.dialog:OpencodeDialog",
-}
+class _Converters(Mapping[str, str]):
+    """Agent name -> "module:class" of its converter, read from the agent records
+    (agents/registry.py) each time, so an agent registered later is known too."""
+
+    def _paths(self) -> dict[str, str]:
+        from ssebench.agents.registry import AGENTS
+
+        return {name: record.dialog for name, record in AGENTS.items()}
+
+    def __getitem__(self, agent: str) -> str:
+        return self._paths()[agent]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths())
+
+    def __len__(self) -> int:
+        return len(self._paths())
+
+
+CONVERTERS: Mapping[str, str] = _Converters()
 
 
 class StreamConverter:
@@ -58,13 +70,12 @@ class StreamConverter:
 
 
 def load_converter(agent: str) -> StreamConverter:
-    try:
-        target = CONVERTERS[agent]
-    except KeyError:
-        raise ValueError(
-            f"no dialog converter for agent {agent!r}; known: {', '.join(CONVERTERS)}") from None
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)()
+    from ssebench.agents.registry import AGENTS
+
+    record = AGENTS.get(agent)
+    if record is None:
+        raise ValueError(f"no dialog converter for agent {agent!r}; known: {', '.join(AGENTS)}")
+    return record.converter()
 
 
 class DialogPipeline:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.agents.recipe import AGENTS, Recipe, get_recipe
+from ssebench.agents.recipe import Recipe, get_recipe
+from ssebench.agents.registry import names
 
 HOME = Path("/nonexistent-home")
 
@@ -20,7 +21,7 @@ def launch(agent: str, **env: str):  # noqa: ANN201
     return get_recipe(agent).launch(prompt="-fix it", mcp_url="http://127.0.0.1:3000/mcp", home=HOME, env=env)
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", names())
 def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> None:
     from ssebench.agents import registry  # noqa: PLC0415
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.agents import files
+from ssebench.agents import files, formats
 from tests.e2e.conftest import AgentRun, run_agent
 from tests.e2e.expected import LEVEL3_BUILD_PASSED, assert_model_received, assert_one_call
 from tests.helpers.tasks import make_task
@@ -39,7 +39,7 @@ def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], Non
     """An after-install step taking the tool timeout out of the entry agents install wrote."""
 
     def drop(home: Path) -> None:
-        editor = files.EDITORS["json"]
+        editor = formats.EDITORS["json"]
         change = files.edit(home / config, lambda text: editor.remove(text or "", key_path))
         assert change.changed, f"no {'.'.join(key_path)} in {config}"
 

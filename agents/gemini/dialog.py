@@ -1,14 +1,9 @@
-"""Gemini CLI ``--output-format stream-json`` and opencode ``run --format json`` → dialog events.
+"""Gemini CLI ``--output-format stream-json`` → dialog events.
 
 Gemini prints ``init`` (session_id, model), ``message`` (role user/assistant,
 assistant text arriving as ``delta`` chunks that are merged here into one message),
 ``tool_use`` / ``tool_result`` paired by ``tool_id``, ``error`` and a closing
 ``result`` with ``stats`` (tokens, duration).
-
-opencode prints parts as they complete: ``step_start``, ``text``, ``reasoning``,
-``tool_use`` (only once the call has ended: ``part.state.status`` ``completed`` or
-``error``, keyed by ``part.callID``), ``step_finish`` with the step's tokens, and
-``error``. It has no init or final event: the session id comes from the first line.
 """
 
 from __future__ import annotations
@@ -78,47 +73,3 @@ class GeminiDialog(StreamConverter):
         cached = stats.get("cached") or 0
         inputs = stats.get("input_tokens") or 0
         self.add_tokens(input=max(inputs - cached, 0), output=stats.get("output_tokens") or 0, cached=cached)
-
-
-class OpencodeDialog(StreamConverter):
-    agent = "opencode"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._started = False
-
-    def feed(self, event: dict) -> Iterator[Event]:
-        if not self._started:
-            self._started = True
-            yield ev.init(self.agent, session=event.get("sessionID"))
-        kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
-        if kind == "text" and part.get("text"):
-            yield ev.message(str(part["text"]))
-        elif kind == "reasoning" and part.get("text"):
-            yield ev.thinking(str(part["text"]))
-        elif kind == "tool_use":
-            state = part.get("state") or {}
-            tool_id = str(part.get("callID") or part.get("id"))
-            name = str(part.get("tool"))
-            status = state.get("status")
-            if status in ("pending", "running"):
-                yield ev.tool_running(tool_id, name, state.get("input"))
-            else:
-                ok = status == "completed"
-                output = state.get("output") if ok else state.get("error")
-                yield ev.tool_running(tool_id, name, state.get("input"))
-                yield ev.tool_finished(tool_id, name, ok=ok, output=ev.text_of(output))
-        elif kind == "step_finish":
-            tokens = part.get("tokens") or {}
-            cache = tokens.get("cache") or {}
-            self.add_tokens(input=(tokens.get("input") or 0) + (cache.get("write") or 0),
-                            output=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
-                            cached=cache.get("read") or 0)
-            if part.get("reason") == "stop":
-                self.finished = True
-        elif kind == "error":
-            error = event.get("error") or {}
-            data = error.get("data") if isinstance(error, dict) else None
-            self.failed = str((data or {}).get("message") or (error.get("name") if isinstance(error, dict) else error)
-                              or "error")

@@ -4,7 +4,7 @@ ruamel.yaml's round trip keeps comments, but it attaches a comment to the key *b
 a comment that introduces the next top-level key would end up above an entry appended to a
 mapping. These helpers insert the entry's lines after the mapping's last content line (before
 the comments that belong to what follows) and cut them out again. They know only block
-mappings; ``files.YamlEditor`` checks every result by loading it with ruamel.yaml and falls
+mappings; ``formats.yaml.YamlEditor`` checks every result by loading it with ruamel.yaml and falls
 back to ruamel's own edit when this returns None or the check fails.
 """
 

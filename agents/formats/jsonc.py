@@ -10,180 +10,22 @@ Everything outside the splice is byte-identical by construction.
 Two ways to find the members. A file that is strict JSON (``json.loads`` accepts it, in C) is
 walked with the C decoder skipping every value off the path: milliseconds for megabytes. Any
 other file (comments, trailing commas, JSON5) goes through json-five's tokenizer and a small
-recursive-descent pass over its tokens; those files (editor settings) are small.
+recursive-descent pass over its tokens; those files (editor settings) are small. Both live in
+``formats.jsonscan``; :class:`JsonEditor` is this format's editor (``formats.EDITORS['json']``).
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import json5
-from json5.tokenizer import tokenize
 
-_SKIP = {"WHITESPACE", "LINE_COMMENT", "BLOCK_COMMENT"}
-_COMMENTS = {"LINE_COMMENT", "BLOCK_COMMENT"}
-_SCALAR_START = {
-    "DOUBLE_QUOTE_STRING", "SINGLE_QUOTE_STRING", "TRUE", "FALSE", "NULL", "INTEGER", "FLOAT",
-    "HEXADECIMAL", "INFINITY", "NAN", "PLUS", "MINUS",
-}
-_NUMBER = {"INTEGER", "FLOAT", "HEXADECIMAL", "INFINITY", "NAN"}
-
-
-class JsonSyntaxError(ValueError):
-    """A document that is not JSON/JSONC; ``line`` is 1-based."""
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-
-@dataclass
-class Value:
-    """A parsed value: its span in the text and, for objects, its members."""
-
-    kind: str  # "object" | "array" | "scalar"
-    start: int
-    end: int  # exclusive
-    members: list[Member] = field(default_factory=list)
-
-
-@dataclass
-class Member:
-    key: str
-    key_start: int
-    value: Value
-    comma_end: int | None  # end of the comma that follows the value, if any
-
-
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
-def _decode_key(raw: str, kind: str) -> str:
-    if kind == "NAME":
-        return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return json5.loads(raw)
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        try:
-            tokens = list(tokenize(text))
-        except json5.JSON5DecodeError as exc:
-            index = _illegal_index(str(exc))
-            raise JsonSyntaxError(f"unexpected character {text[index:index + 1]!r}", _line_of(text, index)) from None
-        self.tokens = [t for t in tokens if t.type not in _SKIP]
-        self.comment_starts = [t.index for t in tokens if t.type in _COMMENTS]
-        self.pos = 0
-
-    def _peek(self):  # noqa: ANN202
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def _fail(self, what: str):  # noqa: ANN202
-        tok = self._peek()
-        if tok is None:
-            raise JsonSyntaxError(f"unexpected end of file, expected {what}", _line_of(self.text, len(self.text)))
-        raise JsonSyntaxError(f"expected {what}, found {tok.value[:20]!r}", _line_of(self.text, tok.index))
-
-    def document(self) -> Value:
-        if not self.tokens:
-            self._fail("a value")
-        value = self.value()
-        if self._peek() is not None:
-            self._fail("end of file")
-        return value
-
-    def value(self) -> Value:
-        tok = self._peek()
-        if tok is None:
-            self._fail("a value")
-        if tok.type == "LBRACE":
-            return self.obj()
-        if tok.type == "LBRACKET":
-            return self.array()
-        if tok.type in _SCALAR_START:
-            start = tok.index
-            self.pos += 1
-            if tok.type in ("PLUS", "MINUS"):
-                nxt = self._peek()
-                if nxt is None or nxt.type not in _NUMBER:
-                    self._fail("a number")
-                self.pos += 1
-                tok = nxt
-            if tok.type in ("INTEGER", "FLOAT") and (nxt := self._peek()) is not None and nxt.type == "EXPONENT" \
-                    and nxt.index == tok.end:
-                self.pos += 1
-                tok = nxt
-            return Value("scalar", start, tok.end)
-        self._fail("a value")
-        raise AssertionError  # unreachable
-
-    def obj(self) -> Value:
-        open_tok = self.tokens[self.pos]
-        self.pos += 1
-        members: list[Member] = []
-        while True:
-            tok = self._peek()
-            if tok is None:
-                self._fail("'}'")
-            if tok.type == "RBRACE":
-                self.pos += 1
-                return Value("object", open_tok.index, tok.end, members)
-            if tok.type not in ("DOUBLE_QUOTE_STRING", "SINGLE_QUOTE_STRING", "NAME"):
-                self._fail("a key or '}'")
-            self.pos += 1
-            colon = self._peek()
-            if colon is None or colon.type != "COLON":
-                self._fail("':'")
-            self.pos += 1
-            value = self.value()
-            comma_end = None
-            nxt = self._peek()
-            if nxt is not None and nxt.type == "COMMA":
-                comma_end = nxt.end
-                self.pos += 1
-            elif nxt is None or nxt.type != "RBRACE":
-                self._fail("',' or '}'")
-            try:
-                key = _decode_key(tok.value, tok.type)
-            except ValueError:  # e.g. a raw line break inside a quoted key
-                raise JsonSyntaxError(f"invalid key {tok.value[:20]!r}", _line_of(self.text, tok.index)) from None
-            members.append(Member(key, tok.index, value, comma_end))
-
-    def array(self) -> Value:
-        open_tok = self.tokens[self.pos]
-        self.pos += 1
-        while True:
-            tok = self._peek()
-            if tok is None:
-                self._fail("']'")
-            if tok.type == "RBRACKET":
-                self.pos += 1
-                return Value("array", open_tok.index, tok.end)
-            self.value()
-            nxt = self._peek()
-            if nxt is not None and nxt.type == "COMMA":
-                self.pos += 1
-            elif nxt is None or nxt.type != "RBRACKET":
-                self._fail("',' or ']'")
-
-
-def _illegal_index(message: str) -> int:
-    # json-five's lexer reports "Illegal character 'x' at index N".
-    try:
-        return int(message.rsplit("index", 1)[1].split()[0])
-    except (IndexError, ValueError):
-        return 0
+from ssebench.agents.formats.base import FormatError, depth_guarded
+from ssebench.agents.formats.jsonscan import JsonSyntaxError, Member, Parser, Value, fast_value, line_of, skip_ws
 
 
 @dataclass
@@ -205,14 +47,14 @@ class Document:
             except ValueError:
                 pass
             else:
-                root = _fast_value(text, _skip_ws(text, 0), tuple(path))
+                root = fast_value(text, skip_ws(text, 0), tuple(path))
                 if root.kind != "object":
-                    raise JsonSyntaxError("the top level is not an object", _line_of(text, root.start))
+                    raise JsonSyntaxError("the top level is not an object", line_of(text, root.start))
                 return cls(text, root, [], tuple(path))
-        parser = _Parser(text)
+        parser = Parser(text)
         root = parser.document()
         if root.kind != "object":
-            raise JsonSyntaxError("the top level is not an object", _line_of(text, root.start))
+            raise JsonSyntaxError("the top level is not an object", line_of(text, root.start))
         return cls(text, root, parser.comment_starts)
 
     # -- reading -------------------------------------------------------------------------
@@ -225,10 +67,10 @@ class Document:
             try:
                 return json5.loads(raw)
             except ValueError as exc:
-                raise JsonSyntaxError(f"invalid value: {exc}", _line_of(self.text, value.start)) from None
+                raise JsonSyntaxError(f"invalid value: {exc}", line_of(self.text, value.start)) from None
 
     def line(self, index: int) -> int:
-        return _line_of(self.text, index)
+        return line_of(self.text, index)
 
     def find(self, obj: Value, key: str) -> Member | None:
         found = None
@@ -397,43 +239,6 @@ class Document:
         return text
 
 
-_WS = re.compile(r"[ \t\n\r]*")
-_KEY = re.compile(r'"(?:[^"\\]|\\.)*"')
-_DECODER = json.JSONDecoder()
-
-
-def _skip_ws(text: str, i: int) -> int:
-    return _WS.match(text, i).end()  # type: ignore[union-attr]
-
-
-def _fast_value(text: str, i: int, path: tuple[str, ...]) -> Value:
-    """A value of a text known to be strict JSON; objects on ``path`` (and the root) get
-    their members, everything else is skipped by the C decoder."""
-    if text[i] != "{":
-        _, end = _DECODER.raw_decode(text, i)
-        return Value("array" if text[i] == "[" else "scalar", i, end)
-    start, members = i, []
-    i = _skip_ws(text, i + 1)
-    while text[i] != "}":
-        match = _KEY.match(text, i)
-        assert match is not None  # the text is valid JSON
-        key = json.loads(match.group())
-        i = _skip_ws(text, match.end()) + 1  # past the colon
-        i = _skip_ws(text, i)
-        if path and key == path[0] and text[i] == "{":
-            value = _fast_value(text, i, path[1:])
-        else:
-            _, end = _DECODER.raw_decode(text, i)
-            value = Value("object" if text[i] == "{" else "array" if text[i] == "[" else "scalar", i, end)
-        i = _skip_ws(text, value.end)
-        comma_end = None
-        if text[i] == ",":
-            comma_end = i + 1
-            i = _skip_ws(text, i + 1)
-        members.append(Member(key, match.start(), value, comma_end))
-    return Value("object", start, i + 1, members)
-
-
 def _collapse_if_blank(text: str, open_index: int, close_end: int) -> str:
     """``{`` + whitespace + ``}`` becomes ``{}``: what an empty object was before we filled it."""
     inner = text[open_index + 1:close_end - 1]
@@ -447,3 +252,42 @@ def new_text(path: Sequence[str], value: Any) -> str:
     for key in reversed(path):
         nested = {key: nested}
     return json.dumps(nested, indent=2, ensure_ascii=False) + "\n"
+
+
+@depth_guarded
+class JsonEditor:
+    """JSON with comments, trailing commas and JSON5 syntax kept (see ``jsonc``)."""
+
+    suffix = "json"
+
+    def get(self, text: str, path: Sequence[str]) -> Any:
+        try:
+            return Document.parse(text, path).get(path)
+        except JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
+        if text is None or text.strip() == "":
+            return new_text(path, value)
+        try:
+            return Document.parse(text, path).set(path, value)
+        except JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
+               keep_empty: bool = False) -> str | None:
+        if text.strip() == "":
+            return text
+        try:
+            return Document.parse(text, path).remove(
+                path, prune=len(path) - 1 if prune is None else prune, keep_empty=keep_empty)
+        except JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
+
+    def present(self, text: str, keys: Sequence[str]) -> int:
+        if text.strip() == "":
+            return 0
+        try:
+            return Document.parse(text, keys).present(keys)
+        except JsonSyntaxError as exc:
+            raise FormatError(exc.message, exc.line) from None
