@@ -86,7 +86,8 @@ def test_a_relabelled_kind_changes_every_text_that_names_it(monkeypatch: pytest.
     monkeypatch.setitem(checks._BY_CHECK, Check.FUNCTIONAL, replace(row, label="unit tests"))
     text = render(LEVELS[2], _spec_results(2))
     assert "- unit tests: passed" in text and "functional tests" not in text
-    assert phrases.summary(LEVELS[2], _spec_results(2)) == "every check that ran passed [build: passed, unit tests: passed]"
+    summary = phrases.summary(LEVELS[2], _spec_results(2))
+    assert summary == "every check that ran passed [build: passed, unit tests: passed]"
 
 
 # -- the contract ---------------------------------------------------------------------------
