@@ -101,6 +101,17 @@ def truncated_log(check: Check, text: str, saved_path: str | None) -> str:
     return f"Truncated log ({check.label}):\n{text}\n\n{last}"
 
 
+GRADE_PASSED = "every check passed"
+
+
+def grade_verdict(results: Sequence[CheckResult]) -> str:
+    """``ssebench grade``'s verdict on every check the task has."""
+    failed = sum(r.state is State.FAILED for r in results)
+    if all(r.state is State.PASSED for r in results):
+        return GRADE_PASSED
+    return f"FAILED ({failed} of {len(results)} checks failed)"
+
+
 def summary(level: Level, results: Sequence[CheckResult]) -> str:
     """The call log's ``FAILED [build: FAILED, functional tests: not run]``: only what the
     agent was told (the states of the checks it was shown), never a log."""
