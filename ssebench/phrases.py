@@ -31,6 +31,11 @@ def state_word(state: State) -> str:
     return _STATE_WORDS[state]
 
 
+def progress_word(state: State) -> str:
+    """``passed``, ``failed`` or ``not run``: a check's end in the MCP progress notifications."""
+    return state.value.replace("_", " ")
+
+
 def details(result: CheckResult) -> list[str]:
     """What a check line says in brackets after its state, beyond timing."""
     if result.state is State.NOT_RUN:
