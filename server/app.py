@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from ssebench import __version__, contract
+from ssebench import __version__, contract, phrases
 from ssebench.contract import Event, Result
 from ssebench.difficulty import Check, Level
 
@@ -197,7 +197,7 @@ async def _relay(event: Event, progress: _Progress) -> None:
         progress.set(f"{event.check.label}: running")
         await progress.send(f"{event.check.label}: started")
     elif isinstance(event, contract.CheckFinished):
-        state = event.result.state.value.replace("_", " ")
+        state = phrases.progress_word(event.result.state)
         progress.set(f"{event.check.label}: {state}")
         await progress.send(f"{event.check.label}: {state}")
 

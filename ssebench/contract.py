@@ -290,7 +290,7 @@ def parse_event(obj: object) -> Event:
     reader = _READERS.get(kind)
     if reader is None:
         raise ContractError(f"unknown event {kind!r}")
-    return reader(obj)  # type: ignore[no-any-return]
+    return reader(obj)
 
 
 def parse_line(line: str) -> Event:

@@ -131,9 +131,8 @@ def _describe(result: CheckResult) -> str:
 
 def _summary(result: Grade) -> str:
     failed = [r for r in result.results if r.state is State.FAILED]
-    head = ("every check passed" if result.passed
-            else f"FAILED ({len(failed)} of {len(result.results)} checks failed)")
-    lines = [f"Grade of task '{result.task_id}' on {result.tree}: {head}", "", "Checks:"]
+    lines = [f"Grade of task '{result.task_id}' on {result.tree}: {phrases.grade_verdict(result.results)}",
+             "", "Checks:"]
     lines += [_describe(r) for r in result.results]
     for r in failed:
         if r.check in result.log_tails:
@@ -189,6 +188,9 @@ def _progress() -> Iterator[Callable[[contract.Event], None] | None]:
         yield on_event
 
 
+_MEANINGS = {phrases.state_word(State.PASSED): "ok", phrases.state_word(State.FAILED): "fail"}
+
+
 def _print_summary(text: str) -> None:
     """The summary with its verdicts coloured on a terminal; the same text elsewhere."""
     if not ui.color_enabled(sys.stdout):
@@ -197,11 +199,11 @@ def _print_summary(text: str) -> None:
     for line in text.split("\n"):
         if line.startswith("Grade of task "):
             head, sep, verdict = line.rpartition(": ")
-            ui.echo(head + sep, (verdict, "ok" if verdict == "every check passed" else "fail"))
+            ui.echo(head + sep, (verdict, "ok" if verdict == phrases.GRADE_PASSED else "fail"))
         elif line.startswith("- ") and ": " in line:
             label, sep, rest = line.partition(": ")
             state, space, detail = rest.partition(" ")
-            meaning = {"passed": "ok", "FAILED": "fail"}.get(state, "dim")
+            meaning = _MEANINGS.get(state, "dim")
             ui.echo(label + sep, (state, meaning), space, (detail, "dim"))
         elif line.startswith("Log ("):
             ui.echo((line, "head"))

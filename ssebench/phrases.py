@@ -31,6 +31,11 @@ def state_word(state: State) -> str:
     return _STATE_WORDS[state]
 
 
+def progress_word(state: State) -> str:
+    """``passed``, ``failed`` or ``not run``: a check's end in the MCP progress notifications."""
+    return state.value.replace("_", " ")
+
+
 def details(result: CheckResult) -> list[str]:
     """What a check line says in brackets after its state, beyond timing."""
     if result.state is State.NOT_RUN:
@@ -99,6 +104,17 @@ def full_log(check: Check, text: str) -> str:
 def truncated_log(check: Check, text: str, saved_path: str | None) -> str:
     last = f"Full log available at {saved_path}" if saved_path is not None else SAVE_FAILED_LINE
     return f"Truncated log ({check.label}):\n{text}\n\n{last}"
+
+
+GRADE_PASSED = "every check passed"
+
+
+def grade_verdict(results: Sequence[CheckResult]) -> str:
+    """``ssebench grade``'s verdict on every check the task has."""
+    failed = sum(r.state is State.FAILED for r in results)
+    if all(r.state is State.PASSED for r in results):
+        return GRADE_PASSED
+    return f"FAILED ({failed} of {len(results)} checks failed)"
 
 
 def summary(level: Level, results: Sequence[CheckResult]) -> str:

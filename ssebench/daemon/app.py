@@ -114,121 +114,133 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-def create_app(runner: Runner, level: Level) -> Starlette:
-    """The API for *runner*'s task at *level*."""
-    queue = RunQueue()
-    task = runner.task
-    has = set(task_checks(task))
+class _Api:
+    """The endpoints for one runner's task at one level, fixed when the app is built."""
 
-    def withheld(check: Check) -> JSONResponse:
+    def __init__(self, runner: Runner, level: Level) -> None:
+        self.runner = runner
+        self.level = level
+        self.queue = RunQueue()
+        self.has = set(task_checks(runner.task))
+
+    def withheld(self, check: Check) -> JSONResponse:
+        level = self.level
         return _error(403, f"check '{check.value}' is not available at difficulty level "
                            f"{level.number} ({level.name})", level=level.number, name=level.name)
 
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "version": __version__, "difficulty": level.number,
-                             "busy": queue.busy, "queued": queue.queued,
+    async def health(self, request: Request) -> JSONResponse:
+        runner = self.runner
+        return JSONResponse({"status": "ok", "version": __version__, "difficulty": self.level.number,
+                             "busy": self.queue.busy, "queued": self.queue.queued,
                              "sandbox": runner.sandbox.describe(), "build_trace": runner.tracing,
                              "builds": {"incremental": runner.build_counts["incremental"],
                                         "clean": runner.build_counts["clean"]}})
 
-    async def task_view(request: Request) -> JSONResponse:
+    async def task_view(self, request: Request) -> JSONResponse:
+        task, level = self.runner.task, self.level
         view: dict[str, Any] = {
             "id": task.id, "description": task.description,
             "difficulty": {"level": level.number, "name": level.name},
-            "checks": [c.value for c in level.allowed if c in has],
+            "checks": [c.value for c in level.allowed if c in self.has],
             "withheld": [c.value for c in level.withheld],
         }
         if level.allows(Check.POCS):
             view["poc_count"] = task.poc_count
         return JSONResponse(view)
 
-    async def start_run(request: Request) -> Response:
+    def requested(self, body: bytes) -> list[Check] | JSONResponse:
+        """The checks a ``POST /runs`` body asks for, or the error response to send."""
+        if not body.strip():
+            return list(self.level.allowed)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return _error(400, "the request body is not valid JSON")
+        if not isinstance(data, dict) or set(data) - {"checks"}:
+            return _error(400, 'the request body must be an object with only the key "checks"')
+        names = data.get("checks", None)
+        if names is None:
+            return list(self.level.allowed)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return _error(400, '"checks" must be an array of check names')
+        checks = []
+        for name in names:
+            try:
+                check = Check(name)
+            except ValueError:
+                known = ", ".join(c.value for c in CHECK_ORDER)
+                return _error(400, f"unknown check {name!r} (known: {known})")
+            if not self.level.allows(check):
+                return self.withheld(check)
+            checks.append(check)
+        return checks
+
+    async def start_run(self, request: Request) -> Response:
         body = await read_body(request)
         if body is None:
             return _error(413, "request body too large")
-        checks: list[Check]
-        if body.strip():
-            try:
-                data = json.loads(body)
-            except ValueError:
-                return _error(400, "the request body is not valid JSON")
-            if not isinstance(data, dict) or set(data) - {"checks"}:
-                return _error(400, 'the request body must be an object with only the key "checks"')
-            names = data.get("checks", None)
-            if names is None:
-                checks = list(level.allowed)
-            elif not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                return _error(400, '"checks" must be an array of check names')
-            else:
-                checks = []
-                for name in names:
-                    try:
-                        check = Check(name)
-                    except ValueError:
-                        known = ", ".join(c.value for c in CHECK_ORDER)
-                        return _error(400, f"unknown check {name!r} (known: {known})")
-                    if not level.allows(check):
-                        return withheld(check)
-                    checks.append(check)
-        else:
-            checks = list(level.allowed)
-
-        ticket = queue.join()
+        checks = self.requested(body)
+        if isinstance(checks, Response):
+            return checks
+        ticket = self.queue.join()
         prepared: list[Run] = []
         executed: list[Run] = []
 
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                # The tree is read now, at the moment of the request, even if the run
-                # waits: the first line tells the client that this has happened.
-                prepared.append(await runner.prepare())
-                if (ahead := queue.ahead(ticket)) > 0:
-                    yield _line(Queued(ahead).to_json())
-                while not ticket.done():
-                    try:
-                        await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)
-                    except TimeoutError:
-                        yield _line(QueueHeartbeat(queue.ahead(ticket)).to_json())
-                run = prepared[0]
-                executed.append(run)
-                yield _line(Started(run.id, level.number).to_json())
-                async with contextlib.aclosing(runner.execute(run, checks)) as stream:
-                    async for event in stream:
-                        if event["event"] in ("check_finished", "result") and runner.low_on_space():
-                            # The check may have failed for want of space: not the patch's fault.
-                            raise RunError(DISK_FULL)
-                        if event["event"] == "result":
-                            event["difficulty"] = level.number
-                        yield _line(event)
-                return
-            except RunError as exc:
-                failure = str(exc)
-            except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
-                traceback.print_exc(file=sys.stderr)
-                failure = "internal error in the daemon"
-            if runner.low_on_space():
-                # Free the disk before answering, so that the agent's next call works. Only
-                # while this request holds the queue may the run being built be touched.
-                print(f"ssebench daemon: {failure}; the disk is full, freeing it", file=sys.stderr)
-                await runner.reclaim(executed[0] if executed else None, exclusive=ticket.done())
-            yield _line(Error(failure).to_json())
-
         def close() -> None:
-            queue.leave(ticket)
+            self.queue.leave(ticket)
             if prepared and not executed:
-                runner.discard(prepared[0])
+                self.runner.discard(prepared[0])
 
-        return _ClosingStream(events(), close)
+        return _ClosingStream(self._events(ticket, checks, prepared, executed), close)
 
-    async def run_log(request: Request) -> Response:
+    async def _events(self, ticket: asyncio.Future[None], checks: list[Check], prepared: list[Run],
+                      executed: list[Run]) -> AsyncIterator[bytes]:
+        """The NDJSON lines of one run; a failure of the run itself ends it with ``error``."""
+        runner = self.runner
+        try:
+            # The tree is read now, at the moment of the request, even if the run
+            # waits: the first line tells the client that this has happened.
+            prepared.append(await runner.prepare())
+            if (ahead := self.queue.ahead(ticket)) > 0:
+                yield _line(Queued(ahead).to_json())
+            while not ticket.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)
+                except TimeoutError:
+                    yield _line(QueueHeartbeat(self.queue.ahead(ticket)).to_json())
+            run = prepared[0]
+            executed.append(run)
+            yield _line(Started(run.id, self.level.number).to_json())
+            async with contextlib.aclosing(runner.execute(run, checks)) as stream:
+                async for event in stream:
+                    if event["event"] in ("check_finished", "result") and runner.low_on_space():
+                        # The check may have failed for want of space: not the patch's fault.
+                        raise RunError(DISK_FULL)
+                    if event["event"] == "result":
+                        event["difficulty"] = self.level.number
+                    yield _line(event)
+            return
+        except RunError as exc:
+            failure = str(exc)
+        except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
+            traceback.print_exc(file=sys.stderr)
+            failure = "internal error in the daemon"
+        if runner.low_on_space():
+            # Free the disk before answering, so that the agent's next call works. Only
+            # while this request holds the queue may the run being built be touched.
+            print(f"ssebench daemon: {failure}; the disk is full, freeing it", file=sys.stderr)
+            await runner.reclaim(executed[0] if executed else None, exclusive=ticket.done())
+        yield _line(Error(failure).to_json())
+
+    async def run_log(self, request: Request) -> Response:
         name = request.path_params["check"]
         try:
             check = Check(name)
         except ValueError:
             return _error(404, f"unknown check {name!r}")
-        if not level.allows(check):
-            return withheld(check)
-        run = runner.get(request.path_params["run_id"])
+        if not self.level.allows(check):
+            return self.withheld(check)
+        run = self.runner.get(request.path_params["run_id"])
         if run is None:
             return _error(404, "no such run (logs are kept for the most recent runs only)")
         result = run.results.get(check)
@@ -248,16 +260,21 @@ def create_app(runner: Runner, level: Level) -> Starlette:
         return StreamingResponse(chunks(), media_type="text/plain; charset=utf-8",
                                  headers={"Content-Length": str(size)})
 
+
+def create_app(runner: Runner, level: Level) -> Starlette:
+    """The API for *runner*'s task at *level*."""
+    api = _Api(runner, level)
+
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         return _error(exc.status_code, str(exc.detail))
 
     return Starlette(
         routes=[
-            Route("/health", health, methods=["GET"]),
-            Route("/task", task_view, methods=["GET"]),
-            Route("/runs", start_run, methods=["POST"]),
-            Route("/runs/{run_id}/logs/{check}", run_log, methods=["GET"]),
+            Route("/health", api.health, methods=["GET"]),
+            Route("/task", api.task_view, methods=["GET"]),
+            Route("/runs", api.start_run, methods=["POST"]),
+            Route("/runs/{run_id}/logs/{check}", api.run_log, methods=["GET"]),
         ],
         exception_handlers={HTTPException: http_error},
     )
