@@ -347,15 +347,14 @@ class Sandbox:
 
     def wrap(self, argv: list[str], view: TreeView, *, files: Mapping[str, Path] | None = None,
              network: bool = False, limits: Limits | None = None, launch: Launch | None = None,
-             task: Path | None = None, tree_fd: int | None = None) -> list[str]:
+             task: Path | None = None) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
 
         *task*: the support view (:mod:`ssebench.daemon.taskview`), read-only at
         ``/sse/task`` (without one: an empty folder). *files*: extra read-only files or
         folders for this invocation, sandbox path → host path (the PoC being run, the
         intent files). *launch*: from :meth:`launch` (its fds must reach bwrap:
-        ``pass_fds``); without one there is no seccomp filter. *tree_fd*: an fd of the
-        bound tree (*view* not an overlay), bound from the fd instead of its path.
+        ``pass_fds``); without one there is no seccomp filter.
         """
         if self.bwrap is None:
             return list(argv)
@@ -387,10 +386,7 @@ class Sandbox:
             assert view.upper is not None and view.work is not None
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
-            if tree_fd is not None:
-                args += ["--ro-bind-fd" if view.read_only else "--bind-fd", str(tree_fd), TREE_PATH]
-            else:
-                args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
+            args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
         for inside, host in extra.items():
             if _under_task(inside):
                 continue

@@ -394,31 +394,28 @@ def committed_files(tree: Path, sandbox: Sandbox | None = None) -> set[str]:
         out = _bounded_output(argv, env)
         return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
     assert sandbox is not None
-    # As the checks run: their uid (never root outside), their seccomp filter, the tree
-    # bound from an fd we opened (that uid may not reach the tree's path).
+    # As the checks run: their uid (never root outside) and their seccomp filter. A tree
+    # that uid cannot reach lists nothing: its committed build outputs are not sources.
     launch = sandbox.launch()
     try:
-        tree_fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        launch.close()
-        return set()
-    try:
-        argv = sandbox.wrap(argv, TreeView(Path(tree), read_only=True), launch=launch, tree_fd=tree_fd)
-        out = _bounded_output(argv, env, user=launch.user, pass_fds=(*launch.pass_fds, tree_fd))
+        argv = sandbox.wrap(argv, TreeView(Path(tree), read_only=True), launch=launch)
+        if launch.user is not None:  # the guard drops to it (and reaches a bwrap that uid cannot)
+            from ssebench.daemon import guard
+
+            argv = guard.wrap(argv, user=launch.user)
+        out = _bounded_output(argv, env, pass_fds=launch.pass_fds)
     finally:
         launch.close()
-        os.close(tree_fd)
     return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
 
 
 def _bounded_output(argv: list[str], env: dict[str, str], timeout: float = 120.0, *,
-                    user: tuple[int, int] | None = None, pass_fds: tuple[int, ...] = ()) -> bytes | None:
+                    pass_fds: tuple[int, ...] = ()) -> bytes | None:
     """stdout of *argv* if it exits 0 within *timeout* and _MAX_LISTING bytes; else None.
-    Its whole process group is killed in any case. *user*: the (uid, gid) it runs as."""
-    ids = {} if user is None else {"user": user[0], "group": user[1], "extra_groups": []}
+    Its whole process group is killed in any case."""
     try:
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds, **ids)
+                                stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds)
     except OSError:
         return None
     timer = threading.Timer(timeout, _kill_group, (proc.pid,))
