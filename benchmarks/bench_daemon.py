@@ -1,6 +1,7 @@
 """Daemon figures: run overhead with `true` checks, and RSS idle / under 500 MB of output.
 
     .venv/bin/python benchmarks/bench_daemon.py [--runs 50] [--output-mb 500] [--no-sandbox-compare] [--skip-rss]
+    .venv/bin/python benchmarks/bench_daemon.py --runs 50 --isolation-compare
 
 Starts a real ``ssebench daemon`` on a temporary socket with a task written to a temp
 folder, and reports:
@@ -82,19 +83,67 @@ def process_cost(runs: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="bench-proc-") as tmp:
         tree, out = Path(tmp) / "tree", Path(tmp) / "out"
         tree.mkdir()
+        box.share(Path(tmp))
+        box.give(tree)
         for _ in range(runs + 3):
             start = time.perf_counter()
             subprocess.run(["bash", "-c", "true"], cwd=tree, stdin=subprocess.DEVNULL, check=True)
             bare.append(time.perf_counter() - start)
             start = time.perf_counter()
             guard = Guard(limits, (out, out))
+            # As the runner starts it: the seccomp program's fd, and (the daemon is root)
+            # the checks' uid (the runner's guard drops to it; here Popen does).
+            launch = box.launch()
+            user = {} if launch.user is None else {"user": launch.user[0], "group": launch.user[1],
+                                                   "extra_groups": []}
             try:
-                subprocess.run(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits), cwd=tree,
-                               stdin=subprocess.DEVNULL, check=True, preexec_fn=guard.preexec())
+                subprocess.run(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
+                               cwd=tree, stdin=subprocess.DEVNULL, check=True, preexec_fn=guard.preexec(),
+                               pass_fds=launch.pass_fds, **user)
             finally:
+                launch.close()
                 guard.close()
             boxed.append(time.perf_counter() - start)
     return statistics.median(bare[3:]), statistics.median(boxed[3:])
+
+
+def isolation_cost(runs: int) -> tuple[float, float]:
+    """Median seconds of one ``bash -c true`` started as the runner starts it (guard,
+    cgroup, bwrap), alternating: without the issue-18 isolation (no seccomp filter, bwrap
+    as the daemon's uid) and with it (the filter; as root, the checks' uid)."""
+    import dataclasses
+
+    from ssebench.daemon import guard as guard_script
+    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+
+    new, limits = detect(), Limits()
+    old = dataclasses.replace(new, seccomp=False, check_user=None)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory(prefix="bench-iso-") as tmp:
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        new.share(Path(tmp))
+        new.give(tree)
+        for _ in range(runs + 3):
+            for isolated, box in ((False, old), (True, new)):
+                guard = Guard(limits, (Path(tmp) / "out", Path(tmp) / "out"))
+                launch = box.launch()
+                start = time.perf_counter()
+                try:
+                    argv = guard_script.wrap(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits,
+                                                      launch=launch), user=launch.user)
+                    subprocess_run(argv, tree, guard.preexec(), launch.pass_fds)
+                finally:
+                    launch.close()
+                    guard.close()
+                times[isolated].append(time.perf_counter() - start)
+    return statistics.median(times[False][3:]), statistics.median(times[True][3:])
+
+
+def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:  # noqa: ANN001
+    import subprocess
+
+    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True, preexec_fn=preexec, pass_fds=fds)
 
 
 def main() -> None:
@@ -104,7 +153,15 @@ def main() -> None:
     parser.add_argument("--no-sandbox-compare", action="store_true",
                         help="also time the runs with --no-sandbox and report the sandbox's cost")
     parser.add_argument("--skip-rss", action="store_true", help="leave out the RSS figures")
+    parser.add_argument("--isolation-compare", action="store_true",
+                        help="only: one check process without and with the issue-18 isolation, alternating")
     args = parser.parse_args()
+    if args.isolation_compare:
+        before, after = isolation_cost(args.runs)
+        print(f"one `bash -c true` through guard + bwrap (median of {args.runs}, alternating): without the "
+              f"seccomp filter and uid drop {before * 1000:.1f} ms, with them {after * 1000:.1f} ms "
+              f"({(after - before) * 1000:+.1f} ms per check process)")
+        return
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
         root = Path(tmp)
         true_task = make_task(root / "true", pocs=["a", "b"], poc_run="true", intent="true",

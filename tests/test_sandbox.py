@@ -223,3 +223,89 @@ def test_entrypoint_no_sandbox_reaches_the_daemon_and_grading(task_factory, tmp_
         env.pop("SSE_NO_SANDBOX", None)
         done = subprocess.run([*entry, *flag, "--", "true"], env=env, capture_output=True, text=True, timeout=100)
         assert json.loads((results / "results.json").read_text())["status"] == status, done.stderr
+
+
+# -- issue 18: masks, seccomp, the checks' uid ----------------------------------------------
+
+
+def test_seccomp_program_per_machine():
+    import struct
+
+    from ssebench.daemon.sandbox import seccomp_program
+
+    assert seccomp_program("riscv64") is None  # unknown numbers: no filter (docs/security.md)
+    for machine in ("x86_64", "aarch64"):
+        prog = seccomp_program(machine)
+        assert prog is not None and len(prog) % 8 == 0
+        ops = [struct.unpack("=HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+        assert ops[0] == (0x20, 0, 0, 4)  # first: load the architecture
+        rets = {k for code, _, _, k in ops if code == 0x06}
+        assert rets == {0x7FFF0000, 0x80000000, 0x00050001}  # allow, kill, EPERM
+        for i, (code, jt, jf, _) in enumerate(ops):  # every jump lands inside the program
+            assert code == 0x06 or i + 1 + max(jt, jf) < len(ops)
+
+
+def test_bad_check_uid_is_refused_with_one_line(task_factory):
+    if os.geteuid() != 0:
+        pytest.skip("SSE_SANDBOX_UID applies to a root daemon")
+    t = task_factory()
+    for raw in ("0", "nobody", "65534:0"):
+        done = run_ssebench("daemon", "--task", str(t.file), "--socket", str(short_tempdir() / "d.sock"),
+                            env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_UID": raw})
+        assert (done.returncode, done.stderr) == (
+            2, f"ssebench daemon: SSE_SANDBOX_UID must be UID or UID:GID, not 0 (checks never run as root), got '{raw}'\n")
+
+
+def test_checks_run_as_the_configured_uid(task_factory, daemon_factory):
+    if os.geteuid() != 0:
+        pytest.skip("SSE_SANDBOX_UID applies to a root daemon")
+    t = task_factory(build="echo x > owned; id -u", functional="test -s owned && echo ok")
+    d = daemon_factory(t.file, difficulty="2", env={"SSE_SANDBOX_UID": "4321:4322"})
+    r = d.result()
+    assert r["build"]["state"] == "passed" and r["functional"]["state"] == "passed"
+    assert d.log(r["_run"], "build").startswith("65534\n")  # inside: always 65534
+    import json
+    import tempfile
+
+    (space,) = [o.parent for o in Path(tempfile.gettempdir()).glob("ssebench-daemon-*/owner.json")
+                if json.loads(o.read_text())["pid"] == d.proc.pid]
+    st = (space / "engine" / "mirror" / "owned").stat()
+    assert (st.st_uid, st.st_gid) == (4321, 4322)  # outside: the configured uid
+
+
+def test_own_files_of_a_checkout_are_the_whole_checkout():
+    from ssebench.daemon.sandbox import own_files
+
+    repo = Path(__file__).resolve().parent.parent
+    assert own_files() == [repo]
+
+
+def test_masks_only_where_a_bound_folder_shows_the_path(tmp_path):
+    from ssebench.daemon.sandbox import Sandbox
+
+    box = Sandbox("bwrap", "0.11.0")
+    box.hide("the task folder", tmp_path)  # under the private /tmp: nothing to mask
+    box.hide("a file", "/usr/bin/env")
+    box.hide("a folder", "/usr/share")
+    args = box._mask_args()
+    assert args == ["--ro-bind", "/dev/null", "/usr/bin/env", "--tmpfs", "/usr/share", "--remount-ro", "/usr/share"]
+    env = box.environment({"PATH": f"{tmp_path}/bin:/usr/bin", "X": f"{tmp_path}/x", "PWD": str(tmp_path),
+                           "SSE_TASK": "/t/task.toml", "OLDPWD": "/x"})
+    assert env == {"PATH": "/usr/bin", "PWD": "/sse/tree", "HOME": "/tmp", "TMPDIR": "/tmp"}
+
+
+def test_root_daemon_refuses_a_temp_folder_its_checks_cannot_reach(task_factory):
+    if os.geteuid() != 0:
+        pytest.skip("applies to a root daemon")
+    t = task_factory()
+    private = short_tempdir()  # 0700, root's
+    tmp = private / "tmp"
+    tmp.mkdir()
+    sock = short_tempdir() / "d.sock"
+    done = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock),
+                        env={"SSE_DIFFICULTY": "2", "TMPDIR": str(tmp)})
+    assert (done.returncode, done.stderr) == (2, (
+        f"ssebench daemon: cannot sandbox checks: the daemon is root, so checks run as uid 65534 (SSE_SANDBOX_UID), "
+        f"which cannot traverse {private} to reach its workspace in {tmp}: allow it (chmod o+x), or set TMPDIR "
+        "to a folder it can reach\n"))
+    assert not sock.exists() and list(tmp.iterdir()) == []

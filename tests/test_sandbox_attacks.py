@@ -635,3 +635,67 @@ def test_no_host_path_in_a_checks_environment(task_factory, tmp_path):
     assert graded.returncode == 1, graded.stderr
     tail = graded.stdout.split("lines at most:", 1)[1]
     _env_ok("\n" + tail, [str(g.dir), str(logs)])
+
+
+@pytest.fixture(scope="module")
+def wheel_under_usr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """ssebench's wheel installed into a venv under /usr/local/share (bound with /usr into
+    every sandbox): its site-packages, whose ssebench/examples holds the demo's PoCs."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.test_wheel_install import REPO, _pip, _requirements, _wheelhouse
+
+    base = Path("/usr/local/share")
+    if not os.access(base, os.W_OK):
+        pytest.skip("needs a writable /usr/local/share (runs as root in CI)")
+    dist = tmp_path_factory.mktemp("wheel")
+    _pip("wheel", "--no-deps", "--wheel-dir", str(dist), str(REPO))
+    (wheel,) = dist.glob("ssebench-*.whl")
+    house = _wheelhouse(_requirements(wheel))
+    root = base / f"ssebench-test-{secrets.token_hex(4)}"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
+        _pip("install", "--no-compile", "--no-index", "--find-links", str(house), str(wheel),
+             python=str(root / "venv" / "bin" / "python"))
+        (site,) = (root / "venv" / "lib").glob("python3*/site-packages")
+        yield site
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_under_usr_is_masked(wheel_under_usr, tmp_path):
+    # The wheel's own files (the demo task's PoCs and intent diff in ssebench/examples) sit
+    # under /usr: a check of that install's grade reads them by their absolute paths.
+    site = wheel_under_usr
+    examples = site / "ssebench" / "examples"
+    secrets_of_demo = [p.read_bytes().decode("utf-8", "replace").strip() for p in examples.rglob("*")
+                       if p.is_file() and (p.parent.name == "pocs" or p.name in ("intent.diff", "fix.patch"))]
+    assert secrets_of_demo
+    build = (f"find {site}/ssebench {site}/server -type f 2>&1 | head -5; "
+             f"cat {examples}/tasks/*/pocs/* {examples}/tasks/*/intent.diff {examples}/tasks/*/fix.patch 2>&1; false")
+    task = make_task(tmp_path / "task", build=build, functional=None)
+    ssebench = str(site.parents[2] / "bin" / "ssebench")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "SSE_"))}
+    done = subprocess_run([ssebench, "grade", "--task", str(task.file)], env)
+    assert done.returncode == 1, done.stderr
+    assert f"find: '{site}/ssebench': No such file or directory" not in done.stdout  # masked: empty
+    assert "No such file or directory" in done.stdout
+    for text in secrets_of_demo:
+        for line in text.splitlines():
+            if len(line.strip()) > 8:
+                assert line not in done.stdout, "a file of the installed package reached a check"
+    # A bind that holds the package is refused, naming it.
+    refused = subprocess_run([ssebench, "grade", "--task", str(task.file)],
+                             {**env, "SSE_SANDBOX_BIND": str(site.parents[2])})
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (f"ssebench grade: SSE_SANDBOX_BIND: {site.parents[2]} contains ssebench's own files "
+                              f"({site / 'ssebench'}), which checks must not see; bind a folder that does not hold it\n")
+
+
+def subprocess_run(argv: list[str], env: dict[str, str]):  # noqa: ANN201
+    import subprocess
+
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)

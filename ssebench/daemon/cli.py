@@ -160,9 +160,12 @@ def run_daemon(args: argparse.Namespace) -> int:
 
 def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
     """Tell the sandbox what no check may see (docs/security.md); raises ValueError."""
-    from ssebench.daemon.sandbox import hide_host_paths
+    from ssebench.daemon.sandbox import hide_host_paths, holds_system_folder
 
     hide_host_paths(sandbox, task_dir)
+    if holds_system_folder(socket_path.parent):  # a socket right under /: hide it alone
+        sandbox.hide("the daemon's socket", socket_path)
+        return
     sandbox.hide("the daemon's socket folder", socket_path.parent, env=False)
     sandbox.hide("the daemon's socket", socket_path, mount=False)
 

@@ -493,6 +493,12 @@ def hide_host_paths(box: Sandbox, task_dir: Path, environ: Mapping[str, str] | N
         box.hide("ssebench's own files", path, env=False)  # PATH may name the venv: it stays
 
 
+def holds_system_folder(path: str | os.PathLike[str]) -> bool:
+    """Is one of the system folders every sandbox binds (``/usr``, ...) *path* or below it?"""
+    real = os.path.realpath(path)
+    return any(_within(host, real) for _, host in _system_roots())
+
+
 def _within(path: str, folder: str) -> bool:
     """Is the real path *path* *folder* itself or below it?"""
     return path == folder or path.startswith(folder.rstrip("/") + "/")
