@@ -65,11 +65,14 @@ def _openat2(dir_fd: int, rel: str, flags: int) -> int | None:
     if _LIBC is None or _openat2_works is False:
         return None
     how = _OpenHow(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-    fd = _LIBC.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
-    if fd >= 0:
-        _openat2_works = True
-        return int(fd)
-    err = ctypes.get_errno()
+    for _ in range(8):  # EAGAIN: a rename raced the lookup; the kernel asks us to retry
+        fd = _LIBC.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
+        if fd >= 0:
+            _openat2_works = True
+            return int(fd)
+        err = ctypes.get_errno()
+        if err != errno.EAGAIN:
+            break
     if err in (errno.ENOSYS, errno.EPERM, errno.E2BIG) and _openat2_works is None:
         _openat2_works = False  # old kernel, or a seccomp filter (Docker) refuses it
         return None
