@@ -4,8 +4,10 @@ Why: building every call from scratch in fresh copies made a repeat ``test_patch
 real tree cost 10-60x an incremental build in place. So the daemon keeps:
 
 - a **source store** (:class:`SourceStore`): at request time the agent's tree is read
-  into a content-addressed, zlib-compressed blob store and described by a :class:`Snapshot` (path ->
-  kind, mode, sha256 or link target). A file whose ``lstat`` (size, mtime, ctime,
+  into a content-addressed, zlib-compressed blob store (a sparse file: a sparse blob that
+  keeps its holes) and described by a :class:`Snapshot` (path -> kind, mode, sha256 or
+  link target). The tree is read through folder fds that never follow a symlink
+  (:mod:`ssebench.daemon.safefs`): the agent may be swapping its folders meanwhile. A file whose ``lstat`` (size, mtime, ctime,
   inode, mode) is unchanged since the last sync is not read again, unless it changed
   within :data:`RACY_NS` of that sync (its timestamp could hide a second change). The
   snapshot is immutable, so a queued call still tests the tree as it was when it
