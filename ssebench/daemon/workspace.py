@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ssebench.daemon import safefs
+from ssebench.daemon import procs, safefs
 from ssebench.daemon.sandbox import TREE_PATH, Sandbox, TreeView
 
 FILE, LINK, DIR = "f", "l", "d"
@@ -409,15 +409,16 @@ def _bounded_output(argv: list[str], env: dict[str, str], timeout: float = 120.0
         return None
     timer = threading.Timer(timeout, _kill_group, (proc.pid,))
     timer.start()
-    try:
-        assert proc.stdout is not None
-        data = proc.stdout.read(_MAX_LISTING + 1)
-        code = proc.wait() if len(data) <= _MAX_LISTING else None
-    finally:
-        timer.cancel()
-        _kill_group(proc.pid)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.wait()
+    with procs.managed(proc.pid):
+        try:
+            assert proc.stdout is not None
+            data = proc.stdout.read(_MAX_LISTING + 1)
+            code = proc.wait() if len(data) <= _MAX_LISTING else None
+        finally:
+            timer.cancel()
+            _kill_group(proc.pid)
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait()
     return data if code == 0 else None
 
 
