@@ -391,6 +391,26 @@ def test_the_workspace_removed_under_the_daemon_is_made_again(tmp_path, daemon_f
     assert "internal error" not in d.stderr()
 
 
+@pytest.mark.slow
+def test_a_removed_workspace_whose_name_is_taken_is_one_clear_line(tmp_path, daemon_factory):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    task = make_task(tmp_path / "task", build="true", tree_files={"a.c": "int a;\n"})
+    d = daemon_factory(task.file, difficulty="3", env={"TMPDIR": str(tmp)})
+    assert d.result()["build"]["state"] == "passed"
+    ws = _workspace_of(d, tmp)
+    subprocess.run(["rm", "-rf", str(ws)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ws.symlink_to(elsewhere)  # someone else took the name
+    events = d.run()
+    assert events == [{"event": "error", "message": "the daemon's workspace was removed and cannot be "
+                                                    "made again: its name is taken by something not ours"}]
+    assert list(elsewhere.iterdir()) == []
+    ws.unlink()
+    assert d.result()["build"]["state"] == "passed"
+
+
 def _disk_use(folder: Path) -> int:
     total = 0
     for dirpath, dirs, files in os.walk(folder):

@@ -235,8 +235,10 @@ class Runner:
             with contextlib.suppress(FileExistsError):
                 os.mkdir(engine, 0o700)
             self.store.reset()
-        except OSError as exc:
-            raise RunError(f"the daemon's workspace is gone: {exc}") from None
+        except OSError as exc:  # the agent gets one line without the host path; stderr has it
+            print(f"ssebench daemon: cannot recreate {self.workspace}: {exc}", file=sys.stderr, flush=True)
+            raise RunError(f"the daemon's workspace was removed and cannot be made again: "
+                           f"{exc.strerror or exc}") from None
         self.mirror.invalidate()
         self._runs.clear()  # their logs went with it
 
