@@ -83,3 +83,18 @@ def test_data_ranges_skip_holes(tmp_path):
         os.close(fd)
     assert ranges[0][0] == 0 and ranges[-1][0] + ranges[-1][1] == (1 << 30) + 4
     assert sum(length for _, length in ranges) < 1 << 20
+
+
+def test_no_fd_is_left_open(tmp_path):
+    root, _ = _layout(tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    fd = safefs.open_root(root)
+    for _ in range(20):
+        safefs.scandir_fd(fd)
+        with safefs.DirFds(os.dup(fd), keep=2) as dirs:
+            dirs.get("real")
+            dirs.get("real/deep")
+            dirs.get("real/deep")
+            dirs.forget("real")
+    os.close(fd)
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -151,7 +151,7 @@ def open_file(dir_fd: int, name: str, expect: os.stat_result | None = None) -> t
 def scandir_fd(dir_fd: int) -> list[tuple[str, os.stat_result]]:
     """(name, lstat) of every entry of the folder *dir_fd* (entries gone meanwhile left out)."""
     out: list[tuple[str, os.stat_result]] = []
-    with os.scandir(os.dup(dir_fd)) as it:  # scandir closes the fd it is given
+    with os.scandir(dir_fd) as it:  # works on a dup of the fd: *dir_fd* stays ours
         for item in it:
             with contextlib.suppress(FileNotFoundError):
                 out.append((item.name, item.stat(follow_symlinks=False)))
