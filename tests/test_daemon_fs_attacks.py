@@ -273,10 +273,26 @@ def _hostile_repo(tree: Path, kind: str, variant: int, outside: Path) -> list[Pa
     elif kind == "fsmonitor":
         if variant == 0:
             _git(tree, "config", "core.fsmonitor", str(prog))
-        else:
-            inc = outside / f"include-{variant}.cfg"
-            inc.write_text(f"[core]\n\tfsmonitor = {prog}\n\tpager = {prog}\n")
+        else:  # the hook-style fsmonitor, a program in the repository itself
+            (git / "hooks" / "query-watchman").write_text(prog.read_text())
+            (git / "hooks" / "query-watchman").chmod(0o755)
+            _git(tree, "config", "core.fsmonitor", ".git/hooks/query-watchman")
+    elif kind == "include":
+        inc = outside / f"include-{variant}.cfg"
+        _git(tree, "config", "core.repositoryformatversion", "1")
+        if variant == 0:  # a promisor remote whose upload-pack is the program, by include.path
+            inc.write_text(f"[core]\n\tfsmonitor = {prog}\n\tpager = {prog}\n[extensions]\n"
+                           f"\tpartialClone = origin\n[remote \"origin\"]\n\tpromisor = true\n"
+                           f"\turl = file://{outside}\n\tuploadpack = {prog}\n")
             _git(tree, "config", "include.path", str(inc))
+        else:  # the same by includeIf, with an ext:: remote
+            inc.write_text(f"[core]\n\tfsmonitor = {prog}\n[remote \"origin\"]\n\tpromisor = true\n"
+                           f"\turl = ext::{prog} %S\n")
+            _git(tree, "config", "extensions.partialClone", "origin")
+            _git(tree, "config", f"includeIf.gitdir:{git}/.path", str(inc))
+        tree_id = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+        (git / "objects" / tree_id[:2] / tree_id[2:]).unlink()
     elif kind == "hooks":
         hooks = git / "hooks" if variant == 0 else outside / "hooks"
         hooks.mkdir(exist_ok=True)
@@ -302,7 +318,8 @@ def _hostile_repo(tree: Path, kind: str, variant: int, outside: Path) -> list[Pa
     return [marker]
 
 
-HOSTILE = [(kind, v) for kind, n in (("promisor", 3), ("fsmonitor", 2), ("hooks", 2), ("alternates", 2))
+HOSTILE = [(kind, v) for kind, n in (("promisor", 3), ("fsmonitor", 2), ("hooks", 2), ("include", 2),
+                                      ("alternates", 2))
            for v in range(n)]
 
 
@@ -334,11 +351,11 @@ def test_the_promisor_attack_is_real_with_plain_git(tmp_path):
     # would catch a daemon that runs git as it used to.
     outside = tmp_path / "outside"
     outside.mkdir()
-    for variant in (1, 2):
-        tree = tmp_path / f"t{variant}"
+    for kind, variant in (("promisor", 1), ("promisor", 2), ("include", 0)):
+        tree = tmp_path / f"t-{kind}-{variant}"
         tree.mkdir()
         (tree / "a.c").write_text("int a;\n")
-        (marker,) = _hostile_repo(tree, "promisor", variant, outside)
+        (marker,) = _hostile_repo(tree, kind, variant, outside)
         env = {**os.environ, "PATH": f"{outside / 'bin'}:{os.environ['PATH']}"}
         subprocess.run(["git", "-C", str(tree), "ls-tree", "-r", "HEAD"], env=env, capture_output=True,
                        stdin=subprocess.DEVNULL, timeout=60)
@@ -372,6 +389,26 @@ def test_the_workspace_removed_under_the_daemon_is_made_again(tmp_path, daemon_f
     assert ws.is_dir() and (ws / "owner.json").is_file()
     assert d.result()["functional"]["state"] == "passed"
     assert "internal error" not in d.stderr()
+
+
+@pytest.mark.slow
+def test_a_removed_workspace_whose_name_is_taken_is_one_clear_line(tmp_path, daemon_factory):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    task = make_task(tmp_path / "task", build="true", tree_files={"a.c": "int a;\n"})
+    d = daemon_factory(task.file, difficulty="3", env={"TMPDIR": str(tmp)})
+    assert d.result()["build"]["state"] == "passed"
+    ws = _workspace_of(d, tmp)
+    subprocess.run(["rm", "-rf", str(ws)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ws.symlink_to(elsewhere)  # someone else took the name
+    events = d.run()
+    assert events == [{"event": "error", "message": "the daemon's workspace was removed and cannot be "
+                                                    "made again: its name is taken by something not ours"}]
+    assert list(elsewhere.iterdir()) == []
+    ws.unlink()
+    assert d.result()["build"]["state"] == "passed"
 
 
 def _disk_use(folder: Path) -> int:

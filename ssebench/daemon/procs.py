@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import psutil
@@ -79,6 +79,17 @@ def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, s
         # A pipe, never a file: the payload (the intent diff) is not visible by any path.
         threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True).start()
     return proc
+
+
+@contextlib.contextmanager
+def managed(pid: int) -> Iterator[None]:
+    """*pid* is the daemon's own child, waited for by its starter: no sweep kills it
+    meanwhile (a snapshot's git may run while another run ends and sweeps)."""
+    _managed.add(pid)
+    try:
+        yield
+    finally:
+        _managed.discard(pid)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

@@ -269,8 +269,10 @@ class Runner:
             if self.task_view is not None and not self.task_view.root.is_dir():
                 shutil.rmtree(self.workspace / "task", ignore_errors=True)
                 self._make_task_view()
-        except OSError as exc:
-            raise RunError(f"the daemon's workspace is gone: {exc}") from None
+        except OSError as exc:  # the agent gets one line without the host path; stderr has it
+            print(f"ssebench daemon: cannot recreate {self.workspace}: {exc}", file=sys.stderr, flush=True)
+            raise RunError(f"the daemon's workspace was removed and cannot be made again: "
+                           f"{exc.strerror or exc}") from None
         self.mirror.invalidate()
         self._graph = None
         self._runs.clear()  # their logs went with it

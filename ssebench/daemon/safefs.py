@@ -65,11 +65,14 @@ def _openat2(dir_fd: int, rel: str, flags: int) -> int | None:
     if _LIBC is None or _openat2_works is False:
         return None
     how = _OpenHow(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-    fd = _LIBC.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
-    if fd >= 0:
-        _openat2_works = True
-        return int(fd)
-    err = ctypes.get_errno()
+    for _ in range(8):  # EAGAIN: a rename raced the lookup; the kernel asks us to retry
+        fd = _LIBC.syscall(_SYS_OPENAT2, dir_fd, os.fsencode(rel), ctypes.byref(how), ctypes.sizeof(how))
+        if fd >= 0:
+            _openat2_works = True
+            return int(fd)
+        err = ctypes.get_errno()
+        if err != errno.EAGAIN:
+            break
     if err in (errno.ENOSYS, errno.EPERM, errno.E2BIG) and _openat2_works is None:
         _openat2_works = False  # old kernel, or a seccomp filter (Docker) refuses it
         return None
@@ -148,7 +151,7 @@ def open_file(dir_fd: int, name: str, expect: os.stat_result | None = None) -> t
 def scandir_fd(dir_fd: int) -> list[tuple[str, os.stat_result]]:
     """(name, lstat) of every entry of the folder *dir_fd* (entries gone meanwhile left out)."""
     out: list[tuple[str, os.stat_result]] = []
-    with os.scandir(os.dup(dir_fd)) as it:  # scandir closes the fd it is given
+    with os.scandir(dir_fd) as it:  # works on a dup of the fd: *dir_fd* stays ours
         for item in it:
             with contextlib.suppress(FileNotFoundError):
                 out.append((item.name, item.stat(follow_symlinks=False)))

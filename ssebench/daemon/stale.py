@@ -18,6 +18,7 @@ entry; the sweep never stops a daemon from starting.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -84,7 +85,7 @@ def recreate_workspace(path: Path) -> None:
         os.mkdir(path, 0o700)
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o066:  # 0711: shared
-        raise OSError(f"the workspace {path} was removed and its name is taken by someone else")
+        raise FileExistsError(errno.EEXIST, "its name is taken by something not ours", str(path))
     with contextlib.suppress(FileExistsError):
         _write_record(path)
 

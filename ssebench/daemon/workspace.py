@@ -4,8 +4,10 @@ Why: building every call from scratch in fresh copies made a repeat ``test_patch
 real tree cost 10-60x an incremental build in place. So the daemon keeps:
 
 - a **source store** (:class:`SourceStore`): at request time the agent's tree is read
-  into a content-addressed, zlib-compressed blob store and described by a :class:`Snapshot` (path ->
-  kind, mode, sha256 or link target). A file whose ``lstat`` (size, mtime, ctime,
+  into a content-addressed, zlib-compressed blob store (a sparse file: a sparse blob that
+  keeps its holes) and described by a :class:`Snapshot` (path -> kind, mode, sha256 or
+  link target). The tree is read through folder fds that never follow a symlink
+  (:mod:`ssebench.daemon.safefs`): the agent may be swapping its folders meanwhile. A file whose ``lstat`` (size, mtime, ctime,
   inode, mode) is unchanged since the last sync is not read again, unless it changed
   within :data:`RACY_NS` of that sync (its timestamp could hide a second change). The
   snapshot is immutable, so a queued call still tests the tree as it was when it
@@ -51,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ssebench.daemon import safefs
+from ssebench.daemon import procs, safefs
 from ssebench.daemon.sandbox import TREE_PATH, Sandbox, TreeView
 
 FILE, LINK, DIR = "f", "l", "d"
@@ -420,15 +422,16 @@ def _bounded_output(argv: list[str], env: dict[str, str], timeout: float = 120.0
         return None
     timer = threading.Timer(timeout, _kill_group, (proc.pid,))
     timer.start()
-    try:
-        assert proc.stdout is not None
-        data = proc.stdout.read(_MAX_LISTING + 1)
-        code = proc.wait() if len(data) <= _MAX_LISTING else None
-    finally:
-        timer.cancel()
-        _kill_group(proc.pid)
-        proc.stdout.close()  # type: ignore[union-attr]
-        proc.wait()
+    with procs.managed(proc.pid):
+        try:
+            assert proc.stdout is not None
+            data = proc.stdout.read(_MAX_LISTING + 1)
+            code = proc.wait() if len(data) <= _MAX_LISTING else None
+        finally:
+            timer.cancel()
+            _kill_group(proc.pid)
+            proc.stdout.close()  # type: ignore[union-attr]
+            proc.wait()
     return data if code == 0 else None
 
 
