@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ssebench.container.dockerfile import (
     CONTAINER_RESULTS_DIR,
@@ -92,23 +93,48 @@ def run_in_docker(
     progress: called with each stage's name as it starts ("engine", "task image",
         "agent image", "container", "results") for the live display.
 
-    sidecar: True (the default) keeps the task's hidden parts (task.toml, PoCs, intent diff)
-        out of the agent's container: a sidecar container of the task image holds the task
-        and serves the daemon on a socket in a shared folder; the agent's container gets only
-        the tree (/tree), runs ``ssebench entrypoint --sidecar``, and the sidecar grades the
-        tree when the agent is done. Only the sidecar gets what the check sandbox needs
-        (:func:`sandbox_options`; non-root, no capabilities). False: one container with the
-        whole task at /task (simpler, but the agent can read the hidden parts); that whole
-        container, agent included, gets :func:`sandbox_options` and runs as
-        :func:`daemon_user` with HOME=/root (opened to every user in the agent layers), so
-        its checks run in the sandbox too.
+    sidecar: True (the default) keeps the task's hidden parts out of the agent's container
+        (:func:`ssebench.container.sidecar.run_with_sidecar`); False: one container with the
+        whole task at /task, sandboxed as a whole (:func:`_run_one_container`).
 
-    The Docker engine is the one DOCKER_HOST names, else ssebench's private engine
-    (scripts/docker-engine.sh) when it answers, else Docker's default socket.
     Raises DockerRunError with one clear message when no engine answers, the base image is
     missing, or a build fails (with the build's last lines).
     """
     task = _load_task(task_dir)
+    network = _check_before_building(agent, network, env)
+    stage = progress or (lambda _name: None)
+    engine, task_image, image = _images(agent, base_image, stage)
+    stage("container")
+    settings = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(difficulty)}
+    layout = dict(command=agent_command, env=settings, network=network, timeout=timeout)
+    exit_code = _run_containers(engine, task_dir, task, results_dir, sidecar, task_image, image, layout)
+    stage("results")
+    return DockerRunResult(
+        exit_code=exit_code,
+        image=image,
+        results_dir=results_dir,
+        results=read_results(results_dir / "results.json"),
+        dialog_path=(results_dir / "dialog.jsonl") if (results_dir / "dialog.jsonl").is_file() else None,
+        log_path=results_dir / "container.log",
+    )
+
+
+def _run_containers(engine: DockerEngine, task_dir: Path, task: Any, results_dir: Path, sidecar: bool,
+                    task_image: str, image: str, layout: dict[str, Any]) -> int:
+    """The chosen layout on private copies of the task; the entrypoint's exit status."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log"):
+        (results_dir / name).unlink(missing_ok=True)  # never report a previous run's files
+    log_path = results_dir / "container.log"
+    with _workspace(task_dir, task.source) as space:
+        if sidecar:
+            return run_with_sidecar(engine, space, task_image=task_image, image=image,
+                                    results_dir=results_dir.resolve(), log_path=log_path, task_id=task.id, **layout)
+        return _run_one_container(engine, space, image=image, results_dir=results_dir, log_path=log_path, **layout)
+
+
+def _check_before_building(agent: str | None, network: str | None, env: Mapping[str, str] | None) -> str:
+    """What can fail before anything is built (a busy port, an unknown agent); the network."""
     network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
     if network == "host":
         port = (env or {}).get("SSE_MCP_PORT", "")
@@ -118,35 +144,7 @@ def run_in_docker(
             agent_cli(agent)
         except DockerfileError as error:
             raise DockerRunError(str(error)) from None
-    stage = progress or (lambda _name: None)
-    engine, task_image, image = _images(agent, base_image, stage)
-    stage("container")
-    results_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log"):
-        (results_dir / name).unlink(missing_ok=True)  # never report a previous run's files
-    log_path = results_dir / "container.log"
-    settings = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(difficulty)}
-    with _workspace(task_dir, task.source) as space:
-        if sidecar:
-            exit_code = run_with_sidecar(
-                engine, space, task_image=task_image, image=image, command=agent_command,
-                results_dir=results_dir.resolve(), env=settings, network=network, timeout=timeout,
-                log_path=log_path, task_id=task.id,
-            )
-        else:
-            exit_code = _run_one_container(
-                engine, space, image=image, command=agent_command, results_dir=results_dir, env=settings,
-                network=network, timeout=timeout, log_path=log_path,
-            )
-    stage("results")
-    return DockerRunResult(
-        exit_code=exit_code,
-        image=image,
-        results_dir=results_dir,
-        results=read_results(results_dir / "results.json"),
-        dialog_path=(results_dir / "dialog.jsonl") if (results_dir / "dialog.jsonl").is_file() else None,
-        log_path=log_path,
-    )
+    return network
 
 
 def _images(agent: str | None, base_image: str | None, stage: Callable[[str], None]) -> tuple[DockerEngine, str, str]:
