@@ -26,7 +26,7 @@ def data_dir(name: str) -> Path:
     """``configs``, ``examples`` or ``scripts``: the folder inside the wheel, else the checkout's."""
     for candidate in (_PACKAGE / name, _PACKAGE.parent / name):
         if candidate.is_dir():
-            return candidate
+            return candidate.resolve()  # a checkout's link ssebench/NAME: the folder it names
     raise FileNotFoundError(f"ssebench's {name}/ folder was not found beside {_PACKAGE}")
 
 
