@@ -10,10 +10,13 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# The find: empty folders an older install (data copied into site-packages/ssebench/)
+# left behind would shadow the editable install's one name (docs/ARCHITECTURE.md, "Layout").
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	-find $(VENV)/lib/python3*/site-packages/ssebench -depth -type d -empty -delete 2>/dev/null
 	touch $(STAMP)
 
 demo: setup

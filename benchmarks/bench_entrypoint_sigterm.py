@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ssebench.container.processes import free_port  # noqa: E402
+from ssebench.supervise import free_port  # noqa: E402
 from tests.helpers.tasks import make_task  # noqa: E402
 
 

@@ -12,6 +12,7 @@ import logging
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -246,7 +247,9 @@ def _up(args: argparse.Namespace) -> int:
     level = _level_or_exit()
     if level is None:
         return 2
-    from .stack import StackError, start, stop, ssebench_argv, wait_daemon
+    from ssebench.supervise import HeldOutput
+
+    from .stack import StackError, ssebench_argv, start, stop, wait_daemon
 
     sock = _bind_or_exit(args, "up")  # before the daemon: a busy port costs nothing
     if sock is None:
@@ -256,15 +259,20 @@ def _up(args: argparse.Namespace) -> int:
     argv = ["daemon", "--task", args.task, "--socket", str(daemon_sock)]
     if args.tree:
         argv += ["--tree", args.tree]
-    daemon = start(ssebench_argv(*argv))
+    daemon = start(ssebench_argv(*argv), stderr=subprocess.PIPE)
+    assert daemon.stderr is not None
+    output = HeldOutput(daemon.stderr)
     try:
         try:
             wait_daemon(daemon_sock, daemon)
         except StackError as exc:
-            print(f"ssebench up: {exc}", file=sys.stderr)
+            # one line: the daemon's own reason when it gave one, else ours
+            said = output.lines() if daemon.poll() is not None else []
+            print("\n".join(said) if said else f"ssebench up: {exc}", file=sys.stderr)
             return daemon.poll() or 1
         except KeyboardInterrupt:  # Ctrl-C before the server was up
             return 130
+        output.release()
         url = _url(args)
         print(
             f"ssebench: serving test_patch at {url} "

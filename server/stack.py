@@ -3,87 +3,45 @@
 Each child gets its own session (so its whole process group can be stopped) and is
 killed if we die (``PR_SET_PDEATHSIG``), so nothing outlives the command that
 started it. Readiness is polled on the real endpoints: the daemon's ``/health`` on
-its socket, the server's health route over HTTP.
+its socket, the server's health route over HTTP. The mechanics are
+:mod:`ssebench.supervise`'s; this module is the daemon + server pair.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import signal
 import subprocess
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+from ssebench.supervise import (
+    StartupError,
+    exited,
+    free_port,
+    popen,
+    ssebench_argv,
+    stop,
+    tail_lines,
+    wait_for_daemon,
+    wait_for_http,
+)
 
-from ssebench.container.processes import free_port, ssebench_argv  # also imported from here by tests
-
-STOP_GRACE = 10.0
-_PR_SET_PDEATHSIG = 1
-
-
-class StackError(RuntimeError):
-    """A child did not come up; the message says which and why."""
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+StackError = StartupError  # a child did not come up; the message says which and why
 
 
 def start(argv: Sequence[str], env: Mapping[str, str] | None = None, **kw: object) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        list(argv),
-        env=dict(env) if env is not None else None,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-def stop(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE) -> int:
-    """SIGTERM the child's group, SIGKILL it after ``grace``; returns the exit status."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
-    return proc.wait()
+    """A child of ``up``/``demo``/the tests: own session, no stdin, killed if we die."""
+    return popen(argv, env, die_with_parent=True, **kw)
 
 
 def wait_daemon(sock: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    transport = httpx.HTTPTransport(uds=str(sock))
-    with httpx.Client(transport=transport, base_url="http://daemon", timeout=2.0) as client:
-        _wait_ready(client, "/health", proc, "daemon", f"on {sock}", timeout, poll=0.05)
+    wait_for_daemon(sock, what="the daemon", where=f"on {sock}", timeout=timeout, gone=exited(proc))
 
 
 def wait_server(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    with httpx.Client(timeout=2.0) as client:
-        _wait_ready(client, url, proc, "server", f"at {url}", timeout, poll=0.02)
-
-
-def _wait_ready(client: httpx.Client, url: str, proc: subprocess.Popen[bytes], what: str, where: str,
-                timeout: float, *, poll: float) -> None:
-    """Poll ``GET url`` until it answers 200; fail at once if *proc* exits, or after *timeout*."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            raise StackError(f"the {what} exited with status {proc.returncode} before it was ready")
-        with contextlib.suppress(httpx.HTTPError):
-            if client.get(url).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            raise StackError(f"the {what} did not answer {where} within {timeout:.0f} s")
-        time.sleep(poll)
+    wait_for_http(url, what="the server", where=f"at {url}", timeout=timeout, gone=exited(proc), poll=0.02)
 
 
 @dataclass
@@ -128,17 +86,6 @@ class Stack:
                 stop(proc)
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
-    """The last *limit* bytes of a child's output, without reading the whole file."""
-    try:
-        with path.open("rb") as stream:
-            stream.seek(max(0, stream.seek(0, os.SEEK_END) - limit))
-            data = stream.read()
-    except OSError:
-        return ""
-    return data.decode("utf-8", "replace").strip()
-
-
 @contextlib.contextmanager
 def running_stack(
     task: Path,
@@ -178,7 +125,8 @@ def running_stack(
             )
         except StackError as exc:
             which = "server" if stack.server is not None else "daemon"
-            raise StackError(f"{exc}\n{_tail(outputs[which])}") from None
+            output = "\n".join(tail_lines(outputs[which], None, max_bytes=4000))
+            raise StackError(f"{exc}\n{output}") from None
         yield stack
     finally:
         stack.stop()

@@ -2,7 +2,8 @@
 
 A wheel carries ``configs/`` (templates and the agent CLI pins), ``examples/`` (the demo
 task) and ``scripts/`` (the private Docker engine and the offline base image) inside the
-package (pyproject's force-include); a source checkout or editable install has them beside
+package; a source checkout reaches the same names through the committed symlinks
+``ssebench/configs`` etc. (docs/ARCHITECTURE.md, "Layout"), and has the real folders beside
 it. One lookup serves both so no command guesses at paths of its own.
 
 The example task's PoCs and intent diff must never reach a task image, where an agent
@@ -25,7 +26,7 @@ def data_dir(name: str) -> Path:
     """``configs``, ``examples`` or ``scripts``: the folder inside the wheel, else the checkout's."""
     for candidate in (_PACKAGE / name, _PACKAGE.parent / name):
         if candidate.is_dir():
-            return candidate
+            return candidate.resolve()  # a checkout's link ssebench/NAME: the folder it names
     raise FileNotFoundError(f"ssebench's {name}/ folder was not found beside {_PACKAGE}")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.container import docker
+from ssebench.container import docker, images
 from ssebench.container.docker import DockerEngine, DockerRunError, run_in_docker
 
 
@@ -64,18 +64,18 @@ def test_requirements_come_from_the_wheel_metadata_without_extras(tmp_path: Path
             "Requires-Dist: httpx>=0.27\nRequires-Dist: fastmcp<5,>=4.2\n"
             "Provides-Extra: test\nRequires-Dist: pytest>=8; extra == 'test'\n"
         ))
-    assert docker._requirements(wheel) == ["fastmcp<5,>=4.2", "httpx>=0.27"]
+    assert images._requirements(wheel) == ["fastmcp<5,>=4.2", "httpx>=0.27"]
 
 
 def test_image_tags_change_with_any_input(tmp_path: Path) -> None:
     one, two = tmp_path / "a.whl", tmp_path / "b.whl"
     one.write_bytes(b"wheel")
     two.write_bytes(b"wheel")
-    assert docker._digest(b"FROM x", one) == docker._digest(b"FROM x", one)
-    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM y", one)
-    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)  # the name counts
+    assert images._digest(b"FROM x", one) == images._digest(b"FROM x", one)
+    assert images._digest(b"FROM x", one) != images._digest(b"FROM y", one)
+    assert images._digest(b"FROM x", one) != images._digest(b"FROM x", two)  # the name counts
     one.write_bytes(b"wheel2")
-    assert docker._digest(b"FROM x", one) != docker._digest(b"FROM x", two)
+    assert images._digest(b"FROM x", one) != images._digest(b"FROM x", two)
 
 
 def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.container import docker
+from ssebench.container import docker, sidecar
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -27,16 +27,16 @@ def test_sidecar_options_are_exactly_what_bwrap_needs() -> None:
         "--security-opt", "no-new-privileges",
         "--security-opt", "systempaths=unconfined",
         "--security-opt", "apparmor=unconfined",
-        "--security-opt", f"seccomp={docker.SANDBOX_SECCOMP_PROFILE}",
+        "--security-opt", f"seccomp={sidecar.SANDBOX_SECCOMP_PROFILE}",
         "--mount", "type=volume,dst=/tmp",
         "--pids-limit", "2048",  # 2 x the per-check default (1024)
         "--memory", str(6 << 30), "--memory-swap", str(6 << 30),  # the per-check 4 GiB + 2 GiB
     ]
-    assert docker.SANDBOX_SECCOMP_PROFILE.is_absolute()  # the docker CLI reads it wherever it runs
+    assert sidecar.SANDBOX_SECCOMP_PROFILE.is_absolute()  # the docker CLI reads it wherever it runs
 
 
 def test_seccomp_profile_denies_a_list_and_lets_bwrap_through() -> None:
-    profile = json.loads(docker.SANDBOX_SECCOMP_PROFILE.read_text(encoding="utf-8"))
+    profile = json.loads(sidecar.SANDBOX_SECCOMP_PROFILE.read_text(encoding="utf-8"))
     assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
     (rule,) = profile["syscalls"]
     assert (rule["action"], rule["errnoRet"]) == ("SCMP_ACT_ERRNO", 1)  # EPERM
@@ -59,7 +59,7 @@ def test_the_daemon_never_runs_as_root_in_its_container(monkeypatch: pytest.Monk
 
 def test_missing_seccomp_profile_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     missing = tmp_path / "sandbox-seccomp.json"
-    monkeypatch.setattr(docker, "SANDBOX_SECCOMP_PROFILE", missing)
+    monkeypatch.setattr(sidecar, "SANDBOX_SECCOMP_PROFILE", missing)
     with pytest.raises(docker.DockerRunError) as error:
         docker.sandbox_options(1000, 1000)
     assert str(error.value) == f"the sandbox's seccomp profile is missing: {missing} does not exist"
@@ -82,7 +82,7 @@ def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: in
     monkeypatch.setattr(os, "getuid", lambda: uid)
     monkeypatch.setattr(os, "getgid", lambda: uid)
     owners: list[tuple[str, int]] = []
-    monkeypatch.setattr(docker, "_chown_tree", lambda root, u, g: owners.append((root.name, u)))
+    monkeypatch.setattr(docker, "chown_tree", lambda root, u, g: owners.append((root.name, u)))
     space = docker._Workspace(task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets",
                               results=tmp_path / "private")
     space.results.mkdir()
@@ -129,8 +129,8 @@ def test_compose_file_runs_non_root_without_capabilities() -> None:
     assert service["user"] == "${SSEBENCH_USER:-65534:65534}"  # never root
     assert service["cap_drop"] == ["ALL"]
     assert service["security_opt"] == ["no-new-privileges"]
-    assert service["pids_limit"] == docker.SIDECAR_PIDS_LIMIT
-    assert service["mem_limit"] == service["memswap_limit"] == f"{docker.SIDECAR_MEMORY_LIMIT >> 30}g"
+    assert service["pids_limit"] == sidecar.SIDECAR_PIDS_LIMIT
+    assert service["mem_limit"] == service["memswap_limit"] == f"{sidecar.SIDECAR_MEMORY_LIMIT >> 30}g"
     assert service["environment"] == {"HOME": "/root", "SSE_NO_SANDBOX": "1"}
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ssebench.container.processes import free_port
+from ssebench.supervise import free_port
 
 AGENT = Path(__file__).parent / "fixtures" / "agents" / "call_test_patch.py"
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
@@ -345,7 +345,7 @@ def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
 def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monkeypatch):
     """A stream line over the limit goes to agent-stdout.log whole but is never parsed in memory."""
     import ssebench.container.entrypoint as ep
-    from ssebench.container.processes import Child
+    from ssebench.supervise import Child
     from ssebench.container.settings import from_environment
 
     monkeypatch.setattr(ep, "MAX_EVENT_BYTES", 100)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.container.processes import free_port
+from ssebench.supervise import free_port
 from ssebench.task import Task, TaskError, load_task
 
 ENTRY = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]

@@ -211,7 +211,7 @@ def test_entrypoint_no_sandbox_reaches_the_daemon_and_grading(task_factory, tmp_
     import subprocess
     import sys
 
-    from ssebench.container.processes import free_port
+    from ssebench.supervise import free_port
 
     t = task_factory(build='test -r "$SSE_TASK_DIR/task.toml"', functional=None)
     entry = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]

@@ -136,6 +136,15 @@ def test_up_with_a_bad_task_exits_with_the_daemons_message(tmp_path: Path) -> No
     assert str(bad) in proc.stderr and "source" in proc.stderr
 
 
+def test_up_with_a_missing_task_prints_one_line(tmp_path: Path) -> None:
+    """The daemon's own reason, once: not followed by ``up``'s account of the daemon's exit."""
+    proc = subprocess.run(ssebench_argv("up", "--task", "missing/task.toml", "--port", str(free_port())),
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "SSE_DIFFICULTY": "2"})
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"{tmp_path / 'missing' / 'task.toml'}: the task file does not exist\n"
+
+
 FIX_REMOVING_THE_BUG = """\
 diff --git a/vuln-p2 b/vuln-p2
 deleted file mode 100644

@@ -170,6 +170,15 @@ def test_the_package_comes_from_the_venv_not_the_checkout(installed: Install) ->
     assert installed.example().is_file()
 
 
+def test_every_module_has_one_name_in_the_wheel(installed: Install) -> None:
+    """The probe of tests/test_layout.py, on the plain install: no ``server``, no ``agents``."""
+    from tests.test_layout import probe
+
+    found = probe(str(installed.venv / "bin" / "python"), installed.work, installed.env)
+    assert (found["failed"], found["twice"], found["stray"]) == ({}, {}, {})
+    assert found["report"] == str(installed.site_packages() / "ssebench" / "server" / "report.py")
+
+
 def test_demo(installed: Install) -> None:
     out = installed.run("demo", timeout=300).stdout
     for line in ("======== difficulty level 2, NO_FUTURE_TEST (the default) ========================",

@@ -13,6 +13,8 @@ import json
 import re
 from pathlib import Path
 
+from ssebench.supervise import tail_lines
+
 TAIL_BYTES = 64 * 1024
 MAX_CHARS = 300
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
@@ -27,16 +29,7 @@ def last_error_line(results_dir: Path) -> str | None:
 
 
 def _tail_lines(path: Path) -> list[str]:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_BYTES))
-            data = handle.read()
-    except OSError:
-        return []
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    return lines[1:] if size > TAIL_BYTES else lines  # the first may be cut
+    return tail_lines(path, None, max_bytes=TAIL_BYTES)
 
 
 def _clean(text: str) -> str:

@@ -42,7 +42,8 @@ def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
 
 
 def _entrypoint(args: argparse.Namespace) -> int:
-    from ssebench.container.entrypoint import EXIT_USAGE, Entrypoint, print_stage
+    from ssebench.container.entrypoint import Entrypoint, print_stage
+    from ssebench.container.results import EXIT_USAGE
     from ssebench.container.settings import SettingsError, from_environment
 
     command = list(args.agent)

@@ -11,7 +11,6 @@ and watches its stages.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,27 +19,39 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench.container.processes import (
+from ssebench.container import results as results_file
+from ssebench.container.readiness import StartupError, wait_for_mcp
+from ssebench.container.results import (
+    DIALOG_FILE,
+    RESULTS_FILE,
+    EXIT_DAEMON_FAILED,
+    EXIT_SERVER_FAILED,
+    EXIT_USAGE,
+    AgentOutcome,
+    exit_status,
+    grading_stage,
+    now,
+)
+from ssebench.container.settings import Settings
+from ssebench.daemon.procs import enable_subreaper
+from ssebench.supervise import (
     STOP_GRACE_SECONDS,
     Child,
+    exited,
     kill_strays,
     open_log,
     spawn,
     ssebench_argv,
     stop_all,
+    wait_for_daemon,
     wait_for_exit,
 )
-from ssebench.container.readiness import StartupError, wait_for_daemon, wait_for_mcp
-from ssebench.container.settings import Settings, SettingsError
-from ssebench.daemon.procs import enable_subreaper
 
-RESULTS_FILE = "results.json"
+__all__ = ["EXIT_USAGE", "Entrypoint", "Outcome", "print_stage"]
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw, not converted
-DIALOG_FILE = "dialog.jsonl"
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # After SIGTERM/SIGINT/SIGHUP the agent gets this long to exit, once; then its group is
 # killed. The servers get SIGTERM at once (the run is over) and are killed when the grace
@@ -50,44 +61,7 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 SIGNAL_GRACE_SECONDS = 5.0
 SIGNAL_FLOOR_SECONDS = 1.0
 
-# Exit statuses (docs/container.md has the same table). The first that applies wins.
-EXIT_PASSED = 0  # agent exited 0, every check passed
-EXIT_CHECKS_FAILED = 1  # agent exited 0, grading ran, a check failed
-EXIT_USAGE = 2  # bad setting or task file: nothing started, nothing written
-EXIT_DAEMON_FAILED = 3  # the daemon did not come up
-EXIT_SERVER_FAILED = 4  # the MCP server did not answer initialize in time (or exited)
-EXIT_AGENT_TIMEOUT = 5  # the agent ran out of time (grading still ran)
-EXIT_AGENT_FAILED = 6  # the agent exited non-zero or could not start (grading still ran)
-EXIT_GRADING_ERROR = 7  # grading could not run to a verdict
-# 128 + N: the entrypoint got signal N; forwarded to the agent, grading skipped.
-
-STATUS_BY_EXIT = {
-    EXIT_PASSED: "passed", EXIT_CHECKS_FAILED: "checks_failed", EXIT_DAEMON_FAILED: "daemon_failed",
-    EXIT_SERVER_FAILED: "server_failed", EXIT_AGENT_TIMEOUT: "agent_timeout",
-    EXIT_AGENT_FAILED: "agent_failed", EXIT_GRADING_ERROR: "grading_error",
-}
-
 StageHook = Callable[[str, str, str], None]  # (stage, state, detail)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@dataclass
-class AgentOutcome:
-    command: list[str]
-    exit_code: int | None = None
-    signal: str | None = None
-    timed_out: bool = False
-    duration: float = 0.0
-    timeout: int = 0
-    error: str | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {"command": self.command, "exit_code": self.exit_code, "signal": self.signal,
-                "timed_out": self.timed_out, "duration": round(self.duration, 3),
-                "timeout": self.timeout, "error": self.error}
 
 
 @dataclass
@@ -121,54 +95,15 @@ class Entrypoint:
 
         Returns the loaded task (None in sidecar mode without a task file) and the tree.
         """
-        from ssebench.difficulty import DifficultyError, level_from_env
+        from ssebench.container.prepare import check_run
 
-        s = self.settings
-        if not self.agent_command:
-            raise SettingsError("no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...")
-        program = self.agent_command[0]
-        if "/" in program and not os.path.isabs(program):
-            # the agent runs in the tree: a relative path means one from where we were started
-            self.agent_command = [os.path.abspath(program), *self.agent_command[1:]]
-        try:
-            self.level = level_from_env(s.env)
-        except DifficultyError as exc:
-            raise SettingsError(str(exc)) from None
-        if s.sidecar and s.daemon_socket is None:
-            raise SettingsError("--sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves")
-        task = None
-        if s.task is not None:
-            from ssebench.task import TaskError, load_task
-
-            try:
-                task = load_task(s.task)
-            except TaskError as exc:
-                raise SettingsError(str(exc)) from None
-        elif not s.sidecar:
-            raise SettingsError("SSE_TASK is not set: the path of the task.toml to run (or --task)")
-        tree = s.tree or (task.source if task else None)
-        if tree is None:
-            raise SettingsError("SSE_TREE is not set: in sidecar mode without SSE_TASK, name the agent's tree")
-        if not tree.is_dir():
-            raise SettingsError(f"SSE_TREE: '{tree}' is not a folder")
-        try:
-            s.results_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise SettingsError(f"SSE_RESULTS_DIR: cannot create '{s.results_dir}': {exc.strerror}") from None
-        if not s.results_dir.is_dir():
-            raise SettingsError(f"SSE_RESULTS_DIR: '{s.results_dir}' is not a folder")
-        if not os.access(s.results_dir, os.W_OK | os.X_OK):
-            raise SettingsError(f"SSE_RESULTS_DIR: '{s.results_dir}' is not writable")
-        for name in (RESULTS_FILE, DIALOG_FILE):
-            if os.path.lexists(s.results_dir / name):
-                raise SettingsError(f"SSE_RESULTS_DIR: {s.results_dir} already holds {name}; "
-                                    "use an empty folder for each run")
+        self.agent_command, self.level, task, tree = check_run(self.settings, self.agent_command)
         return task, tree
 
     def run(self) -> Outcome:
         """Prepare, run every stage, write ``results.json``. Raises SettingsError before starting."""
         task, tree = self.prepare()
-        started_at, t0 = _now(), time.monotonic()
+        started_at, t0 = now(), time.monotonic()
         handlers = self._install_signal_handlers()
         # A process that leaves its group (setsid, a daemonising CLI) escapes killpg; as
         # subreaper we inherit it when its parent exits, so kill_strays still finds it.
@@ -188,31 +123,54 @@ class Entrypoint:
             kill_strays(self._keep)
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
-        results = self._results(task, tree, agent, grading, exit_code, error, started_at, time.monotonic() - t0)
+        results = results_file.document(
+            self.settings, task=task, tree=tree, level=self.level, stages=self._stages, agent=agent, grading=grading,
+            exit_code=exit_code, error=error, started_at=started_at, duration=time.monotonic() - t0)
         path = self.settings.results_dir / RESULTS_FILE
-        write_results_json(path, results)
+        results_file.write(path, results)
         return Outcome(exit_code, results, path)
 
     # -- stages ---------------------------------------------------------------------
 
     def _stages_run(self, task: Any, tree: Path, workdir: Path,
                     agent: AgentOutcome) -> tuple[int, str | None, dict[str, Any] | None]:
+        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock")
+        if failed is not None:
+            return failed
+        self._run_agent(tree, agent)
+        # stop the servers before grading: nothing may change the tree any more
+        stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
+        if self._signal is not None:
+            self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
+            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
+        if task is None:
+            self._stage("grading", "skipped", "sidecar mode without SSE_TASK: the sidecar grades")
+            grading, grade_error, passed = None, None, None
+        else:
+            grading, grade_error, passed = self._grade(tree)
+            if self._signal is not None:  # interrupted while grading
+                name = signal.Signals(self._signal).name
+                return 128 + self._signal, f"interrupted by {name} while grading", grading
+        return (*exit_status(agent, grade_error, passed), grading)
+
+    def _start_servers(self, tree: Path, socket: Path) -> tuple[int, str, None] | None:
+        """The daemon (a sidecar serves it already: only wait for it), then the MCP
+        server, each waited for; the failure's exit status and message, or None."""
         s = self.settings
         deadline = time.monotonic() + s.mcp_timeout
-        socket = s.daemon_socket or workdir / "daemon.sock"
-        # 1. the daemon (a sidecar serves it already: only wait for it)
         self._stage("daemon", "start", str(socket))
         try:
             child = None
             if not s.sidecar:
                 child = self._spawn("daemon", ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree),
                                                             "--socket", str(socket)))
-            took = wait_for_daemon(socket, child, deadline=deadline, timeout=s.mcp_timeout,
-                                   interrupted=self._interrupted)
+            _health, took = wait_for_daemon(socket, what=f"the daemon (socket {socket})", timeout=s.mcp_timeout,
+                                            deadline=deadline, gone=exited(child and child.proc),
+                                            tail=child.tail if child else list, interrupted=self._interrupted,
+                                            poll=0.1)
         except StartupError as exc:
             return self._startup_failed("daemon", exc, EXIT_DAEMON_FAILED)
         self._stage("daemon", "done", f"ready in {took:.1f} s", seconds=took)
-        # 2. the MCP server
         self._stage("server", "start", s.mcp_url)
         try:
             child = self._spawn("server", ssebench_argv(
@@ -223,93 +181,82 @@ class Entrypoint:
         except StartupError as exc:
             return self._startup_failed("server", exc, EXIT_SERVER_FAILED)
         self._stage("server", "done", f"answered initialize in {took:.1f} s", seconds=took, url=s.mcp_url)
-        # 3. the agent
-        self._run_agent(tree, agent)
-        # 4. stop the servers before grading: nothing may change the tree any more
-        stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
-        if self._signal is not None:
-            self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
-            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
-        if task is None:
-            self._stage("grading", "skipped", "sidecar mode without SSE_TASK: the sidecar grades")
-            grading, grade_error = None, None
-            graded_ok: bool | None = None
-        else:
-            grading, grade_error, graded_ok = self._grade(tree)
-            if self._signal is not None:  # interrupted while grading
-                name = signal.Signals(self._signal).name
-                return 128 + self._signal, f"interrupted by {name} while grading", grading
-        # the exit status: agent first, then grading (results.json keeps both messages)
-        if agent.timed_out:
-            message = f"the agent did not finish within {s.agent_timeout} s"
-            return EXIT_AGENT_TIMEOUT, "; ".join(filter(None, [message, grade_error])), grading
-        if agent.exit_code != 0:
-            return EXIT_AGENT_FAILED, "; ".join(filter(None, [agent.error, grade_error])), grading
-        if grade_error is not None:
-            return EXIT_GRADING_ERROR, grade_error, grading
-        if graded_ok is False:
-            return EXIT_CHECKS_FAILED, None, grading
-        return EXIT_PASSED, None, grading
+        return None
 
     def _run_agent(self, tree: Path, agent: AgentOutcome) -> None:
-        s = self.settings
-        results = s.results_dir
-        env = {k: v for k, v in s.env.items() if k not in ("SSE_TASK",)}  # no path to hidden parts
-        env.update(self.agent_env or {})
-        env["SSE_MCP_URL"] = s.mcp_url
         self._stage("agent", "start", " ".join(self.agent_command))
         started = time.monotonic()
-        pipeline = reader = None
-        stdout_log = open_log(results / "agent-stdout.log")
+        stdout_log = open_log(self.settings.results_dir / "agent-stdout.log")
         try:
             try:
-                if s.dialog:
-                    child = self._spawn("agent", self.agent_command, cwd=tree, env=env,
-                                        log=results / "agent-stderr.log", stdout=subprocess.PIPE)
-                    pipeline, reader = self._start_dialog(child, stdout_log)
-                else:
-                    child = self._spawn("agent", self.agent_command, cwd=tree, env=env,
-                                        log=results / "agent-stderr.log", stdout=stdout_log)
+                child, pipeline, reader = self._launch_agent(tree, stdout_log)
             except OSError as exc:
                 agent.error = f"the agent command could not start: {exc.strerror or exc}: {self.agent_command[0]}"
                 agent.exit_code = 127
                 self._stage("agent", "failed", agent.error)
                 return
-            self._agent = child
-            if self._signal is not None:  # a signal came while we were starting it
-                child.signal(self._signal)
-            finished = wait_for_exit(child, s.agent_timeout, self._interrupted)
-            if not finished and self._signal is not None:
-                # the signal was forwarded: what is left of the one grace period to exit by itself
-                finished = wait_for_exit(child, self._grace(SIGNAL_GRACE_SECONDS), lambda: False)
-            elif not finished:
-                agent.timed_out = True
-                self._stage("agent", "failed", f"timed out after {s.agent_timeout} s")
-            if not finished:
-                self._stop_agent(child)  # TERM the group, KILL after the grace
-            else:
-                child.signal(signal.SIGKILL)  # leftovers of an agent that exited
-            code = child.proc.wait()
-            # processes that left the agent's group: stopped before grading reads the tree
-            strays = kill_strays(self._keep, spare=[c for c in self._children if c.running()])
-            if strays:
-                self._stages.setdefault("agent", {})["strays_killed"] = strays
+            self._await_agent(child, agent)
             agent.duration = time.monotonic() - started
-            agent.exit_code = code if code >= 0 else 128 - code
-            if code < 0:
-                agent.signal = signal.Signals(-code).name
-            if reader is not None:
-                reader.join(timeout=self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
-            if pipeline is not None:
-                # A process that left the agent's group may still hold the pipe open:
-                # stop converting (under the pump's lock) and close the dialog now.
-                with self._dialog_lock:
-                    self._dialog_closed = True
-                    pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
-                                   interrupted=self._signal is not None)
-                    pipeline.writer.close()
+            self._close_dialog(pipeline, reader, agent)
         finally:
             stdout_log.close()
+        self._report_agent(agent)
+
+    def _launch_agent(self, tree: Path, stdout_log: Any) -> tuple[Child, Any, threading.Thread | None]:
+        """The agent's process (stderr to its log; stdout to *stdout_log*, through the
+        dialog converter when there is one); raises OSError when it cannot start."""
+        s = self.settings
+        env = {k: v for k, v in s.env.items() if k not in ("SSE_TASK",)}  # no path to hidden parts
+        env.update(self.agent_env or {})
+        env["SSE_MCP_URL"] = s.mcp_url
+        log = s.results_dir / "agent-stderr.log"
+        pipeline = reader = None
+        if s.dialog:
+            child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=subprocess.PIPE)
+            pipeline, reader = self._start_dialog(child, stdout_log)
+        else:
+            child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=stdout_log)
+        self._agent = child
+        if self._signal is not None:  # a signal came while we were starting it
+            child.signal(self._signal)
+        return child, pipeline, reader
+
+    def _await_agent(self, child: Child, agent: AgentOutcome) -> None:
+        """Wait under the agent's timeout (or a signal's grace), stop what is left of it."""
+        s = self.settings
+        finished = wait_for_exit(child, s.agent_timeout, self._interrupted)
+        if not finished and self._signal is not None:
+            # the signal was forwarded: what is left of the one grace period to exit by itself
+            finished = wait_for_exit(child, self._grace(SIGNAL_GRACE_SECONDS), lambda: False)
+        elif not finished:
+            agent.timed_out = True
+            self._stage("agent", "failed", f"timed out after {s.agent_timeout} s")
+        if not finished:
+            self._stop_agent(child)  # TERM the group, KILL after the grace
+        else:
+            child.signal(signal.SIGKILL)  # leftovers of an agent that exited
+        code = child.proc.wait()
+        # processes that left the agent's group: stopped before grading reads the tree
+        strays = kill_strays(self._keep, spare=[c for c in self._children if c.running()])
+        if strays:
+            self._stages.setdefault("agent", {})["strays_killed"] = strays
+        agent.exit_code = code if code >= 0 else 128 - code
+        if code < 0:
+            agent.signal = signal.Signals(-code).name
+
+    def _close_dialog(self, pipeline: Any, reader: threading.Thread | None, agent: AgentOutcome) -> None:
+        if reader is not None:
+            reader.join(timeout=self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
+        if pipeline is not None:
+            # A process that left the agent's group may still hold the pipe open:
+            # stop converting (under the pump's lock) and close the dialog now.
+            with self._dialog_lock:
+                self._dialog_closed = True
+                pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
+                               interrupted=self._signal is not None)
+                pipeline.writer.close()
+
+    def _report_agent(self, agent: AgentOutcome) -> None:
         if not agent.timed_out:
             state = "done" if agent.exit_code == 0 else "failed"
             detail = f"exited {agent.exit_code}" + (f" ({agent.signal})" if agent.signal else "")
@@ -369,14 +316,9 @@ class Entrypoint:
             report = json.loads(out.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             report = None
-        if code not in (0, 1) or not isinstance(report, dict):
-            tail = "\n".join(child.tail())
-            message = f"grading failed (ssebench grade exited {code})" + (f":\n{tail}" if tail else "")
-            self._stage("grading", "failed", message)
-            return report if isinstance(report, dict) else None, message, None
-        self._stage("grading", "done", "every check passed" if code == 0 else "a check failed",
-                    passed=code == 0)
-        return report, None, code == 0
+        stage, passed = grading_stage(code, report if isinstance(report, dict) else None, "\n".join(child.tail()))
+        self._stage("grading", stage["state"], stage["detail"], **({} if passed is None else {"passed": passed}))
+        return (report if isinstance(report, dict) else None), (stage["detail"] if passed is None else None), passed
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -442,47 +384,6 @@ class Entrypoint:
             self._agent.signal(signum)
         elif not first and signum == signal.SIGINT:
             raise KeyboardInterrupt  # a second Ctrl-C while starting: give up now
-
-    def _results(self, task: Any, tree: Path, agent: AgentOutcome, grading: dict[str, Any] | None,
-                 exit_code: int, error: str | None, started_at: str, duration: float) -> dict[str, Any]:
-        s = self.settings
-        status = STATUS_BY_EXIT.get(exit_code, "interrupted" if exit_code > 128 else "error")
-        dialog = s.results_dir / DIALOG_FILE
-        return {
-            "version": 1,
-            "status": status,
-            "exit_code": exit_code,
-            "passed": self._stages.get("grading", {}).get("passed"),  # None: no verdict
-            "error": error,
-            "task": {"id": task.id if task else None, "file": str(s.task) if s.task else None, "tree": str(tree)},
-            "difficulty": {"level": self.level.number, "name": self.level.name},
-            "mode": "sidecar" if s.sidecar else "process",
-            "mcp_url": s.mcp_url,
-            "started_at": started_at,
-            "finished_at": _now(),
-            "duration": round(duration, 3),
-            "stages": self._stages,
-            "agent": agent.as_json(),
-            "grading": grading,
-            "dialog": DIALOG_FILE if dialog.exists() else None,
-        }
-
-
-def write_results_json(path: Path, data: dict[str, Any]) -> None:
-    """Write to a fresh temp file in the same folder, then rename: never half-written.
-
-    Mode 0644 (mkstemp's is 0600) so whoever collects the results folder can read it;
-    sidecar grading (docker.py) rewrites results.json through this too."""
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, indent=2, ensure_ascii=False)
-            stream.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _remove_tree(path: Path) -> None:

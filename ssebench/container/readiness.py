@@ -1,66 +1,22 @@
-"""Is it up yet? Poll the daemon's health route and the MCP server's ``initialize``.
+"""Is the MCP server up yet? Its ``initialize``, polled with :func:`ssebench.supervise.wait_until`.
 
-The agent must not start before ``test_patch`` answers, and a server that died
-while we waited must be reported at once with its own last words rather than
-after the full timeout.
+The agent must not start before ``test_patch`` answers (the daemon's ``/health`` is
+:func:`ssebench.supervise.wait_for_daemon`).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 
 from ssebench import __version__
-from ssebench.container.processes import Child
+from ssebench.supervise import Child, StartupError, exited, wait_until
 
-POLL_SECONDS = 0.1
 PROTOCOL_VERSION = "2025-06-18"
-
-
-class StartupError(RuntimeError):
-    """A part did not come up: the message plus the last lines of its log."""
-
-    def __init__(self, message: str, log_tail: list[str]) -> None:
-        self.log_tail = log_tail
-        text = message
-        if log_tail:
-            text += "\nLast lines of its log:\n" + "\n".join("  " + line for line in log_tail)
-        super().__init__(text)
-        self.message = message
-
-
-def _wait(probe: Callable[[], bool], child: Child | None, what: str, deadline: float,
-          timeout: int, interrupted: Callable[[], bool]) -> float:
-    started = time.monotonic()
-    while True:
-        if child is not None and not child.running():
-            raise StartupError(f"{what} exited with status {child.proc.returncode} before it was ready",
-                               child.tail())
-        if probe():
-            return time.monotonic() - started
-        if interrupted():
-            raise StartupError(f"interrupted while waiting for {what}", [])
-        if time.monotonic() >= deadline:
-            raise StartupError(f"{what} did not answer within {timeout} s", child.tail() if child else [])
-        time.sleep(POLL_SECONDS)
-
-
-def wait_for_daemon(socket: Path, child: Child | None, *, deadline: float, timeout: int,
-                    interrupted: Callable[[], bool] = lambda: False) -> float:
-    """Seconds until ``GET /health`` on the Unix socket answered 200."""
-    transport = httpx.HTTPTransport(uds=str(socket))
-    with httpx.Client(transport=transport, base_url="http://daemon", timeout=2.0) as client:
-        def probe() -> bool:
-            try:
-                return client.get("/health").status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        return _wait(probe, child, f"the daemon (socket {socket})", deadline, timeout, interrupted)
+POLL_SECONDS = 0.1
+__all__ = ["StartupError", "answers_initialize", "wait_for_mcp"]
 
 
 def initialize_request() -> dict:
@@ -111,5 +67,6 @@ def wait_for_mcp(url: str, child: Child | None, *, deadline: float, timeout: int
                  interrupted: Callable[[], bool] = lambda: False) -> float:
     """Seconds until the server at *url* answered an MCP ``initialize``."""
     with httpx.Client(timeout=5.0) as client:
-        return _wait(lambda: answers_initialize(client, url), child, f"the MCP server ({url})",
-                     deadline, timeout, interrupted)
+        return wait_until(lambda: answers_initialize(client, url), what=f"the MCP server ({url})",
+                          timeout=timeout, deadline=deadline, gone=exited(child and child.proc),
+                          tail=child.tail if child else list, interrupted=interrupted, poll=POLL_SECONDS)[1]

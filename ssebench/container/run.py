@@ -106,7 +106,7 @@ def home_env(home: Path) -> dict[str, str]:
 
 def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
     """``ssebench agents install AGENT --url URL`` into the private HOME in *env*."""
-    from ssebench.container.processes import ssebench_argv
+    from ssebench.supervise import ssebench_argv
 
     with log.open("wb") as out:
         code = subprocess.run(ssebench_argv("agents", "install", agent, "--url", url), env=env,
@@ -215,7 +215,7 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
                  env: dict[str, str], display: Display) -> tuple[int, dict | None]:
     from ssebench.container.entrypoint import Entrypoint
     from ssebench.container.settings import from_environment
-    from ssebench.container.processes import free_port
+    from ssebench.supervise import free_port
 
     display.start("setup", "private tree and HOME")
     if args.tree:

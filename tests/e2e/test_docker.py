@@ -135,7 +135,7 @@ def compose_run(agent_image: str, tmp_path_factory: pytest.TempPathFactory) -> I
     results.mkdir()
     uid, gid = docker.daemon_user()  # the container's user (never root) owns its copies
     for path in (task_copy, results):
-        docker._chown_tree(path, uid, gid)
+        docker.chown_tree(path, uid, gid)
     model = AnthropicModel().start()
     argv, env = _launch(model)
     env_file = folder / "container.env"
@@ -325,7 +325,7 @@ asyncio.run(main())
 def _own_port() -> dict[str, str]:
     """SSE_MCP_PORT for a custom command (no agent layer, so not bound to the layers' 3000,
     which other servers on a shared machine may hold meanwhile)."""
-    from ssebench.container.processes import free_port
+    from ssebench.supervise import free_port
 
     return {"SSE_MCP_PORT": str(free_port())}
 
@@ -476,10 +476,10 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
 ) -> None:
     """Docker's defaults (no seccomp profile, masked /proc) do not let bwrap run: the daemon
     refuses to start with its one line, and the run stops with it before the agent starts."""
-    from ssebench.container import docker
+    from ssebench.container import docker, sidecar
     from ssebench.daemon.sandbox import FIX_HINT
 
-    monkeypatch.setattr(docker, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
+    monkeypatch.setattr(sidecar, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
     with pytest.raises(docker.DockerRunError) as error:
         docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["true"],
                              results_dir=tmp_path / "results", difficulty=2, env=_own_port())

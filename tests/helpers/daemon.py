@@ -31,6 +31,8 @@ from typing import Any
 import httpx
 import psutil
 
+from ssebench.supervise import StartupError, exited, wait_for_daemon
+
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 
 
@@ -170,20 +172,14 @@ def start_daemon(task_file: Path | str, *, difficulty: str | None = "2", tree: P
 
 
 def _wait_ready(daemon: DaemonProcess, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(daemon.socket)),
-                      base_url="http://daemon", timeout=2) as c:
-        while True:
-            if daemon.proc.poll() is not None:
-                raise RuntimeError(f"daemon exited with {daemon.proc.returncode}:\n{daemon.stderr()}")
-            with contextlib.suppress(httpx.TransportError):
-                if c.get("/health").status_code == 200:
-                    return
-            if time.monotonic() > deadline:
-                daemon.proc.kill()
-                daemon.proc.wait()
-                raise RuntimeError(f"daemon not ready after {timeout} s:\n{daemon.stderr()}")
-            time.sleep(0.02)
+    """The daemon's /health (ssebench.supervise's one wait); a daemon that is not ready is killed."""
+    try:
+        wait_for_daemon(daemon.socket, what="daemon", timeout=timeout, gone=exited(daemon.proc), poll=0.02)
+    except StartupError as exc:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait()
+        raise StartupError(f"{exc}:\n{daemon.stderr()}") from None
 
 
 @contextlib.contextmanager

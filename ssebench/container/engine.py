@@ -1,0 +1,173 @@
+"""The docker CLI pointed at one engine: where it is, and the calls ssebench makes.
+
+The engine is the one DOCKER_HOST names, else ssebench's private engine
+(scripts/docker-engine.sh) when it answers, else Docker's default socket. Used by
+``ssebench run --docker`` (ssebench/container/docker.py) and ``ssebench doctor``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ssebench.resources import script
+from ssebench.supervise import tail_lines
+
+PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
+TIMEOUT_EXIT = 124  # like timeout(1)
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SSEBENCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench"
+    return Path(root)
+
+
+class DockerRunError(Exception):
+    """The run could not happen (no engine, no base image, a build failed); says why."""
+
+
+def read_results(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except json.JSONDecodeError as error:
+        raise DockerRunError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise DockerRunError(f"{path}: expected a JSON object")
+    return data
+
+
+@dataclass(frozen=True)
+class DockerEngine:
+    """The docker CLI pointed at one engine (DOCKER_HOST), with the calls ssebench needs."""
+
+    host: str
+
+    @classmethod
+    def locate(cls) -> DockerEngine:
+        if shutil.which("docker") is None:
+            raise DockerRunError(f"the docker command is not installed ({script('docker-engine.sh')} install)")
+        candidates = [os.environ["DOCKER_HOST"]] if os.environ.get("DOCKER_HOST") else []
+        if not candidates:
+            if PRIVATE_ENGINE_SOCKET.is_socket():
+                candidates.append(f"unix://{PRIVATE_ENGINE_SOCKET}")
+            candidates.append("unix:///var/run/docker.sock")
+        for host in candidates:
+            engine = cls(host)
+            if engine.answers():
+                return engine
+        raise DockerRunError(
+            f"no Docker engine answers at {' or '.join(candidates)}; "
+            f"start ssebench's own with {script('docker-engine.sh')} start, or set DOCKER_HOST"
+        )
+
+    def environ(self) -> dict[str, str]:
+        # DOCKER_BUILDKIT=0: the classic builder is part of every engine; BuildKit needs the
+        # buildx plugin, which Debian's docker.io does not ship.
+        return {**os.environ, "DOCKER_HOST": self.host, "DOCKER_BUILDKIT": "0"}
+
+    def docker(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["docker", *args], env=self.environ(), capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def answers(self) -> bool:
+        try:
+            return self.docker("version", "--format", "{{.Server.Version}}", timeout=20).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
+    def has_image(self, image: str) -> bool:
+        return self.docker("image", "inspect", image).returncode == 0
+
+    def remove_older(self, tag: str) -> None:
+        """Remove the other tags of TAG's repository (a new build replaced them), so each code
+        change does not leave another agent layer of hundreds of MB behind. Never forced:
+        an image a container still uses stays."""
+        repository = tag.rsplit(":", 1)[0]
+        listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+        older = [name for name in listed if name != tag]
+        if older:
+            self.docker("image", "rm", *older)
+
+    def build(self, tag: str, context: Path, dockerfile: str) -> None:
+        """docker build with no network at all: the context holds everything the image needs."""
+        (context / "Dockerfile").write_text(dockerfile, encoding="utf-8")
+        with tempfile.TemporaryFile() as log:
+            status = subprocess.run(
+                ["docker", "build", "--network", "none", "--force-rm", "--tag", tag, str(context)],
+                env=self.environ(), stdout=log, stderr=subprocess.STDOUT, check=False,
+            ).returncode
+            if status != 0:
+                raise DockerRunError(f"docker build of {tag} failed (exit {status}); last lines:\n"
+                                     + "\n".join(tail_lines(log, 25)).rstrip())
+        self.remove_older(tag)
+
+    def start_detached(
+        self, *, name: str, image: str, command: Sequence[str], mounts: Mapping[Path, str], env: Mapping[str, str],
+        options: Sequence[str] = (),
+    ) -> None:
+        """A background container with no network (the sidecar), with OPTIONS (``docker run``
+        flags); removed by the caller."""
+        args = ["run", "--detach", "--init", "--name", name, "--network", "none", *options, "--entrypoint", "ssebench"]
+        for host_path, container_path in mounts.items():
+            args += ["--volume", f"{host_path}:{container_path}"]
+        for key, value in env.items():
+            args += ["--env", f"{key}={value}"]
+        started = self.docker(*args, image, *command)
+        if started.returncode != 0:
+            raise DockerRunError(f"the sidecar container did not start: {started.stderr.strip()}")
+
+    def save_logs(self, name: str, path: Path) -> None:
+        """Container NAME's output into PATH (streamed: never held in memory)."""
+        with open(path, "wb") as out:
+            subprocess.run(["docker", "logs", name], env=self.environ(), stdin=subprocess.DEVNULL, stdout=out,
+                           stderr=subprocess.STDOUT, check=False, timeout=60)
+
+    def run_container(
+        self,
+        *,
+        image: str,
+        command: Sequence[str],
+        mounts: Mapping[Path, str],
+        env: Mapping[str, str],
+        network: str,
+        timeout: float | None,
+        log_path: Path,
+        options: Sequence[str] = (),
+    ) -> int:
+        """docker run IMAGE COMMAND with OPTIONS (``docker run`` flags); its output goes to
+        LOG_PATH; returns its exit status. ``--rm`` removes its anonymous volumes too.
+
+        Environment values reach docker through its own environment (``-e NAME``), never on
+        its command line, where any user could read an API key in the process list.
+        """
+        name = f"ssebench-{uuid.uuid4().hex[:12]}"
+        args = ["docker", "run", "--rm", "--init", "--name", name, "--network", network, *options]
+        for host_path, container_path in mounts.items():
+            args += ["--volume", f"{host_path}:{container_path}"]
+        for key in env:
+            args += ["--env", key]
+        args += [image, *command]
+        with open(log_path, "xb") as log:
+            process = subprocess.Popen(
+                args, env={**self.environ(), **env}, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+            try:
+                return process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.docker("kill", name)
+                process.wait()
+                return TIMEOUT_EXIT
+            except BaseException:
+                self.docker("kill", name)  # Ctrl-C or anything else: leave no container running
+                process.wait()
+                raise

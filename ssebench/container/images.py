@@ -1,0 +1,186 @@
+"""The task image and the agent layers, built from contexts made on the host.
+
+A build never needs a registry or the network: the ssebench wheels come from ``pip wheel``
+on the host (without the example task: selfwheel.py) and the agent CLI from ``npm install``
+on the host, both using the host's package caches. Images are tagged with a hash of their
+Dockerfile and context, so an unchanged image is reused without calling ``docker build``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from ssebench import __version__
+from ssebench.container.dockerfile import (
+    NODE_MAJOR,
+    DockerfileError,
+    agent_cli,
+    pinned_version,
+    render_agent_dockerfile,
+    render_task_dockerfile,
+)
+from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir
+
+
+def _digest(*parts: bytes | Path) -> str:
+    """sha256 over byte strings and files (content and name), short enough for a tag."""
+    digest = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            digest.update(part.name.encode())
+            with open(part, "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        else:
+            digest.update(part)
+        digest.update(b"\0")
+    return digest.hexdigest()[:12]
+
+
+def _pip(*args: str, env: Mapping[str, str] | None = None) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", *args, "--quiet", "--disable-pip-version-check"],
+        env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise DockerRunError(f"pip {' '.join(args[:1])} failed (exit {result.returncode}):\n{tail}")
+
+
+def _requirements(wheel: Path) -> list[str]:
+    """The ssebench wheel's own dependencies (no extras), from its METADATA."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode("utf-8")
+    return sorted(
+        line.split(":", 1)[1].strip()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    )
+
+
+def _link_tree(source: Path, target: Path) -> None:
+    """Copy SOURCE to TARGET by hard links where the file system allows (contexts are big)."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, symlinks=True, copy_function=link)
+
+
+def prepare_task_context(context: Path) -> None:
+    """wheels/project/ (ssebench without the example task: selfwheel.py) and wheels/deps/ (cached by requirements)."""
+    from ssebench.container.selfwheel import SelfWheelError, build_image_wheel
+
+    try:
+        wheel = build_image_wheel(context / "wheels" / "project")
+    except SelfWheelError as error:
+        raise DockerRunError(str(error)) from None
+    requirements = _requirements(wheel)
+    deps_cache = cache_dir() / "wheels" / _digest("\n".join(requirements).encode(), sys.version.encode())
+    if not deps_cache.is_dir():
+        deps_cache.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="staging-", dir=deps_cache.parent))
+        try:
+            _pip("wheel", "--wheel-dir", str(staging), *requirements)
+        except DockerRunError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        try:
+            staging.rename(deps_cache)
+        except OSError:  # another run filled the cache first
+            shutil.rmtree(staging, ignore_errors=True)
+    _link_tree(deps_cache, context / "wheels" / "deps")
+
+
+def build_task_image(engine: DockerEngine, base_image: str) -> str:
+    """The task image for this checkout on BASE_IMAGE; built only when its inputs changed."""
+    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
+        context = Path(tmp)
+        prepare_task_context(context)
+        dockerfile = render_task_dockerfile(base_image)
+        files = sorted(p for p in context.rglob("*") if p.is_file())
+        base_id = engine.docker("image", "inspect", "--format", "{{.Id}}", base_image).stdout.strip()
+        tag = f"ssebench-task:{__version__}-{_digest(dockerfile.encode(), base_id.encode(), *files)}"
+        if not engine.has_image(tag):
+            engine.build(tag, context, dockerfile)
+        return tag
+
+
+def host_node() -> Path:
+    """The host's Node binary, copied into agent layers; it must be Node NODE_MAJOR or newer."""
+    found = shutil.which("node")
+    if found is None:
+        raise DockerRunError(f"agent layers need Node {NODE_MAJOR} on this machine; no node command found")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, check=False).stdout.strip()
+    try:
+        major = int(version.lstrip("v").split(".")[0])
+    except ValueError:
+        raise DockerRunError(f"{found} --version printed {version!r}, not a Node version") from None
+    if major < NODE_MAJOR:
+        raise DockerRunError(f"agent layers need Node {NODE_MAJOR} or newer; {found} is {version}")
+    return Path(found).resolve()
+
+
+def agent_cli_dir(agent: str) -> Path:
+    """AGENT's pinned CLI installed with npm on the host, cached per package@version."""
+    cli = agent_cli(agent)
+    version = pinned_version(agent)
+    target = cache_dir() / "agent-cli" / f"{agent}-{version}"
+    if (target / "node_modules" / ".bin" / cli.bin).exists():
+        return target
+    if shutil.which("npm") is None:
+        raise DockerRunError(f"installing {cli.package}@{version} for the {agent} layer needs npm; none found")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{agent}-", dir=target.parent))
+    (staging / "package.json").write_text(
+        json.dumps({"private": True, "dependencies": {cli.package: version}}, indent=2) + "\n", encoding="utf-8"
+    )
+    result = subprocess.run(
+        ["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=staging, capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0 or not (staging / "node_modules" / ".bin" / cli.bin).exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise DockerRunError(f"npm install {cli.package}@{version} failed (exit {result.returncode}):\n{tail}")
+    try:
+        staging.rename(target)
+    except OSError:  # another run filled the cache first
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
+    """AGENT's layer on TASK_IMAGE: host Node + the pinned CLI + ``ssebench agents install``."""
+    try:
+        dockerfile = render_agent_dockerfile(agent, task_image)
+    except DockerfileError as error:
+        raise DockerRunError(str(error)) from None
+    node = host_node()
+    cli_dir = agent_cli_dir(agent)
+    lock = cli_dir / "package-lock.json"
+    tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), node, lock)}"
+    if engine.has_image(tag):
+        return tag
+    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
+        context = Path(tmp)
+        _link_tree(cli_dir, context / "cli")
+        try:
+            os.link(node, context / "node")
+        except OSError:
+            shutil.copy2(node, context / "node")
+        engine.build(tag, context, dockerfile)
+    return tag

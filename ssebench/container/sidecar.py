@@ -1,0 +1,182 @@
+"""The daemon's container: its user and ``docker run`` options, and the sidecar layout.
+
+The sidecar holds the task, serves the daemon on a socket in a shared folder and grades
+at the end; the agent's container beside it gets only the tree. The daemon's container
+(the sidecar, or the one container of ``sidecar=False``) alone gets what the check
+sandbox (bwrap) needs: a seccomp profile letting namespaces and mounts through, an
+unmasked /proc, no capabilities, a non-root user. docs/docker.md has the layout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ssebench.container import results as results_file
+from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
+from ssebench.container.engine import DockerEngine, DockerRunError, read_results
+from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
+from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
+
+if TYPE_CHECKING:
+    from ssebench.container.docker import _Workspace
+
+CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
+SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
+GRADING_TIMEOUT = 4 * 3600  # seconds; every check's own timeout applies inside
+SIDECAR_START_TIMEOUT = 120  # seconds for the sidecar's daemon to answer /health
+SANDBOX_SECCOMP_PROFILE = TEMPLATES_DIR / "sandbox-seccomp.json"
+UNPRIVILEGED_ID = 65534  # the daemon's uid and gid in its container when the host user is root
+# What the check sandbox (bwrap) needs in the daemon's container, and nothing more
+# (docs/docker.md, "The check sandbox in a container", has the measurements): a seccomp
+# profile that lets namespaces, mount and pivot_root through; an unmasked /proc, so bwrap
+# can mount a fresh one (safe only because the container is not root: /proc/sys is
+# writable there); AppArmor's docker-default denies mount. No capability, no new privileges.
+SANDBOX_OPTIONS = (
+    "--cap-drop", "ALL",
+    "--security-opt", "no-new-privileges",
+    "--security-opt", "systempaths=unconfined",
+    "--security-opt", "apparmor=unconfined",
+)
+# A backstop for the whole sidecar (daemon, checks, grading): the per-check limits there
+# come from the daemon's watchdog, a poll (cgroups are read-only in a container), which a
+# fork bomb can outrun (seen here without this backstop: the bomb outlived its check and
+# the next grade could not start a thread; the host's pid_max is 32768).
+# Room for one check at its default limits plus the daemon.
+SIDECAR_PIDS_LIMIT = 2 * DEFAULT_PIDS_LIMIT
+SIDECAR_MEMORY_LIMIT = DEFAULT_MEMORY_LIMIT + (2 << 30)
+# The daemon's workspace (its /tmp) on an anonymous volume: it lives on the engine's data
+# root, which holds overlay2's own upper folders, so the sandbox's copy-on-write overlays
+# work there (not on the container's overlayfs root); removed with the container.
+WORKSPACE_MOUNT = ("--mount", "type=volume,dst=/tmp")
+
+
+def run_with_sidecar(
+    engine: DockerEngine,
+    space: _Workspace,
+    *,
+    task_image: str,
+    image: str,
+    command: Sequence[str],
+    results_dir: Path,
+    env: Mapping[str, str],
+    network: str,
+    timeout: float | None,
+    log_path: Path,
+    task_id: str,
+) -> int:
+    """Daemon in a sidecar (no network, the task read-only, checks sandboxed), agent beside
+    it, sidecar grades. The agent's container starts once the daemon answers, so a daemon
+    that cannot start (no sandbox possible) is reported with its own line at once."""
+    sidecar = f"ssebench-{uuid.uuid4().hex[:12]}-daemon"
+    socket = f"{SIDECAR_SOCKET_DIR}/daemon.sock"
+    uid, gid = daemon_user()
+    if (uid, gid) != (os.getuid(), os.getgid()):  # root on the host: hand the copies to the daemon's user
+        for path in (space.task, space.tree, space.sockets):
+            chown_tree(path, uid, gid)
+    try:
+        engine.start_detached(
+            name=sidecar,
+            image=task_image,
+            command=["daemon", "--task", f"{CONTAINER_TASK_DIR}/task.toml", "--tree", CONTAINER_TREE_DIR,
+                     "--socket", socket],
+            mounts={space.task: f"{CONTAINER_TASK_DIR}:ro", space.tree: CONTAINER_TREE_DIR,
+                    space.sockets: SIDECAR_SOCKET_DIR},
+            env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
+            options=sandbox_options(uid, gid),
+        )
+        wait_for_sidecar(engine, sidecar, space.sockets / "daemon.sock")
+        exit_code = engine.run_container(
+            image=image,
+            command=["--sidecar", "--", *command],
+            mounts={space.tree: CONTAINER_TREE_DIR, space.sockets: SIDECAR_SOCKET_DIR,
+                    results_dir: CONTAINER_RESULTS_DIR},
+            env={**env, "SSE_TREE": CONTAINER_TREE_DIR, "SSE_DAEMON_SOCKET": socket},
+            network=network,
+            timeout=timeout,
+            log_path=log_path,
+        )
+        from ssebench.container.results import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT, EXIT_PASSED
+
+        # Grading is due when the agent ran to an end (as in process mode, also after a
+        # failure or a timeout: the tree may hold a patch); not after a start-up failure.
+        results = read_results(results_dir / "results.json")
+        if results is not None and results.get("exit_code") in (EXIT_PASSED, EXIT_AGENT_TIMEOUT, EXIT_AGENT_FAILED):
+            exit_code = _grade_in_sidecar(engine, sidecar, results_dir, results, task_id)
+        return exit_code
+    finally:
+        engine.save_logs(sidecar, results_dir / "daemon.log")
+        engine.docker("rm", "--force", "--volumes", sidecar)  # --volumes: its workspace too
+
+
+def daemon_user() -> tuple[int, int]:
+    """The uid and gid of the sidecar (and of the whole one-container layout): never root,
+    because its /proc is unmasked for bwrap (root could write /proc/sys there). The host user's own ids keep the shared copies
+    theirs; for root on the host, 65534 (nobody), and the copies are handed to it."""
+    if os.getuid() != 0:
+        return os.getuid(), os.getgid()
+    return UNPRIVILEGED_ID, UNPRIVILEGED_ID
+
+
+def sandbox_options(uid: int, gid: int) -> list[str]:
+    """``docker run`` options of the daemon's container: the sidecar, or the one container
+    of ``sidecar=False`` (the sidecar layout's agent container gets none of them)."""
+    if not SANDBOX_SECCOMP_PROFILE.is_file():
+        raise DockerRunError(f"the sandbox's seccomp profile is missing: {SANDBOX_SECCOMP_PROFILE} does not exist")
+    return ["--user", f"{uid}:{gid}", *SANDBOX_OPTIONS,
+            "--security-opt", f"seccomp={SANDBOX_SECCOMP_PROFILE}", *WORKSPACE_MOUNT,
+            "--pids-limit", str(SIDECAR_PIDS_LIMIT),
+            "--memory", str(SIDECAR_MEMORY_LIMIT), "--memory-swap", str(SIDECAR_MEMORY_LIMIT)]
+
+
+def chown_tree(root: Path, uid: int, gid: int) -> None:
+    os.chown(root, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.chown(os.path.join(folder, name), uid, gid, follow_symlinks=False)
+
+
+def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float = SIDECAR_START_TIMEOUT) -> dict:
+    """The daemon's ``/health`` (over its socket, from the host) once it answers; a sidecar
+    that exits first (e.g. the daemon refusing to start without a sandbox) or stays silent
+    raises DockerRunError with the container's last lines."""
+    def gone() -> str | None:
+        state = engine.docker("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name).stdout.split()
+        if state[:1] == ["running"]:
+            return None
+        if len(state) == 2 and state[0] == "exited":
+            return f"exited with status {state[1]}"
+        return f"is {state[0] if state else 'gone'} instead of running"
+
+    try:
+        return wait_for_daemon(sock, what="the daemon's container", where="on its socket", timeout=timeout,
+                               gone=gone, poll=0.2)[0]
+    except StartupError as error:
+        logs = engine.docker("logs", "--tail", "20", name)
+        tail = (logs.stdout + logs.stderr).strip()
+        raise DockerRunError(error.message + (f":\n{tail}" if tail else "")) from None
+
+
+def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, results: dict, task_id: str) -> int:
+    """Final grading where the task is, merged into the agent container's results.json.
+
+    The status follows the entrypoint's rule (docs/container.md, "Exit status"): the
+    agent's outcome first, then grading's verdict (:func:`ssebench.container.results.exit_status`).
+    """
+    task_file = f"{CONTAINER_TASK_DIR}/task.toml"
+    with open(results_dir / "grading.json", "xb") as out, open(results_dir / "grading.log", "xb") as err:
+        code = subprocess.run(
+            ["docker", "exec", sidecar, "ssebench", "grade", "--task", task_file, "--tree", CONTAINER_TREE_DIR,
+             "--json"],
+            env=engine.environ(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False,
+            timeout=GRADING_TIMEOUT,
+        ).returncode
+    report = read_results(results_dir / "grading.json") if code in (0, 1) else None
+    stage, passed = results_file.grading_stage(code, report, "\n".join(tail_lines(results_dir / "grading.log")))
+    merged = results_file.add_sidecar_grading(results, report, stage, passed, {"id": task_id, "file": task_file})
+    results_file.write(results_dir / "results.json", merged)
+    return merged["exit_code"]
