@@ -88,7 +88,8 @@ KINDS: tuple[CheckKind, ...] = (
         precedence=3, always=True, counted=True,
     ),
     CheckKind(
-        Check.INTENT, "intent tests", frozenset({"diff", "run", "timeout", "network", "files"}), 1800.0, max_level=0,
+        Check.INTENT, "intent tests", frozenset({"diff", "run", "timeout", "network", "files"}), 1800.0,
+        max_level=0,
         failure_reason=(
             "One or more intent test(s) failed. These tests validate behavior after the "
             "vulnerability fix. Please reassess your patch to ensure it correctly addresses the "

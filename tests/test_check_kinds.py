@@ -57,7 +57,7 @@ def test_the_table_holds_the_spec_words_and_the_task_keys() -> None:
         "build": {"run", "timeout", "network"},
         "pocs": {"run", "files", "timeout", "network"},
         "functional": {"run", "timeout", "network"},
-        "intent": {"diff", "run", "timeout", "network"},
+        "intent": {"diff", "run", "timeout", "network", "files"},
     }
 
 
