@@ -27,7 +27,7 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,7 +54,6 @@ _BUILD_PREFIXES = ("makefile", "gnumakefile", "kbuild", "kconfig", "cmakelists")
 
 _LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
 _CALL = re.compile(r"([a-z0-9_]+)\((.*)\) += (-?\d+)(?:<((?:\\x[0-9a-f]{2})*)>)?(?: .*)?\Z", re.S)
-_HEX = re.compile(r"(?:\\x[0-9a-f]{2})*")
 _STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
 _FD_PATH = re.compile(r"-?\d+<((?:\\x[0-9a-f]{2})*)>|AT_FDCWD<((?:\\x[0-9a-f]{2})*)>")
 _TMP = re.compile(r"(^|[=,:])(/tmp|/var/tmp)/[^/\s]+")
@@ -109,6 +108,7 @@ class _Proc:
     cwd: str
     execd: bool = False
     parent: Step | None = None
+    early: Step | None = None  # what it did before its parent's fork returned and it ran a program
 
 
 @dataclass
@@ -208,10 +208,13 @@ class TraceParser:
             return
         if early is None:
             self._procs[child] = _Proc(proc.step, proc.cwd, parent=proc.step)
-        elif early.execd:  # it already runs its own program: only link it
+        elif early.execd:  # it already runs its own program: link it; the fork's part is the parent's
             early.parent = proc.step
             early.step.parents.add(proc.step.key)
             proc.step.orchestrator = True
+            if early.early is not None:
+                proc.step.merge(early.early)
+                early.early = None
         else:  # what it did before we knew is its parent's, as a fork's is
             proc.step.merge(early.step)
             early.step, early.parent = proc.step, proc.step
@@ -234,6 +237,8 @@ class TraceParser:
         if parent is not None:
             parent.orchestrator = True
             step.parents.add(parent.key)
+        if proc.step.key.startswith("?") and proc.parent is None:
+            proc.early = proc.step
         proc.step, proc.execd = step, True
         rel = self._rel(posixpath.normpath(posixpath.join(proc.cwd, path)))
         if rel is not None:
@@ -510,11 +515,6 @@ def _version(strace: str) -> str:
         if len(out) >= 4:
             return out[3]
     return "?"
-
-
-def reads_of(steps: Iterable[Step]) -> Iterator[str]:
-    for step in steps:
-        yield from step.reads
 
 
 __all__ = ["Graph", "Record", "Step", "TraceParser", "command", "is_build_file", "parse_trace",
