@@ -68,3 +68,12 @@ def test_the_build_cannot_see_or_write_its_trace(tmp_path, mode):  # noqa: F811
     assert result["build"][0] == "passed"
     assert "trace" not in result["build"][1]
     assert e.runner.tracing.startswith("strace ")
+
+
+@needs_strace
+def test_a_build_that_runs_leaksanitizer_is_redone_untraced(tmp_path, mode):  # noqa: F811
+    # LeakSanitizer refuses to run under ptrace; an untraced build (grade's) passes.
+    e = Engine(tmp_path, mode, build="cc -fsanitize=address -o ok ok.c && ./ok && echo ran",
+               tree_files={"ok.c": "int main(void) { return 0; }\n"})
+    assert e.run([Check.BUILD])["build"] == ("passed", "ran\n\n")
+    assert e.runner.last_build == "clean: a program of the build cannot run under strace"
