@@ -27,6 +27,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,7 +139,8 @@ class TraceParser:
     def _rel(self, path: str) -> str | None:
         if path.startswith(self.tree + "/"):
             rel = posixpath.normpath(path[len(self.tree) + 1:])
-            return None if rel.startswith("..") else rel
+            # Interned: a graph holds each header once, however many steps read it.
+            return None if rel.startswith("..") else sys.intern(rel)
         return None
 
     def _proc(self, pid: int) -> _Proc:
