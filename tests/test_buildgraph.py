@@ -60,6 +60,25 @@ def test_a_line_that_does_not_parse_makes_the_record_incomplete(tmp_path):
     assert buildgraph.parse_trace(trace, "/t", "/t").problem == "trace line 0: empty trace"
 
 
+def test_calls_split_across_lines_are_joined(tmp_path):
+    # strace -f prints "<unfinished ...>" when another process runs in between, then either
+    # "<... openat resumed>" or (with -z) the rest on a line of its own, without a pid.
+    hexed = "".join(f"\\x{b:02x}" for b in b"/t/a.c")
+    tree = "".join(f"\\x{b:02x}" for b in b"/t")
+    trace = tmp_path / "trace"
+    trace.write_text(
+        f'7 execve("{tree}", ["{tree}"], 0x1 /* 1 vars */) = 0\n'
+        f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_RDONLY <unfinished ...>\n'
+        f'8 +++ exited with 0 +++\n'
+        f'7 <... openat resumed>) = 3<{hexed}>\n'
+        f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_WRONLY|O_CREAT <unfinished ...>\n'
+        f')                = 4<{hexed}>\n')
+    record = buildgraph.parse_trace(trace, "/t", "/t")
+    assert record.complete, record.problem
+    (step,) = record.steps.values()
+    assert step.reads == {"a.c"} and step.writes == {"a.c"}
+
+
 @needs_strace
 def test_the_build_cannot_see_or_write_its_trace(tmp_path, mode):  # noqa: F811
     # Every fd of the build beyond stdin/out/err is listed; none is the trace file.

@@ -54,6 +54,7 @@ _BUILD_SUFFIXES = (".mk", ".make", ".mak", ".cmake", ".am", ".in", ".m4", ".ac",
 _BUILD_PREFIXES = ("makefile", "gnumakefile", "kbuild", "kconfig", "cmakelists")
 
 _LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
+_RESUMED = re.compile(r"<\.\.\. ([a-z0-9_]+) resumed>(.*)\Z", re.S)
 _CALL = re.compile(r"([a-z0-9_]+)\((.*)\) += (-?\d+)(?:<((?:\\x[0-9a-f]{2})*)>)?(?: .*)?\Z", re.S)
 _STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
 _FD_PATH = re.compile(r"-?\d+<((?:\\x[0-9a-f]{2})*)>|AT_FDCWD<((?:\\x[0-9a-f]{2})*)>")
@@ -129,6 +130,8 @@ class TraceParser:
         self.cwd = cwd
         self.record = Record()
         self._procs: dict[int, _Proc] = {}
+        self._pending: dict[int, str] = {}  # pid -> the start of an unfinished call
+        self._last: int | None = None  # the pid of the line before, if it was unfinished
         self._lines = 0
 
     def _fail(self, why: str) -> None:
@@ -158,15 +161,32 @@ class TraceParser:
             self._fail("not ASCII")
             return
         m = _LINE.match(line)
-        if m is None:
+        if m is not None:
+            pid, body = int(m.group(1)), m.group(2)
+        elif self._last is not None and self._last in self._pending:
+            # strace -z sometimes ends an unfinished call on the next line, pid-less.
+            pid, body = self._last, self._pending.pop(self._last) + line
+        else:
             self._fail("no pid")
             return
-        pid, body = int(m.group(1)), m.group(2)
+        self._last = None
         if body.startswith("+++"):  # exited or killed: its pid may be reused
             self._procs.pop(pid, None)
+            self._pending.pop(pid, None)  # a call that failed (-z prints no end for it)
             return
         if body.startswith("---"):
             return
+        if body.endswith(" <unfinished ...>"):  # another process ran in between: joined below
+            self._pending[pid] = body[: -len(" <unfinished ...>")]
+            self._last = pid
+            return
+        resumed = _RESUMED.match(body)
+        if resumed is not None:
+            head = self._pending.pop(pid, None)
+            if head is None or not head.startswith(resumed.group(1) + "("):
+                self._fail("a resumed call that was not started")
+                return
+            body = head + resumed.group(2)
         call = _CALL.match(body)
         if call is None:
             self._fail("unreadable call")

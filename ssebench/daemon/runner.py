@@ -203,6 +203,7 @@ class Runner:
         self._graph: buildgraph.Graph | None = None
         self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
         self.build_counts: collections.Counter[str] = collections.Counter()
+        self.last_record: buildgraph.Record | None = None  # the last build's (tests, benchmarks)
 
     # -- runs -----------------------------------------------------------------------
 
@@ -657,6 +658,7 @@ class Runner:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
         updates it; a failed or untraced build leaves none (the next build is clean)."""
         self.build_counts[self.last_build.split(":")[0]] += 1
+        self.last_record = record
         if result.state != PASSED or not record.complete:
             self._graph = None
         elif incremental and self._graph is not None:
