@@ -27,7 +27,8 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +55,8 @@ _BUILD_SUFFIXES = (".mk", ".make", ".mak", ".cmake", ".am", ".in", ".m4", ".ac",
 _BUILD_PREFIXES = ("makefile", "gnumakefile", "kbuild", "kconfig", "cmakelists")
 
 _LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
+_RESUMED = re.compile(r"<\.\.\. ([a-z0-9_]+) resumed>(.*)\Z", re.S)
 _CALL = re.compile(r"([a-z0-9_]+)\((.*)\) += (-?\d+)(?:<((?:\\x[0-9a-f]{2})*)>)?(?: .*)?\Z", re.S)
-_HEX = re.compile(r"(?:\\x[0-9a-f]{2})*")
 _STR = re.compile(r'"((?:\\x[0-9a-f]{2})*)"(\.\.\.)?')
 _FD_PATH = re.compile(r"-?\d+<((?:\\x[0-9a-f]{2})*)>|AT_FDCWD<((?:\\x[0-9a-f]{2})*)>")
 _TMP = re.compile(r"(^|[=,:])(/tmp|/var/tmp)/[^/\s]+")
@@ -110,6 +111,7 @@ class _Proc:
     cwd: str
     execd: bool = False
     parent: Step | None = None
+    early: Step | None = None  # what it did before its parent's fork returned and it ran a program
 
 
 @dataclass
@@ -129,6 +131,8 @@ class TraceParser:
         self.cwd = cwd
         self.record = Record()
         self._procs: dict[int, _Proc] = {}
+        self._pending: dict[int, str] = {}  # pid -> the start of an unfinished call
+        self._last: int | None = None  # the pid of the line before, if it was unfinished
         self._lines = 0
 
     def _fail(self, why: str) -> None:
@@ -139,7 +143,8 @@ class TraceParser:
     def _rel(self, path: str) -> str | None:
         if path.startswith(self.tree + "/"):
             rel = posixpath.normpath(path[len(self.tree) + 1:])
-            return None if rel.startswith("..") else rel
+            # Interned: a graph holds each header once, however many steps read it.
+            return None if rel.startswith("..") else sys.intern(rel)
         return None
 
     def _proc(self, pid: int) -> _Proc:
@@ -157,15 +162,32 @@ class TraceParser:
             self._fail("not ASCII")
             return
         m = _LINE.match(line)
-        if m is None:
+        if m is not None:
+            pid, body = int(m.group(1)), m.group(2)
+        elif self._last is not None and self._last in self._pending:
+            # strace -z sometimes ends an unfinished call on the next line, pid-less.
+            pid, body = self._last, self._pending.pop(self._last) + line
+        else:
             self._fail("no pid")
             return
-        pid, body = int(m.group(1)), m.group(2)
+        self._last = None
         if body.startswith("+++"):  # exited or killed: its pid may be reused
             self._procs.pop(pid, None)
+            self._pending.pop(pid, None)  # a call that failed (-z prints no end for it)
             return
         if body.startswith("---"):
             return
+        if body.endswith(" <unfinished ...>"):  # another process ran in between: joined below
+            self._pending[pid] = body[: -len(" <unfinished ...>")]
+            self._last = pid
+            return
+        resumed = _RESUMED.match(body)
+        if resumed is not None:
+            head = self._pending.pop(pid, None)
+            if head is None or not head.startswith(resumed.group(1) + "("):
+                self._fail("a resumed call that was not started")
+                return
+            body = head + resumed.group(2)
         call = _CALL.match(body)
         if call is None:
             self._fail("unreadable call")
@@ -209,10 +231,13 @@ class TraceParser:
             return
         if early is None:
             self._procs[child] = _Proc(proc.step, proc.cwd, parent=proc.step)
-        elif early.execd:  # it already runs its own program: only link it
+        elif early.execd:  # it already runs its own program: link it; the fork's part is the parent's
             early.parent = proc.step
             early.step.parents.add(proc.step.key)
             proc.step.orchestrator = True
+            if early.early is not None:
+                proc.step.merge(early.early)
+                early.early = None
         else:  # what it did before we knew is its parent's, as a fork's is
             proc.step.merge(early.step)
             early.step, early.parent = proc.step, proc.step
@@ -235,6 +260,8 @@ class TraceParser:
         if parent is not None:
             parent.orchestrator = True
             step.parents.add(parent.key)
+        if proc.step.key.startswith("?") and proc.parent is None:
+            proc.early = proc.step
         proc.step, proc.execd = step, True
         rel = self._rel(posixpath.normpath(posixpath.join(proc.cwd, path)))
         if rel is not None:
@@ -536,11 +563,6 @@ def _version(strace: str) -> str:
         if len(out) >= 4:
             return out[3]
     return "?"
-
-
-def reads_of(steps: Iterable[Step]) -> Iterator[str]:
-    for step in steps:
-        yield from step.reads
 
 
 __all__ = ["Graph", "Record", "Step", "TraceParser", "command", "is_build_file", "parse_trace",

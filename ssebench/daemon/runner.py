@@ -209,6 +209,7 @@ class Runner:
         self._graph: buildgraph.Graph | None = None
         self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
         self.build_counts: collections.Counter[str] = collections.Counter()
+        self.last_record: buildgraph.Record | None = None  # the last build's (tests, benchmarks)
 
     # -- runs -----------------------------------------------------------------------
 
@@ -586,21 +587,14 @@ class Runner:
             if retry is not None:
                 self.last_build = f"clean: {retry}"
                 incremental = False
-                self._mirror_out()
-                try:
-                    await asyncio.to_thread(self.mirror.fresh, snapshot)
-                    await asyncio.to_thread(self.sandbox.give, self.mirror.path)
-                except OSError as exc:
-                    raise RunError(f"could not copy the source tree: {exc}") from None
-                self._mirror_in()
-                assert result.log is not None
-                # The log is the clean build's own output, as the task format defines a
-                # check's log; the agent is not told about the retry (it changes nothing
-                # about what the result means).
-                result.log.stdout.write_bytes(b"")
-                result.log.stderr.write_bytes(b"")
-                result.timed_out = False
-                async for event in self._traced(run, result, records, append=True):
+                async for event in self._rebuild(run, result, records, snapshot, traced=True):
+                    yield event
+            if result.state != State.PASSED and not result.timed_out and self._ptrace_broke(result):
+                # LeakSanitizer refuses to run under ptrace: what the build ran must run
+                # as it would untraced (as in a fresh daemon without strace, and in grade).
+                self.last_build = "clean: a program of the build cannot run under strace"
+                incremental = False
+                async for event in self._rebuild(run, result, records, snapshot, traced=False):
                     yield event
             self._remember(incremental, result, records[-1])
             ended = not result.timed_out
@@ -614,6 +608,33 @@ class Runner:
             self._mirror_out()
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    async def _rebuild(self, run: Run, result: CheckRun, records: list[buildgraph.Record],
+                       snapshot: Snapshot, *, traced: bool) -> AsyncIterator[dict[str, Any]]:
+        """The build once more, clean: a fresh mirror; its log is the log, nothing added
+        (the task format defines a check's log as its output; the agent is not told
+        about the retry: it changes nothing about what the result means)."""
+        self._mirror_out()
+        try:
+            await asyncio.to_thread(self.mirror.fresh, snapshot)
+            await asyncio.to_thread(self.sandbox.give, self.mirror.path)
+        except OSError as exc:
+            raise RunError(f"could not copy the source tree: {exc}") from None
+        self._mirror_in()
+        assert result.log is not None
+        result.log.stdout.write_bytes(b"")
+        result.log.stderr.write_bytes(b"")
+        result.timed_out = False
+        async for event in self._traced(run, result, records, append=True, traced=traced):
+            yield event
+
+    def _ptrace_broke(self, result: CheckRun) -> bool:
+        """Did a traced build fail because a program refuses ptrace (LeakSanitizer)?"""
+        if self._strace is None or result.log is None:
+            return False
+        with contextlib.suppress(OSError):
+            return b"does not work under ptrace" in result.log.tail()
+        return False
 
     async def _tracer(self) -> None:
         """Can builds be traced here? Probed once, through the sandbox (ptrace may be denied)."""
@@ -668,9 +689,9 @@ class Runner:
         return why is None, changed
 
     async def _traced(self, run: Run, result: CheckRun, records: list[buildgraph.Record],
-                      *, append: bool = False) -> AsyncIterator[dict[str, Any]]:
+                      *, append: bool = False, traced: bool = True) -> AsyncIterator[dict[str, Any]]:
         """The build command, traced (when tracing works); its record goes to *records*."""
-        if self._strace is None:
+        if self._strace is None or not traced:
             async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
                 yield event
             records.append(buildgraph.Record(complete=False, problem="not traced"))
@@ -708,6 +729,7 @@ class Runner:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
         updates it; a failed or untraced build leaves none (the next build is clean)."""
         self.build_counts[self.last_build.split(":")[0]] += 1
+        self.last_record = record
         if result.state != State.PASSED or not record.complete:
             self._graph = None
         elif incremental and self._graph is not None:

@@ -13,10 +13,11 @@ real tree cost 10-60x an incremental build in place. So the daemon keeps:
   snapshot is immutable, so a queued call still tests the tree as it was when it
   arrived, whatever the agent does meanwhile.
 - one **build mirror** (:class:`BuildMirror`) where every build runs incrementally.
-  The daemon, not the agent's clock, decides what changed: entries whose content, kind
-  or mode differ from what the mirror holds are written with a fresh mtime (now, and
-  never older than the end of the last build), new ones are added, deleted ones
-  removed; unchanged files keep their mtimes. A fresh mirror (first call, or after a
+  Entries whose content, kind, mode or mtime (a touched file) differ from what the
+  mirror holds are written with a fresh mtime (after the end of the last build; the
+  build engine, buildgraph.py, passes one per file to keep the agent's order), new ones
+  are added, deleted ones removed; unchanged files keep their mtimes. Whether a build
+  may reuse the mirror at all is buildgraph.py's decision. A fresh mirror (first call, or after a
   killed build, or the clean retry) is written with the agent's own mtimes, as
   ``cp -a`` would, so generated files such as an autotools ``Makefile`` stay newer
   than their inputs.

@@ -1,0 +1,98 @@
+"""The build engine's trace (buildgraph.py): real strace, hostile names, broken lines, and
+a build that can neither see nor write its own trace."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ssebench.daemon import buildgraph
+from ssebench.difficulty import Check
+from tests.test_incremental import Engine, mode  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.timeout(120)
+STRACE = buildgraph.find_strace()
+needs_strace = pytest.mark.skipif(STRACE is None, reason="no strace here")
+
+
+def _trace(tmp_path: Path, script: str, **env: str) -> buildgraph.Record:
+    assert STRACE is not None
+    trace = tmp_path / "trace"
+    with open(trace, "wb") as f:
+        subprocess.run(buildgraph.command(STRACE, ["bash", "-c", script], f.fileno()), cwd=tmp_path,
+                       pass_fds=(f.fileno(),), check=True, capture_output=True, env={**os.environ, **env})
+    return buildgraph.parse_trace(trace, str(tmp_path), str(tmp_path))
+
+
+@needs_strace
+def test_hostile_file_names_are_read_as_they_are(tmp_path):
+    name = 'a"b> = 3<\\x41>\n) = 0.c'
+    (tmp_path / name).write_text("x")
+    (tmp_path / "link").symlink_to(name)
+    record = _trace(tmp_path, 'cat link > out; cat "$NAME" >/dev/null', NAME=name)
+    assert record.complete, record.problem
+    cats = [s for s in record.steps.values() if s.program == "cat"]
+    assert {r for s in cats for r in s.reads} == {name}  # the link counts as its target
+    shell = next(s for s in record.steps.values() if s.key.split("\0")[1:4] == ["bash", "-c", "cat link > out; "
+                                                                             'cat "$NAME" >/dev/null'])
+    assert shell.writes == {"out"} and shell.orchestrator
+
+
+@needs_strace
+def test_a_step_is_keyed_by_argv_and_cwd_with_temp_names_blanked(tmp_path):
+    (tmp_path / "sub").mkdir()
+    record = _trace(tmp_path, "cd sub && cat /tmp/ccA1b2C3.s 2>/dev/null; true")
+    keys = [k.split("\0") for k in record.steps]
+    assert [f"{tmp_path}/sub", "cat", "/tmp/*"] in keys
+
+
+def test_a_line_that_does_not_parse_makes_the_record_incomplete(tmp_path):
+    trace = tmp_path / "trace"
+    trace.write_bytes(b'12 execve("\\x2f\\x62", ["\\x62"], 0x1 /* 1 vars */) = 0\n12 openat(AT_FDCWD, "x" = 3\n')
+    record = buildgraph.parse_trace(trace, "/t", "/t")
+    assert not record.complete and record.problem == "trace line 2: unreadable call"
+    trace.write_bytes(b"\xff\xfe\n")
+    assert buildgraph.parse_trace(trace, "/t", "/t").problem == "trace line 1: not ASCII"
+    trace.write_bytes(b"")
+    assert buildgraph.parse_trace(trace, "/t", "/t").problem == "trace line 0: empty trace"
+
+
+def test_calls_split_across_lines_are_joined(tmp_path):
+    # strace -f prints "<unfinished ...>" when another process runs in between, then either
+    # "<... openat resumed>" or (with -z) the rest on a line of its own, without a pid.
+    hexed = "".join(f"\\x{b:02x}" for b in b"/t/a.c")
+    tree = "".join(f"\\x{b:02x}" for b in b"/t")
+    trace = tmp_path / "trace"
+    trace.write_text(
+        f'7 execve("{tree}", ["{tree}"], 0x1 /* 1 vars */) = 0\n'
+        f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_RDONLY <unfinished ...>\n'
+        f'8 +++ exited with 0 +++\n'
+        f'7 <... openat resumed>) = 3<{hexed}>\n'
+        f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_WRONLY|O_CREAT <unfinished ...>\n'
+        f')                = 4<{hexed}>\n')
+    record = buildgraph.parse_trace(trace, "/t", "/t")
+    assert record.complete, record.problem
+    (step,) = record.steps.values()
+    assert step.reads == {"a.c"} and step.writes == {"a.c"}
+
+
+@needs_strace
+def test_the_build_cannot_see_or_write_its_trace(tmp_path, mode):  # noqa: F811
+    # Every fd of the build beyond stdin/out/err is listed; none is the trace file.
+    e = Engine(tmp_path, mode, build='for f in /proc/self/fd/*; do readlink "$f"; done; ls /proc/$$/fd')
+    result = e.run([Check.BUILD])
+    assert result["build"][0] == "passed"
+    assert "trace" not in result["build"][1]
+    assert e.runner.tracing.startswith("strace ")
+
+
+@needs_strace
+def test_a_build_that_runs_leaksanitizer_is_redone_untraced(tmp_path, mode):  # noqa: F811
+    # LeakSanitizer refuses to run under ptrace; an untraced build (grade's) passes.
+    e = Engine(tmp_path, mode, build="cc -fsanitize=address -o ok ok.c && ./ok && echo ran",
+               tree_files={"ok.c": "int main(void) { return 0; }\n"})
+    assert e.run([Check.BUILD])["build"] == ("passed", "ran\n\n")
+    assert e.runner.last_build == "clean: a program of the build cannot run under strace"
