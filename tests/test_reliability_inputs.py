@@ -714,3 +714,20 @@ def test_sigterm_while_waiting_for_the_daemon_ends_inside_docker_stops_10s(tmp_p
     data = json.loads((tmp_path / "results" / "results.json").read_text())
     assert (data["status"], data["error"]) == ("interrupted", "interrupted by SIGTERM")
     assert not survivors(marker)
+
+
+def test_a_yaml_mapping_used_as_a_key_is_one_line_and_nothing_written(tmp_path: Path) -> None:
+    # Found by the fuzz above: ruamel.yaml raised TypeError (a mapping as a key is unhashable).
+    from ssebench.agents import actions, files
+    from ssebench.agents.base import Env, Scope
+    from ssebench.agents.base import Settings as ClientSettings
+    from ssebench.agents.registry import CLIENTS
+
+    text = "? ensions:\n  ssebench:\n    uri: u\n  o:\n   ? a:led: true\nGOOSE: 1\n"
+    config = tmp_path / "config.yaml"
+    config.write_text(text)
+    for action in (actions.install, actions.uninstall):
+        with pytest.raises(files.ConfigError) as err:
+            action(CLIENTS["goose"], ClientSettings(), Scope.USER, Env.current(), file=config)
+        assert "a mapping key is itself a mapping or a list" in str(err.value) and "\n" not in str(err.value)
+        assert config.read_text() == text and os.listdir(tmp_path) == ["config.yaml"]

@@ -52,8 +52,11 @@ class YamlEditor:
             raise FormatError(problem, mark.line + 1 if mark else None) from None
         except YAMLError as exc:
             raise FormatError(str(exc).splitlines()[0]) from None
+        except TypeError:  # ruamel.yaml hashes keys: "? {a: 1}" makes a mapping a key
+            raise FormatError("a mapping key is itself a mapping or a list") from None
         if data is not None and not isinstance(data, dict):
             raise FormatError("the top level is not a mapping", 1)
+        _check_keys(data)
         return yaml, data
 
     def _walk(self, data, keys: Sequence[str]):  # noqa: ANN001, ANN202
@@ -162,6 +165,22 @@ class YamlEditor:
         except FormatError:
             return object()  # equal to nothing
         return _plain(data) if data is not None else {}
+
+
+def _check_keys(data: Any) -> None:
+    """Refuse a mapping whose key is itself a mapping or a list (YAML's ``? {a: 1}``): no
+    client writes one, and such a key cannot even be looked up (it is unhashable)."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, (dict, list)):
+                    line = node.lc.line + 1 if hasattr(node, "lc") else None
+                    raise FormatError("a mapping key is itself a mapping or a list", line)
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 YAML_MAX_DEPTH = 200  # ruamel.yaml recurses several frames per level, and slows down long before
