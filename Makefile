@@ -30,7 +30,8 @@ demo: setup
 test-deps:
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
-	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get install -y -q strace >/dev/null; } || \
+	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
 
 # Everything CI runs: fast tests, then the slow and end-to-end ones.
