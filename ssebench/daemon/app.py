@@ -127,7 +127,7 @@ def create_app(runner: Runner, level: Level) -> Starlette:
                              "busy": queue.busy, "queued": queue.queued,
                              "sandbox": runner.sandbox.describe(), "build_trace": runner.tracing,
                              "builds": {"incremental": runner.build_counts["incremental"],
-                                        "clean": runner.build_counts["clean"]}})
+                                        "clean": runner.build_counts["clean"], "last": runner.last_build}})
 
     async def task_view(request: Request) -> JSONResponse:
         view: dict[str, Any] = {
