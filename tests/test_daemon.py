@@ -46,7 +46,7 @@ def test_health(task_factory, daemon_factory):
     assert d.get("/health").json() == {"status": "ok", "version": "0.1.0", "difficulty": 3,
                                        "busy": False, "queued": 0, "sandbox": "bwrap 0.11.0",
                                        "build_trace": "not probed yet",
-                                       "builds": {"incremental": 0, "clean": 0}}
+                                       "builds": {"incremental": 0, "clean": 0, "last": ""}}
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])

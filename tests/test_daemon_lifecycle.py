@@ -134,7 +134,7 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
         "status": "ok", "version": None, "difficulty": 3, "busy": False, "queued": 0,
         "sandbox": "bwrap 0.11.0", "builds": None, "build_trace": None}
     assert health["build_trace"].startswith("strace ")  # probed once, at the first build
-    assert sum(health["builds"].values()) == len(threads)
+    assert health["builds"]["incremental"] + health["builds"]["clean"] == len(threads)
 
 
 # -- disconnects and signals ------------------------------------------------------------------------

@@ -134,7 +134,7 @@ class _Api:
                              "busy": self.queue.busy, "queued": self.queue.queued,
                              "sandbox": runner.sandbox.describe(), "build_trace": runner.tracing,
                              "builds": {"incremental": runner.build_counts["incremental"],
-                                        "clean": runner.build_counts["clean"]}})
+                                        "clean": runner.build_counts["clean"], "last": runner.last_build}})
 
     async def task_view(self, request: Request) -> JSONResponse:
         task, level = self.runner.task, self.level

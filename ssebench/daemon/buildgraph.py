@@ -164,9 +164,9 @@ class TraceParser:
         m = _LINE.match(line)
         if m is not None:
             pid, body = int(m.group(1)), m.group(2)
-        elif self._last is not None and self._last in self._pending:
-            # strace -z sometimes ends an unfinished call on the next line, pid-less.
-            pid, body = self._last, self._pending.pop(self._last) + line
+        elif (owner := self._owner()) is not None:
+            # strace -z sometimes ends an unfinished call on a later line, pid-less.
+            pid, body = owner, self._pending.pop(owner) + line
         else:
             self._fail("no pid")
             return
@@ -197,6 +197,13 @@ class TraceParser:
             self._call(pid, name, args, int(ret), _unhex(fd_path) if fd_path is not None else None)
         except (ValueError, IndexError):
             self._fail(f"unreadable {name}")
+
+    def _owner(self) -> int | None:
+        """Whose call a pid-less line ends: the unfinished call just before it, else the
+        only one pending (with several pending it is ambiguous: the record fails)."""
+        if self._last is not None and self._last in self._pending:
+            return self._last
+        return next(iter(self._pending)) if len(self._pending) == 1 else None
 
     def _call(self, pid: int, name: str, args: str, ret: int, fd_path: str | None) -> None:
         if ret < 0:
