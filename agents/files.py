@@ -110,7 +110,7 @@ def _digest(path: Path, *more: str) -> str:
     return hashlib.sha256("\0".join([str(path.resolve()), *more]).encode()).hexdigest()[:24]
 
 
-def lock_for(path: Path):  # noqa: ANN201
+def lock_for(path: Path):
     """An inter-process lock for ``path``, kept in a folder we own rather than next to the
     config (a project-scope lock file would show up in the project's tree). Claude Code's own
     lock is taken as well, see :func:`app_lock`."""

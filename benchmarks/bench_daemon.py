@@ -140,7 +140,7 @@ def isolation_cost(runs: int) -> tuple[float, float]:
     return statistics.median(times[False][3:]), statistics.median(times[True][3:])
 
 
-def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:  # noqa: ANN001
+def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:
     import subprocess
 
     subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True, preexec_fn=preexec, pass_fds=fds)

@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "client on the unfixed tree and on a copy with the reference fix applied, print both, stop."
         ),
     )
-    demo.add_argument("--task", metavar="FILE", help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
+    demo.add_argument("--task", metavar="FILE",
+                      help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
     demo.add_argument(
         "--levels",
         default=DEMO_LEVELS,

@@ -28,9 +28,9 @@ tried once more before the save is given up.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-import errno
 import re
 import stat
 import tempfile

@@ -59,7 +59,7 @@ def _network(command: object) -> str:
     return ", network on" if getattr(command, "network", False) else ""
 
 
-def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported lazily
+def describe(task) -> list[str]:
     """The lines ``task check`` prints for a valid task (no styles)."""
     from ssebench.checks import CHECK_ORDER, Check, task_checks
     from ssebench.difficulty import DEFAULT_LEVEL, LEVELS
@@ -112,7 +112,7 @@ def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported 
 SHOWN_SUPPORT = 20  # support files named one by one; the rest are counted
 
 
-def task_dir_lines(task) -> list[str]:  # noqa: ANN001
+def task_dir_lines(task) -> list[str]:
     """What checks see at ``SSE_TASK_DIR``: the support files, the hidden parts and the
     step each is shown in, and what is left out (task-format.md, "Support files")."""
     from ssebench.task import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
@@ -144,7 +144,7 @@ def _never_why(key: str) -> str:
     return "applied by the daemon from a pipe, never a file" if key == "intent.diff" else key
 
 
-def _shown(task, path: Path) -> str:  # noqa: ANN001
+def _shown(task, path: Path) -> str:
     """*path* relative to the task folder (folders end with ``/``); a PoC outside it by
     its absolute path and where the PoC run sees it."""
     from ssebench.daemon.sandbox import TASK_PATH, poc_path
@@ -173,7 +173,7 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def exposed(task) -> list[str]:  # noqa: ANN001
+def exposed(task) -> list[str]:
     """Hidden parts that sit inside the source tree, where the agent can read them."""
     hidden = [("the task file", task.file)]
     if task.pocs is not None:
@@ -187,7 +187,7 @@ def exposed(task) -> list[str]:  # noqa: ANN001
             for what, path in hidden if path.resolve().is_relative_to(source)] + _support_warnings(task)
 
 
-def _support_warnings(task) -> list[str]:  # noqa: ANN001
+def _support_warnings(task) -> list[str]:
     """Support files that are likely mistakes: a diff (the reference fix?) that every
     check, the agent's own build included, can read; a symlink that leads out of the
     task folder (in the sandbox it leads nowhere)."""

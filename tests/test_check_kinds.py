@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
-
 from test_report import SPEC_LEVEL_0, SPEC_LEVEL_1, SPEC_LEVEL_2, SPEC_LEVEL_3, SPEC_LEVEL_4, SPEC_REASONS
 
 from ssebench import checks, contract, phrases

@@ -26,10 +26,10 @@ from ssebench.container import results as results_file
 from ssebench.container.readiness import StartupError, wait_for_mcp
 from ssebench.container.results import (
     DIALOG_FILE,
-    RESULTS_FILE,
     EXIT_DAEMON_FAILED,
     EXIT_SERVER_FAILED,
     EXIT_USAGE,
+    RESULTS_FILE,
     AgentOutcome,
     exit_status,
     grading_stage,
@@ -267,7 +267,7 @@ class Entrypoint:
             said = last_error_line(self.settings.results_dir)  # the CLI's own reason, for the summary
             agent.error = f"the agent exited with status {agent.exit_code}" + (f": {said}" if said else "")
 
-    def _start_dialog(self, child: Child, tee) -> tuple[Any, threading.Thread]:  # noqa: ANN001
+    def _start_dialog(self, child: Child, tee) -> tuple[Any, threading.Thread]:
         from ssebench.dialog.convert import DialogPipeline, load_converter
         from ssebench.dialog.writer import DialogWriter
 
@@ -323,7 +323,7 @@ class Entrypoint:
     # -- helpers ----------------------------------------------------------------------
 
     def _spawn(self, name: str, argv: Sequence[str], *, cwd: Path | None = None,
-               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:  # noqa: ANN001
+               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:
         child = spawn(name, argv, env=env if env is not None else self.settings.env,
                       log=log or self.settings.results_dir / f"{name}.log", cwd=cwd, stdout=stdout)
         self._children.append(child)

@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
 from ssebench.checks import CHECK_ORDER, Check, task_checks
-from ssebench.contract import Error, QueueHeartbeat, Queued, Started
+from ssebench.contract import Error, Queued, QueueHeartbeat, Started
 from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner
 from ssebench.difficulty import Level
 
@@ -222,7 +222,7 @@ class _Api:
             return
         except RunError as exc:
             failure = str(exc)
-        except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
+        except Exception:
             traceback.print_exc(file=sys.stderr)
             failure = "internal error in the daemon"
         if runner.low_on_space():

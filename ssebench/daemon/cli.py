@@ -53,7 +53,7 @@ def add_sandbox_args(p: argparse.ArgumentParser) -> None:
                    help="most processes one check may run at once (default 1024; env SSE_PIDS_LIMIT)")
 
 
-def sandbox_from_args(args: argparse.Namespace):  # noqa: ANN201 - (Sandbox, Limits)
+def sandbox_from_args(args: argparse.Namespace):
     """The sandbox and limits the flags ask for; raises ValueError or SandboxUnavailable."""
     from ssebench.daemon.sandbox import Limits, detect
 
@@ -177,7 +177,7 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
+def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:
     """Tell the sandbox what no check may see (docs/security.md); raises ValueError."""
     from ssebench.daemon.sandbox import hide_host_paths, holds_system_folder
 
@@ -189,7 +189,7 @@ def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
     sandbox.hide("the daemon's socket", socket_path, mount=False)
 
 
-def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,  # noqa: ANN001
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,
            log_budget) -> int:
     import uvicorn
 

@@ -230,7 +230,7 @@ def _assert_session(cli: str, results: Path, model: ScriptedModel, report: dict,
     assert events[-1]["type"] == "complete" and events[-1]["status"] == "success"
 
 
-def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: dict) -> None:  # noqa: ANN001
+def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: dict) -> None:
     results: Path = compose_run["results"]
     began = time.monotonic()
     docker_services.wait_until_responsive(
