@@ -279,11 +279,12 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
             raise ConfigError(target, f"cannot be {'replaced' if new is not None else 'removed'}: {_why(exc)}") \
                 from None
         if tmp_bak is not None:
+            kept = tmp_bak
             try:
-                os.replace(tmp_bak, bak)
+                os.replace(kept, bak)
                 tmp_bak = None
             except OSError as exc:
-                kept, tmp_bak = tmp_bak, None
+                tmp_bak = None
                 try:
                     os.replace(kept, target)  # the old bytes back: no change without its backup
                 except OSError:

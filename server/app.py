@@ -277,10 +277,10 @@ def create_server(
         output_schema=None,  # plain text: with a schema, clients show the model {"result": ...}
         annotations=ToolAnnotations(
             title="Test the patch",
-            readOnlyHint=True,
-            destructiveHint=False,
-            idempotentHint=True,
-            openWorldHint=False,
+            read_only_hint=True,  # sent as readOnlyHint etc. (the model's camelCase aliases)
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
 

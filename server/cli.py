@@ -28,7 +28,7 @@ DEMO_TASK = Path("tasks") / "demo-overflow" / "task.toml"  # under examples/
 DEMO_LEVELS = "2,0"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve the test_patch MCP tool over Streamable HTTP",

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ssebench.difficulty import Check
 
@@ -149,7 +149,7 @@ class LogDir:
                 limits = ServerLimits.from_env()
             except ValueError:  # the CLI refuses bad values before this point
                 limits = ServerLimits()
-        bounds = {"max_bytes": limits.log_max_bytes, "max_age": limits.log_max_age}
+        bounds: dict[str, Any] = {"max_bytes": limits.log_max_bytes, "max_age": limits.log_max_age}
         try:
             fd = _open_safe_dir(target)
         except (OSError, _UnsafeDir) as exc:

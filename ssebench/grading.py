@@ -27,7 +27,7 @@ from ssebench.difficulty import GRADING
 TAIL_LINES = 40
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "grade",
         help="run every check of a task (final grading; ignores SSE_DIFFICULTY)",

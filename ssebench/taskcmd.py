@@ -21,7 +21,7 @@ from pathlib import Path
 from ssebench import ui
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     task = sub.add_parser("task", help="check a task file, or start a new task from a skeleton",
                           description="Check a task file (task.toml) or write a new task skeleton. "
                                       "The format: docs/task-format.md.")

@@ -14,8 +14,8 @@ import json
 import sys
 import traceback
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 
 import anyio
 from starlette.applications import Starlette
@@ -211,7 +211,9 @@ class _Api:
             run = prepared[0]
             executed.append(run)
             yield _line(Started(run.id, self.level.number).to_json())
-            async with contextlib.aclosing(runner.execute(run, checks)) as stream:
+            # execute() is an async generator, annotated AsyncIterator in runner.py (follow-up there)
+            events = cast(AsyncGenerator[dict[str, Any], None], runner.execute(run, checks))
+            async with contextlib.aclosing(events) as stream:
                 async for event in stream:
                     if event["event"] in ("check_finished", "result") and runner.low_on_space():
                         # The check may have failed for want of space: not the patch's fault.

@@ -20,7 +20,7 @@ LOG_BUDGET_VAR = "SSE_DAEMON_LOG_BUDGET"
 DEFAULT_HEARTBEAT = 10.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "daemon",
         help="serve a task's checks on a Unix socket (the SDK daemon)",

@@ -387,13 +387,13 @@ class Sandbox:
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
             args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
-        for inside, host in extra.items():
+        for inside, source in extra.items():
             if _under_task(inside):
                 continue
             if inside in fds:
                 args += ["--perms", "0444", "--ro-bind-data", str(fds[inside]), inside]
             else:
-                args += ["--ro-bind", str(host), inside]
+                args += ["--ro-bind", str(source), inside]
         args += ["--chdir", TREE_PATH, "--", *argv]
         return args
 
