@@ -355,7 +355,7 @@ def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monk
     small = json.dumps({"type": "message", "role": "assistant", "content": "ok"})
     proc = subprocess.Popen([sys.executable, "-c", f"print({big!r}); print({small!r})"], stdout=subprocess.PIPE)
     with (tmp_path / "raw.log").open("wb") as tee:
-        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee)
+        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee, "gemini")
         reader.join(timeout=30)
         proc.wait(timeout=30)
         pipeline.close(exit_code=0)
