@@ -76,7 +76,8 @@ def process_cost(runs: int) -> tuple[float, float]:
     """Median seconds of one ``bash -c true``: bare, and in the sandbox with its Guard."""
     import subprocess
 
-    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+    from ssebench.daemon.limits import Guard, Limits
+    from ssebench.daemon.sandbox import TreeView, detect
 
     box, limits = detect(), Limits()
     bare, boxed = [], []
@@ -114,7 +115,8 @@ def isolation_cost(runs: int) -> tuple[float, float]:
     import dataclasses
 
     from ssebench.daemon import guard as guard_script
-    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+    from ssebench.daemon.limits import Guard, Limits
+    from ssebench.daemon.sandbox import TreeView, detect
 
     new, limits = detect(), Limits()
     old = dataclasses.replace(new, seccomp=False, check_user=None)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ssebench.container import results as results_file
 from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
 from ssebench.container.engine import DockerEngine, DockerRunError, read_results
-from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
+from ssebench.daemon.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
 from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
 
 if TYPE_CHECKING:

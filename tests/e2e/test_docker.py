@@ -458,7 +458,7 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
     whose functional check runs on a copy-on-write overlay of the built tree (the
     workspace is on a volume, not on the container's overlayfs, so overlays work)."""
     from ssebench.container import docker
-    from ssebench.daemon.sandbox import Limits, limit_note
+    from ssebench.daemon.limits import Limits, limit_note
 
     results = tmp_path / "results"
     run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],
