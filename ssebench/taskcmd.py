@@ -115,7 +115,7 @@ SHOWN_SUPPORT = 20  # support files named one by one; the rest are counted
 def task_dir_lines(task) -> list[str]:
     """What checks see at ``SSE_TASK_DIR``: the support files, the hidden parts and the
     step each is shown in, and what is left out (task-format.md, "Support files")."""
-    from ssebench.task import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
+    from ssebench.taskfiles import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
 
     files = sorted((e for e in support_files(task) if not e.is_dir), key=lambda e: e.rel.parts)
     names = [f"{e.rel} -> {os.readlink(task.dir / e.rel)}" if e.is_link else str(e.rel) for e in files]
@@ -191,7 +191,7 @@ def _support_warnings(task) -> list[str]:
     """Support files that are likely mistakes: a diff (the reference fix?) that every
     check, the agent's own build included, can read; a symlink that leads out of the
     task folder (in the sandbox it leads nowhere)."""
-    from ssebench.task import support_files
+    from ssebench.taskfiles import support_files
 
     out = []
     for entry in support_files(task):
