@@ -34,7 +34,8 @@ from ssebench.difficulty import Check, Level
 from . import calllog
 from .daemon_client import DaemonClient, DaemonError, parse_result
 from .limits import ServerLimits
-from .longlog import LogDir, capture
+from .logdir import LogDir
+from .longlog import capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
 
 log = logging.getLogger("ssebench.server")

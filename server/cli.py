@@ -180,7 +180,7 @@ def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str, sock
 
     from .app import DEFAULT_HEARTBEAT, create_server
     from .calllog import CallLog
-    from .longlog import LogDir
+    from .logdir import LogDir
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("ssebench").setLevel(logging.INFO)

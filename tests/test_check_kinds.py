@@ -27,7 +27,7 @@ from ssebench.difficulty import LEVELS
 from ssebench.server import calllog
 from ssebench.server.app import create_server
 from ssebench.server.calllog import CallLog
-from ssebench.server.longlog import LogDir
+from ssebench.server.logdir import LogDir
 from ssebench.server.report import INTERNAL_FAILURE, render
 from tests.helpers.daemon import short_tempdir
 

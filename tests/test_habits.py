@@ -24,7 +24,6 @@ LONG_FILES: dict[str, tuple[int, str]] = {
     "ssebench/daemon/buildgraph.py": (569, "another helper is changing it in parallel; split next"),
     "ssebench/daemon/sandbox.py": (561, "limits, seccomp and host-path hiding are split out; the bwrap "
                                    "command line and its setup (detect, /etc copy) to split next"),
-    "server/longlog.py": (439, "to split"),
 }
 
 # "file:qualified name" -> (lines when measured, why it is not split yet)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ssebench.difficulty import Check
 from ssebench.server import longlog
-from ssebench.server.longlog import LogDir, capture, tail_start
+from ssebench.server.logdir import LogDir
+from ssebench.server.longlog import capture, tail_start
 
 
 def reference_tail_start(data: bytes, max_lines: int, max_words: int) -> int:
