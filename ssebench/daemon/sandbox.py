@@ -42,8 +42,8 @@ from pathlib import Path, PurePosixPath
 
 from ssebench.daemon import taskview
 
-# Guard and limit_note: runner.py imports them from here (another helper's file); drop this
-# line once it imports them from ssebench.daemon.limits
+# Guard and limit_note are not used here: runner.py (another helper's file, not edited in
+# this change) still imports them from sandbox; drop them once it imports ssebench.daemon.limits.
 from ssebench.daemon.limits import Guard, Limits, limit_note, sweep_cgroups  # noqa: F401
 from ssebench.daemon.seccomp import seccomp_program
 
