@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-deps demo test test-fast clean
+.PHONY: setup test-deps demo lint test test-fast clean
 
 setup: $(STAMP)
 
@@ -34,12 +34,18 @@ test-deps:
 	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
 
-# Everything CI runs: fast tests, then the slow and end-to-end ones.
-test: setup test-deps
+# The linter and the type checker (configured in pyproject.toml); both test targets run
+# it first, so a lint or type error fails fast, before the slower tests.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy -p ssebench
+
+# Everything CI runs: lint, fast tests, then the slow and end-to-end ones.
+test: setup test-deps lint
 	$(BIN)/pytest
 
-# The fast tests only, for the edit-test loop.
-test-fast: setup
+# Lint and the fast tests only, for the edit-test loop.
+test-fast: setup lint
 	$(BIN)/pytest -m "not slow and not e2e"
 
 clean:

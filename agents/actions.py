@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import files, installs
-from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.base import Client, Env, Scope, Settings
+from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.registry import CLIENTS
 
 
@@ -72,7 +72,7 @@ def snippet(client: Client, settings: Settings) -> str:
     return editor(client).set(None, client.entry_path(settings), client.entry(settings))
 
 
-def _guard(path: Path, action):  # noqa: ANN001, ANN202
+def _guard(path: Path, action):
     def run(text: str | None) -> str | None:
         try:
             return action(text)

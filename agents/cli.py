@@ -106,7 +106,7 @@ def _error(message: str) -> None:
     ui.echo(("ssebench agents:", "fail"), f" {message}", stream=sys.stderr)
 
 
-def _settings(args: argparse.Namespace):  # noqa: ANN202
+def _settings(args: argparse.Namespace):
     from ssebench.agents.base import Settings
 
     return Settings(url=args.url, name=args.name, timeout=args.timeout) if hasattr(args, "url") \
@@ -177,7 +177,7 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     return max(statuses)
 
 
-def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:  # noqa: ANN001
+def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:
     """One agent; prints its lines (or returns its JSON object when --json)."""
     from ssebench.agents import actions, files
     from ssebench.agents.base import Scope
@@ -208,7 +208,7 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
     return 0, None
 
 
-def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple[int, dict | None]:  # noqa: ANN001
+def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple[int, dict | None]:
     """``generic`` without ``--file``: print the standard entry (it has no config of its own)."""
     from ssebench.agents import actions
 
@@ -223,7 +223,7 @@ def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple
     return 0, None
 
 
-def _print_outcome(outcome, install: bool) -> None:  # noqa: ANN001
+def _print_outcome(outcome, install: bool) -> None:
     from ssebench import ui
 
     change, settings = outcome.change, outcome.settings
@@ -301,7 +301,7 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _timeout_cell(row) -> str:  # noqa: ANN001
+def _timeout_cell(row) -> str:
     if not row.registered:
         return "-"
     if row.client.timeout_key is None:
@@ -311,7 +311,7 @@ def _timeout_cell(row) -> str:  # noqa: ANN001
     return f"{row.timeout_seconds:g} s"
 
 
-def _print_table(rows, found, record) -> None:  # noqa: ANN001
+def _print_table(rows, found, record) -> None:
     from ssebench import ui
 
     table = [("AGENT", "INSTALLED", "CONFIG", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "FILE")]
@@ -326,7 +326,7 @@ def _print_table(rows, found, record) -> None:  # noqa: ANN001
     meaning = {"yes": "ok", "no": "dim", "-": "dim", "unreadable": "fail", "ssebench": "warn"}
     for n, r in enumerate(table):
         parts: list[str | tuple[str, str]] = []
-        for i, (cell, w) in enumerate(zip(r, widths)):
+        for i, (cell, w) in enumerate(zip(r, widths, strict=False)):
             padded = cell.ljust(w) + "  "
             if n == 0:
                 parts.append((padded, "head"))

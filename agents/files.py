@@ -110,7 +110,7 @@ def _digest(path: Path, *more: str) -> str:
     return hashlib.sha256("\0".join([str(path.resolve()), *more]).encode()).hexdigest()[:24]
 
 
-def lock_for(path: Path):  # noqa: ANN201
+def lock_for(path: Path):
     """An inter-process lock for ``path``, kept in a folder we own rather than next to the
     config (a project-scope lock file would show up in the project's tree). Claude Code's own
     lock is taken as well, see :func:`app_lock`."""
@@ -279,11 +279,12 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
             raise ConfigError(target, f"cannot be {'replaced' if new is not None else 'removed'}: {_why(exc)}") \
                 from None
         if tmp_bak is not None:
+            kept = tmp_bak
             try:
-                os.replace(tmp_bak, bak)
+                os.replace(kept, bak)
                 tmp_bak = None
             except OSError as exc:
-                kept, tmp_bak = tmp_bak, None
+                tmp_bak = None
                 try:
                     os.replace(kept, target)  # the old bytes back: no change without its backup
                 except OSError:

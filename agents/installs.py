@@ -107,9 +107,10 @@ def _entry_key(path: Path, entry_path: Sequence[str]) -> str:
 def _load(path: Path) -> Record:
     try:
         data = json.loads(path.read_text("utf-8"))
-        sets = (set(map(str, data.get(key, []))) for key in ("files", "folders", "state_folders"))
+        keys = ("files", "folders", "state_folders")
+        files, folders, state_folders = (set(map(str, data.get(key, []))) for key in keys)
         entries = data.get("entries", {})
-        return Record(*sets, entries=dict(entries) if isinstance(entries, dict) else {})
+        return Record(files, folders, state_folders, entries=dict(entries) if isinstance(entries, dict) else {})
     except (OSError, ValueError, AttributeError, TypeError):
         return Record()  # missing or damaged: nothing is known to be ours
 

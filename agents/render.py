@@ -20,7 +20,7 @@ def configs_dir() -> Path:
     return data_dir("configs")
 
 
-def _env():  # noqa: ANN202
+def _env():
     import jinja2
 
     return jinja2.Environment(

@@ -76,7 +76,8 @@ def process_cost(runs: int) -> tuple[float, float]:
     """Median seconds of one ``bash -c true``: bare, and in the sandbox with its Guard."""
     import subprocess
 
-    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+    from ssebench.daemon.limits import Guard, Limits
+    from ssebench.daemon.sandbox import TreeView, detect
 
     box, limits = detect(), Limits()
     bare, boxed = [], []
@@ -114,7 +115,8 @@ def isolation_cost(runs: int) -> tuple[float, float]:
     import dataclasses
 
     from ssebench.daemon import guard as guard_script
-    from ssebench.daemon.sandbox import Guard, Limits, TreeView, detect
+    from ssebench.daemon.limits import Guard, Limits
+    from ssebench.daemon.sandbox import TreeView, detect
 
     new, limits = detect(), Limits()
     old = dataclasses.replace(new, seccomp=False, check_user=None)
@@ -140,7 +142,7 @@ def isolation_cost(runs: int) -> tuple[float, float]:
     return statistics.median(times[False][3:]), statistics.median(times[True][3:])
 
 
-def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:  # noqa: ANN001
+def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:
     import subprocess
 
     subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True, preexec_fn=preexec, pass_fds=fds)

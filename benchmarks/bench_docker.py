@@ -25,7 +25,7 @@ BASE = ROOT / "scripts" / "docker-base-image.sh"
 TASK = ROOT / "examples" / "tasks" / "demo-overflow"
 
 
-def timed(label: str, action):  # noqa: ANN001, ANN201 - any callable, its result
+def timed(label: str, action):
     began = time.monotonic()
     result = action()
     print(f"{label:<44} {time.monotonic() - began:7.1f} s", flush=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ssebench.supervise import free_port  # noqa: E402
-from tests.helpers.tasks import make_task  # noqa: E402
+from ssebench.supervise import free_port
+from tests.helpers.tasks import make_task
 
 
 def once() -> tuple[float, int, bool]:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ssebench.daemon import procs  # noqa: E402
-from tests.helpers.equivalence import Driver  # noqa: E402
+from ssebench.daemon import procs
+from tests.helpers.equivalence import Driver
 
 
 def main() -> int:

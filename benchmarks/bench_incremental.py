@@ -57,8 +57,8 @@ from ssebench.resources import data_dir
 from ssebench.server.stack import running_stack
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.helpers.debsrc import FetchError, orig_tarball  # noqa: E402
-from tests.helpers.realtasks import REAL_TASKS, task_folder  # noqa: E402
+from tests.helpers.debsrc import FetchError, orig_tarball
+from tests.helpers.realtasks import REAL_TASKS, task_folder
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ssebench" / "bench-curl"
 CURL_VERSION = "7.88.1"

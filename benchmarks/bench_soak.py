@@ -53,7 +53,7 @@ import psutil
 from fastmcp import Client
 
 from ssebench.server.report import INTERNAL_FAILURE
-from ssebench.server.stack import Stack, free_port, start, stop, ssebench_argv, wait_daemon, wait_server
+from ssebench.server.stack import Stack, free_port, ssebench_argv, start, stop, wait_daemon, wait_server
 
 MiB = 1 << 20
 LEVEL_2_PASSED = """test_patch result: every check that ran passed.
@@ -154,8 +154,8 @@ class Soak:
         self.other_texts: list[str] = []
         self.restarts = 0
 
-    def _out(self, name: str):  # noqa: ANN202
-        f = open(self.work / f"{name}-{len(self.outputs)}.out", "wb")  # noqa: SIM115
+    def _out(self, name: str):
+        f = open(self.work / f"{name}-{len(self.outputs)}.out", "wb")
         self.outputs.append(f)
         return f
 

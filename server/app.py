@@ -34,7 +34,8 @@ from ssebench.difficulty import Check, Level
 from . import calllog
 from .daemon_client import DaemonClient, DaemonError, parse_result
 from .limits import ServerLimits
-from .longlog import LogDir, capture
+from .logdir import LogDir
+from .longlog import capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
 
 log = logging.getLogger("ssebench.server")
@@ -277,10 +278,10 @@ def create_server(
         output_schema=None,  # plain text: with a schema, clients show the model {"result": ...}
         annotations=ToolAnnotations(
             title="Test the patch",
-            readOnlyHint=True,
-            destructiveHint=False,
-            idempotentHint=True,
-            openWorldHint=False,
+            read_only_hint=True,  # sent as readOnlyHint etc. (the model's camelCase aliases)
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
         ),
     )
 

@@ -28,7 +28,7 @@ DEMO_TASK = Path("tasks") / "demo-overflow" / "task.toml"  # under examples/
 DEMO_LEVELS = "2,0"
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve the test_patch MCP tool over Streamable HTTP",
@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "client on the unfixed tree and on a copy with the reference fix applied, print both, stop."
         ),
     )
-    demo.add_argument("--task", metavar="FILE", help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
+    demo.add_argument("--task", metavar="FILE",
+                      help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
     demo.add_argument(
         "--levels",
         default=DEMO_LEVELS,
@@ -179,7 +180,7 @@ def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str, sock
 
     from .app import DEFAULT_HEARTBEAT, create_server
     from .calllog import CallLog
-    from .longlog import LogDir
+    from .logdir import LogDir
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("ssebench").setLevel(logging.INFO)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -74,7 +74,7 @@ class DaemonClient:
             raise DaemonError(f"daemon health: {body!r}")
         return body
 
-    async def run(self, checks: Sequence[Check]) -> AsyncIterator[Event]:
+    async def run(self, checks: Sequence[Check]) -> AsyncGenerator[Event, None]:
         """Stream the events of one run of ``checks``; the last is ``result``."""
         body = {"checks": [c.value for c in checks]}
         try:

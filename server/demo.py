@@ -2,8 +2,8 @@
 
 For each level shown, a fresh copy of the task's tree is served by a real daemon
 and server (child processes), ``test_patch`` is called through a real MCP client,
-The reference fix (``<task folder>.fix.patch``, beside the task folder) is applied to the copy (as an agent would edit its tree) and the tool
-is called again. The task's own tree is never touched.
+The reference fix (``<task folder>.fix.patch``, beside the task folder) is applied to
+the copy (as an agent would edit its tree) and the tool is called again. The task's own tree is never touched.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ssebench.daemon.sandbox import parse_size
+from ssebench.daemon.limits import parse_size
 
 SESSION_IDLE_VAR = "SSE_MCP_SESSION_IDLE"
 LOG_MAX_SIZE_VAR = "SSE_MCP_LOG_MAX_SIZE"

@@ -111,7 +111,7 @@ def running_stack(
         environ["SSE_DIFFICULTY"] = difficulty
     stack = Stack(socket=workdir / "daemon.sock", port=port or free_port())
     outputs = {name: workdir / f"{name}.out" for name in ("daemon", "server")}
-    files = {name: open(path, "xb") for name, path in outputs.items()}  # noqa: SIM115
+    files = {name: open(path, "xb") for name, path in outputs.items()}
     try:
         try:
             if start_daemon:

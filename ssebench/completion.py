@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 SHELLS = ("bash", "zsh", "fish")
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script for SHELL. bash: save it as "
                                    "~/.local/share/bash-completion/completions/ssebench; zsh: "

@@ -75,7 +75,7 @@ def run_checks(port: int = DEFAULT_PORT, name: str = "ssebench", env: Mapping[st
 
 def check_python() -> Finding:
     version = ".".join(map(str, sys.version_info[:3]))
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - doctor reports an old interpreter, it does not assume one
         return Finding("python", FAIL, f"{version} at {sys.executable}", "ssebench needs Python 3.11 or newer")
     return Finding("python", OK, f"{version} at {sys.executable}")
 
@@ -212,7 +212,8 @@ def check_registrations(name: str) -> list[Finding]:
     for row in rows:
         label = f"{row.client.name} config"
         if row.error:
-            findings.append(Finding(label, FAIL, row.error, "fix the file, or re-register with ssebench agents install"))
+            fix = "fix the file, or re-register with ssebench agents install"
+            findings.append(Finding(label, FAIL, row.error, fix))
             continue
         if not row.registered:
             continue

@@ -27,7 +27,7 @@ from ssebench.difficulty import GRADING
 TAIL_LINES = 40
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "grade",
         help="run every check of a task (final grading; ignores SSE_DIFFICULTY)",
@@ -67,7 +67,7 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
     """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
 
     *on_event* sees each runner event (check_started, check_finished...) as it happens:
-    the progress display's feed. *sandbox* / *limits* (ssebench.daemon.sandbox): by
+    the progress display's feed. *sandbox* / *limits* (ssebench.daemon.sandbox / .limits): by
     default the bwrap sandbox (``SSE_NO_SANDBOX=1`` turns it off) and the limits the
     environment sets; raises SandboxUnavailable where namespaces are not permitted.
     """
@@ -85,7 +85,7 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
         from ssebench.daemon.sandbox import detect
 
         sandbox = detect()
-    from ssebench.daemon.sandbox import hide_host_paths
+    from ssebench.daemon.hostpaths import hide_host_paths
 
     hide_host_paths(sandbox, task.dir)  # raises ValueError: a bind that would show them
     procs.enable_subreaper()

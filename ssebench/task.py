@@ -15,9 +15,8 @@ import os.path
 import re
 import stat
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from ssebench.checks import TASK_TABLE_KEYS, Check
@@ -150,7 +149,7 @@ class _Reader:
         path = Path(raw)
         if not path.is_absolute():
             path = self.base / path
-        path = Path(_normalize(path))
+        path = Path(normalize_path(path))
         if want_dir:
             if not path.is_dir():
                 fault = "is not a folder" if path.exists() else "does not exist"
@@ -189,14 +188,45 @@ def _kind(value: object) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _normalize(path: Path) -> str:
+def normalize_path(path: Path) -> str:
     """Absolute path with ``..`` folded but symlinks kept (what the author wrote)."""
     return os.path.normpath(os.path.abspath(path))
 
 
 def load_task(path: str | Path) -> Task:
     """Read, validate and resolve a task file; raises :class:`TaskError`."""
-    file = Path(_normalize(Path(path)))
+    file = Path(normalize_path(Path(path)))
+    data = _read_toml(file)
+    r = _Reader(file)
+    r.unknown(data, _TOP_KEYS, "")
+
+    task_id = r.string(data, "id", "", required=True)
+    if not _ID_RE.fullmatch(task_id):
+        raise r.fail("id", f"must match [A-Za-z0-9._-]+, got {task_id!r}")
+    source = r.path(r.string(data, "source", "", required=True, nonempty=True, path=True), "source", want_dir=True)
+    description = r.string(data, "description", "", required=False)
+
+    build_table = r.table(data, "build", required=True)
+    assert build_table is not None
+    build = r.command(build_table, "build.", DEFAULT_BUILD_TIMEOUT)
+    pocs = _pocs(r, data)
+
+    functional = None
+    if (t := r.table(data, "functional", required=False)) is not None:
+        functional = r.command(t, "functional.", DEFAULT_FUNCTIONAL_TIMEOUT)
+
+    intent = None
+    if (t := r.table(data, "intent", required=False)) is not None:
+        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True, path=True), "intent.diff",
+                      want_dir=False)
+        intent = Intent(r.command(t, "intent.", DEFAULT_INTENT_TIMEOUT), diff, _intent_files(r, t))
+
+    return Task(file=file, id=task_id, source=source, description=description, build=build,
+                pocs=pocs, functional=functional, intent=intent)
+
+
+def _read_toml(file: Path) -> dict[str, Any]:
+    """The task file's TOML table: read through a non-blocking, size-capped open."""
     if _PATH_CONTROL.search(str(file)):
         raise TaskError(f"{_shown_path(file)}: the task file's path must not contain control characters")
     try:
@@ -229,48 +259,26 @@ def load_task(path: str | Path) -> Task:
         raise TaskError(f"{file}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses per nested array or inline table
         raise TaskError(f"{file}: not valid TOML for a task: arrays or tables nested too deeply") from None
+    return data
 
-    r = _Reader(file)
-    r.unknown(data, _TOP_KEYS, "")
 
-    task_id = r.string(data, "id", "", required=True)
-    if not _ID_RE.fullmatch(task_id):
-        raise r.fail("id", f"must match [A-Za-z0-9._-]+, got {task_id!r}")
-    source = r.path(r.string(data, "source", "", required=True, nonempty=True, path=True), "source", want_dir=True)
-    description = r.string(data, "description", "", required=False)
-
-    build_table = r.table(data, "build", required=True)
-    assert build_table is not None
-    build = r.command(build_table, "build.", DEFAULT_BUILD_TIMEOUT)
-
-    pocs = None
-    if (t := r.table(data, "pocs", required=False)) is not None:
-        command = r.command(t, "pocs.", DEFAULT_POC_TIMEOUT)
-        if "files" not in t:
-            raise r.fail("pocs.files", "missing (required in [pocs])")
-        files = t["files"]
-        if not isinstance(files, list):
-            raise r.fail("pocs.files", f"must be an array of strings, got {_kind(files)}")
-        resolved = []
-        for i, item in enumerate(files):
-            if not isinstance(item, str):
-                raise r.fail(f"pocs.files[{i}]", f"must be a string, got {_kind(item)}")
-            _no_control(r, f"pocs.files[{i}]", item, path=True)
-            resolved.append(r.path(item, f"pocs.files[{i}]", want_dir=False))
-        pocs = Pocs(command, tuple(resolved))
-
-    functional = None
-    if (t := r.table(data, "functional", required=False)) is not None:
-        functional = r.command(t, "functional.", DEFAULT_FUNCTIONAL_TIMEOUT)
-
-    intent = None
-    if (t := r.table(data, "intent", required=False)) is not None:
-        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True, path=True), "intent.diff",
-                      want_dir=False)
-        intent = Intent(r.command(t, "intent.", DEFAULT_INTENT_TIMEOUT), diff, _intent_files(r, t))
-
-    return Task(file=file, id=task_id, source=source, description=description, build=build,
-                pocs=pocs, functional=functional, intent=intent)
+def _pocs(r: _Reader, data: dict[str, Any]) -> Pocs | None:
+    """The ``[pocs]`` table, its files resolved; None when the task has none."""
+    if (t := r.table(data, "pocs", required=False)) is None:
+        return None
+    command = r.command(t, "pocs.", DEFAULT_POC_TIMEOUT)
+    if "files" not in t:
+        raise r.fail("pocs.files", "missing (required in [pocs])")
+    files = t["files"]
+    if not isinstance(files, list):
+        raise r.fail("pocs.files", f"must be an array of strings, got {_kind(files)}")
+    resolved = []
+    for i, item in enumerate(files):
+        if not isinstance(item, str):
+            raise r.fail(f"pocs.files[{i}]", f"must be a string, got {_kind(item)}")
+        _no_control(r, f"pocs.files[{i}]", item, path=True)
+        resolved.append(r.path(item, f"pocs.files[{i}]", want_dir=False))
+    return Pocs(command, tuple(resolved))
 
 
 def _intent_files(r: _Reader, table: dict[str, Any]) -> tuple[Path, ...]:
@@ -287,7 +295,7 @@ def _intent_files(r: _Reader, table: dict[str, Any]) -> tuple[Path, ...]:
         if not item.strip():
             raise r.fail(key, "must not be empty")
         _no_control(r, key, item, path=True)
-        path = Path(_normalize(r.base / item))
+        path = Path(normalize_path(r.base / item))
         rel = os.path.relpath(path, r.base)
         if rel == ".":
             raise r.fail(key, f"'{item}' is the task folder itself; name files or folders inside it")
@@ -297,147 +305,3 @@ def _intent_files(r: _Reader, table: dict[str, Any]) -> tuple[Path, ...]:
             raise r.fail(key, f"file or folder '{item}' does not exist (resolved to {_shown_path(path)})")
         resolved.append(path)
     return tuple(resolved)
-
-
-# -- what a check sees of the task folder -------------------------------------------------------
-
-NEVER, POC_RUN, INTENT_STEP = "never", "its PoC run", "the intent step"
-
-
-@dataclass(frozen=True)
-class HiddenPart:
-    """A part of the task that checks do not see at ``SSE_TASK_DIR``, except in *step*."""
-
-    key: str  # "the task file", "pocs.files[0]", "intent.diff", "intent.files[0]"
-    path: Path  # absolute (may lie outside the task folder: a PoC given by absolute path)
-    step: str  # NEVER, POC_RUN (only while that PoC runs) or INTENT_STEP
-
-
-def hidden_parts(task: Task) -> tuple[HiddenPart, ...]:
-    """The task's hidden parts (task-format.md): the one list the daemon's support view,
-    ``ssebench task check`` and the docs go by."""
-    parts = [HiddenPart("the task file", task.file, NEVER)]
-    if task.intent is not None:
-        parts.append(HiddenPart("intent.diff", task.intent.diff, NEVER))
-    if task.pocs is not None:
-        parts += [HiddenPart(f"pocs.files[{i}]", f, POC_RUN) for i, f in enumerate(task.pocs.files)]
-    if task.intent is not None:
-        parts += [HiddenPart(f"intent.files[{i}]", f, INTENT_STEP) for i, f in enumerate(task.intent.files)]
-    return tuple(parts)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One entry of a view of the task folder: *rel* to the task folder, its lstat."""
-
-    rel: PurePosixPath
-    stat: os.stat_result
-
-    @property
-    def is_dir(self) -> bool:
-        return stat.S_ISDIR(self.stat.st_mode)
-
-    @property
-    def is_link(self) -> bool:
-        return stat.S_ISLNK(self.stat.st_mode)
-
-
-def support_files(task: Task, *, leave_out: tuple[Path, ...] = ()) -> Iterator[Entry]:
-    """Every file, folder and symlink checks see at ``SSE_TASK_DIR`` (parents first):
-    the task folder without its hidden parts (and folders that hold no support file), without the source tree when it
-    lies inside (checks get it as ``SSE_TREE``), without ``.git`` (its objects may hold
-    every hidden part), without what is not a file, folder or symlink, and without what
-    the daemon cannot read. *leave_out*: more paths to leave out (the daemon's own copy,
-    should its workspace lie in the task folder)."""
-    return _walk(task, [PurePosixPath()], {p.path for p in hidden_parts(task)} | set(leave_out))
-
-
-def intent_entries(task: Task) -> Iterator[Entry]:
-    """What ``[intent] files`` add to ``SSE_TASK_DIR`` in the intent step: each named
-    entry, and what a named folder holds, without the other hidden parts."""
-    if task.intent is None or not task.intent.files:
-        return iter(())
-    others = {p.path for p in hidden_parts(task) if p.step != INTENT_STEP}
-    tops = [PurePosixPath(os.path.relpath(f, task.dir)) for f in task.intent.files]
-    return _walk(task, tops, others, named=True)
-
-
-def left_out(task: Task) -> list[str]:
-    """What of the task folder no check sees for other reasons than being hidden (for
-    ``task check``): the source tree inside it and ``.git`` folders."""
-    out = []
-    rel = os.path.relpath(task.source, task.dir)
-    if rel != "." and rel.split(os.sep)[0] != "..":
-        out.append(f"{rel} (the source tree: checks get their copy of it as SSE_TREE)")
-    if os.path.lexists(task.dir / ".git"):
-        out.append(".git (its objects may hold the hidden parts)")
-    return out
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _walk(task: Task, tops: list[PurePosixPath], hidden: set[Path], *, named: bool = False) -> Iterator[Entry]:
-    """:func:`_entries`, without the folders that hold no file or symlink (left empty
-    by what is hidden, they would only show where hidden parts are)."""
-    entries = list(_entries(task, tops, hidden, named=named))
-    full = {parent for e in entries if not e.is_dir for parent in e.rel.parents}
-    keep = set(tops) if named else set()
-    return iter([e for e in entries if not e.is_dir or e.rel in full or e.rel in keep])
-
-
-def _entries(task: Task, tops: list[PurePosixPath], hidden: set[Path], *, named: bool) -> Iterator[Entry]:
-    """Walk *tops* (relative to the task folder; the folder itself is ``.``) leaving out
-    *hidden* and the source tree, by path and by identity (a hard link or a folder
-    reached another way is the same file), ``.git``, special files and unreadable ones.
-    *named*: yield each top itself too (``[intent] files``)."""
-    cut = {Path(_normalize(p)) for p in (*hidden, task.source)}
-    ids = {i for i in map(_identity, cut) if i is not None}
-
-    def keep(rel: PurePosixPath, st: os.stat_result) -> bool:
-        path = task.dir / rel
-        if rel.name == ".git" or path in cut:
-            return False
-        if stat.S_ISLNK(st.st_mode):
-            return True
-        if (st.st_dev, st.st_ino) in ids or not os.access(path, os.R_OK):
-            return False
-        return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)
-
-    stack: list[PurePosixPath] = []
-    for top in reversed(tops):
-        if not named:
-            stack.append(top)
-            continue
-        try:
-            st = os.lstat(task.dir / top)
-        except OSError:
-            continue
-        if keep(top, st):
-            yield Entry(top, st)
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(top)
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(task.dir / folder) as it:
-                names = sorted(e.name for e in it)
-        except OSError:
-            continue
-        subdirs = []
-        for name in names:
-            rel = folder / name
-            try:
-                st = os.lstat(task.dir / rel)
-            except OSError:
-                continue
-            if keep(rel, st):
-                yield Entry(rel, st)
-                if stat.S_ISDIR(st.st_mode):
-                    subdirs.append(rel)
-        stack += reversed(subdirs)

@@ -21,7 +21,7 @@ from pathlib import Path
 from ssebench import ui
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     task = sub.add_parser("task", help="check a task file, or start a new task from a skeleton",
                           description="Check a task file (task.toml) or write a new task skeleton. "
                                       "The format: docs/task-format.md.")
@@ -59,7 +59,7 @@ def _network(command: object) -> str:
     return ", network on" if getattr(command, "network", False) else ""
 
 
-def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported lazily
+def describe(task) -> list[str]:
     """The lines ``task check`` prints for a valid task (no styles)."""
     from ssebench.checks import CHECK_ORDER, Check, task_checks
     from ssebench.difficulty import DEFAULT_LEVEL, LEVELS
@@ -112,10 +112,10 @@ def describe(task) -> list[str]:  # noqa: ANN001 - ssebench.task.Task, imported 
 SHOWN_SUPPORT = 20  # support files named one by one; the rest are counted
 
 
-def task_dir_lines(task) -> list[str]:  # noqa: ANN001
+def task_dir_lines(task) -> list[str]:
     """What checks see at ``SSE_TASK_DIR``: the support files, the hidden parts and the
     step each is shown in, and what is left out (task-format.md, "Support files")."""
-    from ssebench.task import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
+    from ssebench.taskfiles import INTENT_STEP, NEVER, POC_RUN, hidden_parts, left_out, support_files
 
     files = sorted((e for e in support_files(task) if not e.is_dir), key=lambda e: e.rel.parts)
     names = [f"{e.rel} -> {os.readlink(task.dir / e.rel)}" if e.is_link else str(e.rel) for e in files]
@@ -144,7 +144,7 @@ def _never_why(key: str) -> str:
     return "applied by the daemon from a pipe, never a file" if key == "intent.diff" else key
 
 
-def _shown(task, path: Path) -> str:  # noqa: ANN001
+def _shown(task, path: Path) -> str:
     """*path* relative to the task folder (folders end with ``/``); a PoC outside it by
     its absolute path and where the PoC run sees it."""
     from ssebench.daemon.sandbox import TASK_PATH, poc_path
@@ -173,7 +173,7 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def exposed(task) -> list[str]:  # noqa: ANN001
+def exposed(task) -> list[str]:
     """Hidden parts that sit inside the source tree, where the agent can read them."""
     hidden = [("the task file", task.file)]
     if task.pocs is not None:
@@ -187,11 +187,11 @@ def exposed(task) -> list[str]:  # noqa: ANN001
             for what, path in hidden if path.resolve().is_relative_to(source)] + _support_warnings(task)
 
 
-def _support_warnings(task) -> list[str]:  # noqa: ANN001
+def _support_warnings(task) -> list[str]:
     """Support files that are likely mistakes: a diff (the reference fix?) that every
     check, the agent's own build included, can read; a symlink that leads out of the
     task folder (in the sandbox it leads nowhere)."""
-    from ssebench.task import support_files
+    from ssebench.taskfiles import support_files
 
     out = []
     for entry in support_files(task):

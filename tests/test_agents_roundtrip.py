@@ -72,13 +72,13 @@ CASES = [
 ]
 
 
-def entry_for(client, name: str = "ssebench") -> tuple[tuple[str, ...], dict[str, Any]]:  # noqa: ANN001
+def entry_for(client, name: str = "ssebench") -> tuple[tuple[str, ...], dict[str, Any]]:
     s = Settings(name=name)
     return client.entry_path(s), client.entry(s)
 
 
 @pytest.mark.parametrize(("client", "fixture"), CASES)
-def test_round_trip_on_fixture(client, fixture: str) -> None:  # noqa: ANN001
+def test_round_trip_on_fixture(client, fixture: str) -> None:
     original = FIXTURES[client.format][fixture]
     editor = formats.EDITORS[client.format]
     path, entry = entry_for(client)
@@ -163,14 +163,14 @@ servers = st.dictionaries(keys.filter(lambda k: k != "ssebench"),
                           st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=8)}), min_size=1, max_size=3)
 
 
-def json_config(container: str):  # noqa: ANN201
+def json_config(container: str):
     return st.tuples(
         st.dictionaries(keys.filter(lambda k: k != container), json_values, max_size=4),
         st.one_of(st.none(), servers),
     ).map(lambda t: {**t[0], **({container: t[1]} if t[1] else {})}).filter(bool)
 
 
-def render_jsonc(value: Any, data, indent: str, level: int = 0) -> str:  # noqa: ANN001
+def render_jsonc(value: Any, data, indent: str, level: int = 0) -> str:
     """JSON text with random comments and trailing commas, laid out like a hand-edited file."""
     if not isinstance(value, dict) or not value:
         return json.dumps(value, ensure_ascii=False)
@@ -190,7 +190,7 @@ def render_jsonc(value: Any, data, indent: str, level: int = 0) -> str:  # noqa:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=json_config("mcpServers"), indent=st.sampled_from([None, 2, 4, "\t"]))
-def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None:  # noqa: ANN001
+def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None:
     text = json.dumps(config, indent=indent, ensure_ascii=False) + "\n"
     editor = formats.EDITORS["json"]
     path, entry = entry_for(CLIENTS["claude"])
@@ -204,7 +204,7 @@ def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(config=json_config("mcp"), data=st.data(), indent=st.sampled_from(["  ", "    ", "\t"]))
-def test_jsonc_install_uninstall_identity(config: dict[str, Any], data, indent: str) -> None:  # noqa: ANN001
+def test_jsonc_install_uninstall_identity(config: dict[str, Any], data, indent: str) -> None:
     text = "// generated\n" + render_jsonc(config, data, indent) + "\n"
     editor = formats.EDITORS["json"]
     path, entry = entry_for(CLIENTS["opencode"])
@@ -228,7 +228,7 @@ toml_scalars = st.one_of(st.booleans(), st.integers(-1000, 1000),
                            st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=6)}), max_size=2),
     comments=st.lists(st.sampled_from(["# a comment ✓", "", "#"]), max_size=3),
 )
-def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:  # noqa: ANN001
+def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
     assume(not set(top) & set(tables))
     doc = tomlkit.document()
     for line in comments:
@@ -267,7 +267,7 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
     comment=st.sampled_from(["", "# goose ✓\n"]),
     between=st.lists(st.sampled_from(["# next ✓\n", "\n", "  # indented\n"]), max_size=3),
 )
-def test_yaml_install_uninstall_identity(top, others, comment: str, between: list[str]) -> None:  # noqa: ANN001
+def test_yaml_install_uninstall_identity(top, others, comment: str, between: list[str]) -> None:
     import io
 
     from ruamel.yaml import YAML
@@ -280,7 +280,7 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
     yaml.dump(data, out)
     lines = out.getvalue().splitlines(keepends=True)
     top_level = [i for i, line in enumerate(lines) if i and not line.startswith((" ", "-"))]
-    for i, extra in zip(reversed(top_level), between):  # comments and blank lines before keys
+    for i, extra in zip(reversed(top_level), between, strict=False):  # comments and blank lines before keys
         lines.insert(i, extra)
     text = comment + "".join(lines)
     editor = formats.EDITORS["yaml"]

@@ -43,7 +43,7 @@ def toy_env(tmp_path: Path, **more: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(TOY), "PATH": path, "COLUMNS": "120", **more}
 
 
-def test_a_registered_agent_is_in_every_list(toy) -> None:  # noqa: ANN001
+def test_a_registered_agent_is_in_every_list(toy) -> None:
     import argparse
 
     from ssebench.agents.recipe import get_recipe
@@ -72,7 +72,7 @@ def test_a_registered_agent_is_in_every_list(toy) -> None:  # noqa: ANN001
         registry.register(toy)
 
 
-def test_the_toy_preflight_names_its_key(tmp_path: Path, task_factory) -> None:  # noqa: ANN001
+def test_the_toy_preflight_names_its_key(tmp_path: Path, task_factory) -> None:
     task = task_factory(build="true", functional="test -f fixed")
     done = subprocess.run([*RUN, "run", "--task", str(task.file), "--agent", "toy"], env=toy_env(tmp_path),
                           capture_output=True, text=True, timeout=60)
@@ -82,7 +82,7 @@ def test_the_toy_preflight_names_its_key(tmp_path: Path, task_factory) -> None: 
 
 
 @pytest.mark.slow
-def test_ssebench_run_launches_the_toy_agent(tmp_path: Path, task_factory) -> None:  # noqa: ANN001
+def test_ssebench_run_launches_the_toy_agent(tmp_path: Path, task_factory) -> None:
     task = task_factory(build="true", functional="test -f fixed")
     results = tmp_path / "run"
     done = subprocess.run([*RUN, "run", "--task", str(task.file), "--agent", "toy", "--results", str(results),

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from fastmcp import Client, FastMCP
-
 from test_report import SPEC_LEVEL_0, SPEC_LEVEL_1, SPEC_LEVEL_2, SPEC_LEVEL_3, SPEC_LEVEL_4, SPEC_REASONS
 
 from ssebench import checks, contract, phrases
@@ -28,7 +27,7 @@ from ssebench.difficulty import LEVELS
 from ssebench.server import calllog
 from ssebench.server.app import create_server
 from ssebench.server.calllog import CallLog
-from ssebench.server.longlog import LogDir
+from ssebench.server.logdir import LogDir
 from ssebench.server.report import INTERNAL_FAILURE, render
 from tests.helpers.daemon import short_tempdir
 

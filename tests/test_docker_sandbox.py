@@ -72,7 +72,7 @@ def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: in
     """The docker run that _run_one_container asks for (the engine call captured)."""
     calls: list[dict] = []
 
-    def run_container(self, **kwargs):  # noqa: ANN001, ANN003, ANN202 - stands in for docker run
+    def run_container(self, **kwargs):
         private = next(host for host, inside in kwargs["mounts"].items() if inside == "/results")
         (private / "results.json").write_text("{}\n", encoding="utf-8")  # what the entrypoint writes
         calls.append(kwargs)

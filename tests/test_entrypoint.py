@@ -345,8 +345,8 @@ def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
 def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monkeypatch):
     """A stream line over the limit goes to agent-stdout.log whole but is never parsed in memory."""
     import ssebench.container.entrypoint as ep
-    from ssebench.supervise import Child
     from ssebench.container.settings import from_environment
+    from ssebench.supervise import Child
 
     monkeypatch.setattr(ep, "MAX_EVENT_BYTES", 100)
     settings = from_environment({}, results_dir=str(tmp_path), dialog="gemini", sidecar=True,
@@ -355,7 +355,7 @@ def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monk
     small = json.dumps({"type": "message", "role": "assistant", "content": "ok"})
     proc = subprocess.Popen([sys.executable, "-c", f"print({big!r}); print({small!r})"], stdout=subprocess.PIPE)
     with (tmp_path / "raw.log").open("wb") as tee:
-        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee)
+        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee, "gemini")
         reader.join(timeout=30)
         proc.wait(timeout=30)
         pipeline.close(exit_code=0)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ssebench.difficulty import Check
 from ssebench.server import longlog
-from ssebench.server.longlog import LogDir, capture, tail_start
+from ssebench.server.logdir import LogDir
+from ssebench.server.longlog import capture, tail_start
 
 
 def reference_tail_start(data: bytes, max_lines: int, max_words: int) -> int:
@@ -59,7 +60,7 @@ def test_streaming_word_count(data: bytes, cut: int) -> None:
 def _chunks(data: bytes, size: int = 7919):
     """A ``fill`` for :func:`capture`: feeds ``data`` in odd-sized chunks."""
 
-    def fill(feed) -> None:  # noqa: ANN001
+    def fill(feed) -> None:
         for i in range(0, len(data), size):
             feed(data[i : i + size])
 
@@ -162,7 +163,7 @@ def test_env_var_names_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_failing_download_leaves_no_file(log_dir: LogDir) -> None:
-    def fill(feed) -> None:  # noqa: ANN001
+    def fill(feed) -> None:
         feed(b"w " * 20_000)
         raise OSError("the daemon went away")
 

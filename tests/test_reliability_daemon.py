@@ -140,7 +140,7 @@ def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_worksp
     assert workspaces(tmp) == []
 
 
-def _run_quietly(d) -> Any:  # noqa: ANN001
+def _run_quietly(d) -> Any:
     try:
         return d.run()
     except httpx.HTTPError as exc:

@@ -380,7 +380,7 @@ def chattr(flag: str, path: Path) -> bool:
 
 
 @pytest.fixture
-def immutable():  # noqa: ANN201
+def immutable():
     """chattr +i where the filesystem and our privileges allow it; undone at teardown."""
     flagged: list[Path] = []
 
@@ -395,7 +395,7 @@ def immutable():  # noqa: ANN201
 
 
 @pytest.mark.timeout(120)
-def test_immutable_config_is_refused_and_nothing_is_left_behind(user: User, immutable) -> None:  # noqa: ANN001
+def test_immutable_config_is_refused_and_nothing_is_left_behind(user: User, immutable) -> None:
     config = user.home / ".claude.json"
     config.write_text('{"a": 1}\n')
     (user.home / ".claude.json.bak").write_text("an older backup\n")
@@ -408,7 +408,7 @@ def test_immutable_config_is_refused_and_nothing_is_left_behind(user: User, immu
 
 
 @pytest.mark.timeout(120)
-def test_a_folder_that_refuses_new_files_leaves_nothing_behind(user: User, immutable) -> None:  # noqa: ANN001
+def test_a_folder_that_refuses_new_files_leaves_nothing_behind(user: User, immutable) -> None:
     folder = user.home / "proj"
     folder.mkdir()
     config = folder / "c.json"
@@ -455,7 +455,7 @@ def test_a_config_on_a_read_only_mount_is_refused(user: User) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutable) -> None:  # noqa: ANN001
+def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutable) -> None:
     """The config is replaced first, its .bak second: when the .bak fails the old bytes go back."""
     config = user.home / "c.json"
     config.write_text('{"a": 1}\n')
@@ -648,7 +648,7 @@ FUZZ_FRAGMENTS = st.sampled_from([
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(agent=st.sampled_from(sorted(FUZZ_BASES)), install=st.booleans(), data=st.data())
-def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool, data) -> None:  # noqa: ANN001
+def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool, data) -> None:
     from ssebench.agents import actions, files, formats
     from ssebench.agents.base import Env, Scope
     from ssebench.agents.base import Settings as ClientSettings

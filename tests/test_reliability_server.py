@@ -21,11 +21,12 @@ import pytest
 from fastmcp import Client
 
 from ssebench.daemon.paths import SocketError, resolve_client_socket
+from ssebench.difficulty import Check
 from ssebench.server.limits import ServerLimits, parse_duration
-from ssebench.server.longlog import LogDir, capture
+from ssebench.server.logdir import LogDir
+from ssebench.server.longlog import capture
 from ssebench.server.report import INTERNAL_FAILURE, SAVE_FAILED_LINE
 from ssebench.server.stack import Stack, free_port, running_stack
-from ssebench.difficulty import Check
 from tests.helpers.daemon import run_ssebench
 from tests.helpers.tmpfs import small_tmpfs, used_bytes
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.daemon.sandbox import FIX_HINT, Limits, TreeView, parse_size, poc_path
+from ssebench.daemon.limits import Limits, parse_size
+from ssebench.daemon.sandbox import FIX_HINT, TreeView, poc_path
 from tests.helpers.daemon import run_ssebench, short_tempdir
 from tests.helpers.tasks import make_task
 
@@ -231,7 +232,7 @@ def test_entrypoint_no_sandbox_reaches_the_daemon_and_grading(task_factory, tmp_
 def test_seccomp_program_per_machine():
     import struct
 
-    from ssebench.daemon.sandbox import seccomp_program
+    from ssebench.daemon.seccomp import seccomp_program
 
     assert seccomp_program("riscv64") is None  # unknown numbers: no filter (docs/security.md)
     for machine in ("x86_64", "aarch64"):
@@ -274,7 +275,7 @@ def test_checks_run_as_the_configured_uid(task_factory, daemon_factory):
 
 
 def test_own_files_of_a_checkout_are_the_whole_checkout():
-    from ssebench.daemon.sandbox import own_files
+    from ssebench.daemon.hostpaths import own_files
 
     repo = Path(__file__).resolve().parent.parent
     assert own_files() == [repo]

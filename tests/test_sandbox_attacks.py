@@ -151,7 +151,7 @@ def _assert_no_leak(text: str, marks: dict[str, str], secret_mark: str, where: s
     assert "diff --git" not in text, f"intent diff leaked into {where}"
 
 
-def _assert_host_untouched(task, host_tmp: Path, listener: Listener) -> None:  # noqa: ANN001
+def _assert_host_untouched(task, host_tmp: Path, listener: Listener) -> None:
     assert not (task.tree / "PWNED").exists()
     assert not (host_tmp / "PWNED").exists()
     assert not (task.dir / "PWNED").exists()
@@ -211,7 +211,7 @@ def test_attacks_at_level_4_through_grade(tmp_path, listener, root_secret):
 
 # -- resource attacks ---------------------------------------------------------------------------
 
-def _last_bytes(d, run_id: str, check: str, n: int = 4096) -> bytes:  # noqa: ANN001
+def _last_bytes(d, run_id: str, check: str, n: int = 4096) -> bytes:
     tail = b""
     with d.client(timeout=120) as c, c.stream("GET", f"/runs/{run_id}/logs/{check}") as resp:
         assert resp.status_code == 200
@@ -344,7 +344,7 @@ def usr_share() -> Iterator[Path]:
 
 
 def _assert_clean(texts: list[str], marks: dict[str, str], secret_mark: str, checks: list[str]) -> None:
-    for check, text in zip(checks, texts):
+    for check, text in zip(checks, texts, strict=False):
         _assert_no_leak(text, marks, secret_mark, f"the {check} log", check)
 
 
@@ -364,7 +364,7 @@ def test_task_folder_under_usr_is_masked_through_the_daemon(level, tmp_path, usr
     r = d.result()
     texts = [d.log(r["_run"], c) for c in LEVEL_CHECKS[level] if r[c]["has_log"]]
     assert texts and all("== network" in t for t in texts)  # the script ran to the end
-    assert f"No such file or directory" in texts[0]  # the task folder by its path: empty
+    assert "No such file or directory" in texts[0]  # the task folder by its path: empty
     _assert_clean(texts, marks, secret_mark, [c for c in LEVEL_CHECKS[level] if r[c]["has_log"]])
     _assert_no_leak(d.stderr(), marks, secret_mark, "the daemon's stderr")
     _assert_host_untouched(task, host_tmp, listener)
@@ -695,7 +695,7 @@ def test_an_installed_wheel_under_usr_is_masked(wheel_under_usr, tmp_path):
                               f"({site / 'ssebench'}), which checks must not see; bind a folder that does not hold it\n")
 
 
-def subprocess_run(argv: list[str], env: dict[str, str]):  # noqa: ANN201
+def subprocess_run(argv: list[str], env: dict[str, str]):
     import subprocess
 
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)

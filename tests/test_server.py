@@ -20,7 +20,6 @@ import pytest
 from fastmcp import Client
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-
 from test_report import SPEC_LEVEL_2, SPEC_REASONS
 from test_server_support import (
     BREAK_BUILD,

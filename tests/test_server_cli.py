@@ -13,7 +13,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from test_report import SPEC_BUILD_FAILED_2, SPEC_LEVEL_0, SPEC_LEVEL_2, SPEC_LEVEL_4, SPEC_REASONS
 from test_server_support import VULN_P2, call_sync, set_markers, write_task
 

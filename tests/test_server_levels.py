@@ -12,7 +12,6 @@ import contextlib
 from collections.abc import Iterator
 
 import pytest
-
 from test_report import (
     SPEC_BUILD_FAILED_2,
     SPEC_LEVEL_0,
@@ -103,7 +102,7 @@ LOGS = {
     Check.INTENT: "Full log (intent tests):\nintent tests\n\nintent test failed",
     Check.FUNCTIONAL: "Full log (functional tests):\nfunctional tests\n\nfunctional test 3 failed",
 }
-B, PO, I, FU = "- build: ", "- PoCs: ", "- intent tests: ", "- functional tests: "
+B, PO, I, FU = "- build: ", "- PoCs: ", "- intent tests: ", "- functional tests: "  # noqa: E741 - the four row prefixes, named by their first letter
 NR = "not run (the build failed)"
 POC_FAIL = "FAILED (passed 1 of 2; stopped at the first that still triggers the bug)"
 SCENARIOS = {

@@ -319,7 +319,7 @@ def test_bad_intent_files(tmp_path: Path, value: str, key: str, fault: str) -> N
 def test_hidden_parts_and_support_files(tmp_path: Path) -> None:
     import os
 
-    from ssebench.task import hidden_parts, intent_entries, left_out, support_files
+    from ssebench.taskfiles import hidden_parts, intent_entries, left_out, support_files
 
     path = _with_intent_files(tmp_path, '["intent"]')
     (tmp_path / "build.sh").write_text("make\n")

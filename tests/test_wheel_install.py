@@ -142,7 +142,7 @@ def _background(install: Install, *args: str) -> Iterator[subprocess.Popen[str]]
         proc.communicate(timeout=30)
 
 
-def _wait(condition, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:  # noqa: ANN001
+def _wait(condition, proc: subprocess.Popen[str], what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert proc.poll() is None, f"{what}: exited {proc.returncode}:\n{proc.stdout.read() if proc.stdout else ''}"

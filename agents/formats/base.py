@@ -38,10 +38,10 @@ class Editor(Protocol):
         """How many of ``keys``, from the first, exist (as containers) in the text."""
 
 
-def depth_guarded(cls):  # noqa: ANN001, ANN202
+def depth_guarded(cls):
     """Every parser here recurses once per nesting level; a file nested thousands deep
     (no client writes one) becomes a FormatError instead of a RecursionError traceback."""
-    def guard(method):  # noqa: ANN001, ANN202
+    def guard(method):
         @functools.wraps(method)
         def run(*args: Any, **kwargs: Any) -> Any:
             try:

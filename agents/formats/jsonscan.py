@@ -77,10 +77,10 @@ class Parser:
         self.comment_starts = [t.index for t in tokens if t.type in _COMMENTS]
         self.pos = 0
 
-    def _peek(self):  # noqa: ANN202
+    def _peek(self):
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
 
-    def _fail(self, what: str):  # noqa: ANN202
+    def _fail(self, what: str):
         tok = self._peek()
         if tok is None:
             raise JsonSyntaxError(f"unexpected end of file, expected {what}", line_of(self.text, len(self.text)))

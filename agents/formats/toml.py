@@ -24,7 +24,7 @@ class TomlEditor:
 
     suffix = "toml"
 
-    def _parse(self, text: str):  # noqa: ANN202
+    def _parse(self, text: str):
         import tomlkit
         from tomlkit.exceptions import ParseError, TOMLKitError
 
@@ -35,7 +35,7 @@ class TomlEditor:
         except TOMLKitError as exc:  # KeyAlreadyPresent and kin: not ParseErrors, no line
             raise FormatError(str(exc).rstrip(".")) from None
 
-    def _walk(self, doc, text: str, keys: Sequence[str]):  # noqa: ANN001, ANN202
+    def _walk(self, doc, text: str, keys: Sequence[str]):
         node = doc
         for i, key in enumerate(keys):
             if key not in node:
@@ -90,7 +90,7 @@ class TomlEditor:
                 return candidate
         return self._fallback_set(doc, path, value)
 
-    def _fallback_set(self, doc, path: Sequence[str], value: Any) -> str:  # noqa: ANN001
+    def _fallback_set(self, doc, path: Sequence[str], value: Any) -> str:
         import tomlkit
 
         node = doc
@@ -207,7 +207,7 @@ def _toml_block(text: str, path: Sequence[str]) -> tuple[int, int] | None:
     return offsets[start_line], offsets[end_line]
 
 
-def _drop_empty_super_tables(doc, keys: Sequence[str], prune: int) -> None:  # noqa: ANN001
+def _drop_empty_super_tables(doc, keys: Sequence[str], prune: int) -> None:
     for depth in range(len(keys), len(keys) - prune, -1):
         node = doc
         for key in keys[:depth - 1]:

@@ -21,7 +21,7 @@ class YamlEditor:
 
     suffix = "yaml"
 
-    def _yaml(self, text: str):  # noqa: ANN202
+    def _yaml(self, text: str):
         from ruamel.yaml import YAML
         from ruamel.yaml.util import load_yaml_guess_indent
 
@@ -32,14 +32,14 @@ class YamlEditor:
         if text.strip():
             try:
                 _, guessed, guessed_seq = load_yaml_guess_indent(text)
-            except Exception:  # noqa: BLE001 - reported by _load below
+            except Exception:
                 guessed, guessed_seq = None, None
             indent = guessed or 2
             block_seq = guessed_seq or 0
         yaml.indent(mapping=indent, sequence=indent + block_seq, offset=block_seq)
         return yaml
 
-    def _load(self, text: str):  # noqa: ANN202
+    def _load(self, text: str):
         from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
         _check_yaml_depth(text)
@@ -59,7 +59,7 @@ class YamlEditor:
         _check_keys(data)
         return yaml, data
 
-    def _walk(self, data, keys: Sequence[str]):  # noqa: ANN001, ANN202
+    def _walk(self, data, keys: Sequence[str]):
         node = data
         for i, key in enumerate(keys):
             if node is None or key not in node or node[key] is None:
@@ -71,7 +71,7 @@ class YamlEditor:
             node = child
         return node
 
-    def _dump(self, yaml, data) -> str:  # noqa: ANN001
+    def _dump(self, yaml, data) -> str:
         out = io.StringIO()
         yaml.dump(data, out)
         return out.getvalue()
@@ -110,7 +110,7 @@ class YamlEditor:
         node[path[-1]] = copy.deepcopy(value)
         return self._dump(yaml, data)
 
-    def _render(self, yaml, mapping: dict[str, Any], indent: int) -> str:  # noqa: ANN001
+    def _render(self, yaml, mapping: dict[str, Any], indent: int) -> str:
         pad = " " * indent
         return "".join(pad + line if line.strip() else line
                        for line in self._dump(yaml, mapping).splitlines(keepends=True))

@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-_KEY_LINE = re.compile(r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{\[\]}&*!|>%@`-][^:#]*?)[ \t]*:(?:[ \t]+(?P<rest>.*))?$""")
+_KEY_LINE = re.compile(r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{\[\]}&*!|>%@`-][^:#]*?)"""
+                       r"""[ \t]*:(?:[ \t]+(?P<rest>.*))?$""")
 
 
 def _indent(line: str) -> int:

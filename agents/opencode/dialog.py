@@ -9,6 +9,7 @@ opencode prints parts as they complete: ``step_start``, ``text``, ``reasoning``,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ssebench.dialog import events as ev
 from ssebench.dialog.convert import StreamConverter
@@ -27,7 +28,8 @@ class OpencodeDialog(StreamConverter):
             self._started = True
             yield ev.init(self.agent, session=event.get("sessionID"))
         kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        raw_part = event.get("part")
+        part: dict[str, Any] = raw_part if isinstance(raw_part, dict) else {}
         if kind == "text" and part.get("text"):
             yield ev.message(str(part["text"]))
         elif kind == "reasoning" and part.get("text"):

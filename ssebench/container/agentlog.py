@@ -4,7 +4,8 @@
 that says why is nearly always the CLI's own error message (Claude Code's ``result``
 event, "Not logged in · Please run /login"; Codex's and opencode's ``error`` events),
 which the dialog converter keeps in the ``complete`` line, or else the last line the CLI
-wrote on stderr (never stdout: that is the agent's ordinary output). Only the files' tails are read: an agent's log can be huge.
+wrote on stderr (never stdout: that is the agent's ordinary output). Only the files'
+tails are read: an agent's log can be huge.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ gets only the tree and runs ``ssebench entrypoint --sidecar``. The sidecar alone
 the check sandbox (bwrap) needs: a seccomp profile letting namespaces and mounts through, an
 unmasked /proc, no capabilities, a non-root user (sidecar.py). The one-container layout
 (``sidecar=False``) gets the same options for its whole container, agent included, which runs
-non-root too. The results folder is mounted at ``/results``, where the entrypoint writes ``results.json`` and ``dialog.jsonl``.
+non-root too. The results folder is mounted at ``/results``, where the entrypoint writes
+``results.json`` and ``dialog.jsonl``.
 docs/docker.md has the layout and the measured costs.
 """
 
@@ -180,7 +181,7 @@ def _check_port_free(port: int) -> None:
             ) from None
 
 
-def _load_task(task_dir: Path):  # noqa: ANN202 - ssebench.task.Task, imported lazily
+def _load_task(task_dir: Path):
     """The task, checked on the host before anything is built (a bad task.toml fails here)."""
     from ssebench.task import TaskError, load_task
 

@@ -25,7 +25,8 @@ TIMEOUT_EXIT = 124  # like timeout(1)
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("SSEBENCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench"
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    root = os.environ.get("SSEBENCH_CACHE") or Path(xdg) / "ssebench"
     return Path(root)
 
 

@@ -26,10 +26,10 @@ from ssebench.container import results as results_file
 from ssebench.container.readiness import StartupError, wait_for_mcp
 from ssebench.container.results import (
     DIALOG_FILE,
-    RESULTS_FILE,
     EXIT_DAEMON_FAILED,
     EXIT_SERVER_FAILED,
     EXIT_USAGE,
+    RESULTS_FILE,
     AgentOutcome,
     exit_status,
     grading_stage,
@@ -165,7 +165,7 @@ class Entrypoint:
                 child = self._spawn("daemon", ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree),
                                                             "--socket", str(socket)))
             _health, took = wait_for_daemon(socket, what=f"the daemon (socket {socket})", timeout=s.mcp_timeout,
-                                            deadline=deadline, gone=exited(child and child.proc),
+                                            deadline=deadline, gone=exited(child.proc if child else None),
                                             tail=child.tail if child else list, interrupted=self._interrupted,
                                             poll=0.1)
         except StartupError as exc:
@@ -213,7 +213,7 @@ class Entrypoint:
         pipeline = reader = None
         if s.dialog:
             child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=subprocess.PIPE)
-            pipeline, reader = self._start_dialog(child, stdout_log)
+            pipeline, reader = self._start_dialog(child, stdout_log, s.dialog)
         else:
             child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=stdout_log)
         self._agent = child
@@ -267,12 +267,12 @@ class Entrypoint:
             said = last_error_line(self.settings.results_dir)  # the CLI's own reason, for the summary
             agent.error = f"the agent exited with status {agent.exit_code}" + (f": {said}" if said else "")
 
-    def _start_dialog(self, child: Child, tee) -> tuple[Any, threading.Thread]:  # noqa: ANN001
+    def _start_dialog(self, child: Child, tee: Any, dialog: str) -> tuple[Any, threading.Thread]:
         from ssebench.dialog.convert import DialogPipeline, load_converter
         from ssebench.dialog.writer import DialogWriter
 
         writer = DialogWriter.create(self.settings.results_dir / DIALOG_FILE)
-        pipeline = DialogPipeline(writer, load_converter(self.settings.dialog), prompt=self.settings.prompt)
+        pipeline = DialogPipeline(writer, load_converter(dialog), prompt=self.settings.prompt)
 
         def pump() -> None:
             # Every byte goes to the raw log; a line longer than MAX_EVENT_BYTES is not
@@ -323,7 +323,7 @@ class Entrypoint:
     # -- helpers ----------------------------------------------------------------------
 
     def _spawn(self, name: str, argv: Sequence[str], *, cwd: Path | None = None,
-               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:  # noqa: ANN001
+               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:
         child = spawn(name, argv, env=env if env is not None else self.settings.env,
                       log=log or self.settings.results_dir / f"{name}.log", cwd=cwd, stdout=stdout)
         self._children.append(child)
@@ -362,7 +362,7 @@ class Entrypoint:
     def _install_signal_handlers(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():
             return {}
-        previous = {}
+        previous: dict[int, Any] = {}
         for signum in FORWARDED_SIGNALS:
             previous[signum] = signal.signal(signum, self._on_signal)
         return previous

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -53,7 +54,7 @@ def _messages(response: httpx.Response) -> list[dict]:
         payloads = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
     else:
         payloads = [text]
-    out = []
+    out: list[dict[str, Any]] = []
     for payload in payloads:
         try:
             msg = json.loads(payload)
@@ -68,5 +69,5 @@ def wait_for_mcp(url: str, child: Child | None, *, deadline: float, timeout: int
     """Seconds until the server at *url* answered an MCP ``initialize``."""
     with httpx.Client(timeout=5.0) as client:
         return wait_until(lambda: answers_initialize(client, url), what=f"the MCP server ({url})",
-                          timeout=timeout, deadline=deadline, gone=exited(child and child.proc),
+                          timeout=timeout, deadline=deadline, gone=exited(child.proc if child else None),
                           tail=child.tail if child else list, interrupted=interrupted, poll=POLL_SECONDS)[1]

@@ -324,7 +324,7 @@ class Display:
         self.rows[stage] = [state, detail or (old[1] if old else ""), took]
         self.live.update(self._table())
 
-    def _table(self):  # noqa: ANN202
+    def _table(self):
         from rich.table import Table
 
         table = Table(title="ssebench run", show_header=True, header_style="bold")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ssebench.container import results as results_file
 from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
 from ssebench.container.engine import DockerEngine, DockerRunError, read_results
-from ssebench.daemon.sandbox import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
+from ssebench.daemon.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
 from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
 
 if TYPE_CHECKING:
@@ -115,8 +115,9 @@ def run_with_sidecar(
 
 def daemon_user() -> tuple[int, int]:
     """The uid and gid of the sidecar (and of the whole one-container layout): never root,
-    because its /proc is unmasked for bwrap (root could write /proc/sys there). The host user's own ids keep the shared copies
-    theirs; for root on the host, 65534 (nobody), and the copies are handed to it."""
+    because its /proc is unmasked for bwrap (root could write /proc/sys there). The host
+    user's own ids keep the shared copies theirs; for root on the host, 65534 (nobody), and
+    the copies are handed to it."""
     if os.getuid() != 0:
         return os.getuid(), os.getgid()
     return UNPRIVILEGED_ID, UNPRIVILEGED_ID

@@ -14,8 +14,8 @@ import json
 import sys
 import traceback
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import Any, cast
 
 import anyio
 from starlette.applications import Starlette
@@ -27,7 +27,7 @@ from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
 from ssebench.checks import CHECK_ORDER, Check, task_checks
-from ssebench.contract import Error, QueueHeartbeat, Queued, Started
+from ssebench.contract import Error, Queued, QueueHeartbeat, Started
 from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner
 from ssebench.difficulty import Level
 
@@ -211,7 +211,9 @@ class _Api:
             run = prepared[0]
             executed.append(run)
             yield _line(Started(run.id, self.level.number).to_json())
-            async with contextlib.aclosing(runner.execute(run, checks)) as stream:
+            # execute() is an async generator, annotated AsyncIterator in runner.py (follow-up there)
+            events = cast(AsyncGenerator[dict[str, Any], None], runner.execute(run, checks))
+            async with contextlib.aclosing(events) as stream:
                 async for event in stream:
                     if event["event"] in ("check_finished", "result") and runner.low_on_space():
                         # The check may have failed for want of space: not the patch's fault.
@@ -222,7 +224,7 @@ class _Api:
             return
         except RunError as exc:
             failure = str(exc)
-        except Exception:  # noqa: BLE001 - the client gets a line, the operator the trace
+        except Exception:
             traceback.print_exc(file=sys.stderr)
             failure = "internal error in the daemon"
         if runner.low_on_space():

@@ -20,7 +20,7 @@ LOG_BUDGET_VAR = "SSE_DAEMON_LOG_BUDGET"
 DEFAULT_HEARTBEAT = 10.0
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "daemon",
         help="serve a task's checks on a Unix socket (the SDK daemon)",
@@ -53,9 +53,10 @@ def add_sandbox_args(p: argparse.ArgumentParser) -> None:
                    help="most processes one check may run at once (default 1024; env SSE_PIDS_LIMIT)")
 
 
-def sandbox_from_args(args: argparse.Namespace):  # noqa: ANN201 - (Sandbox, Limits)
+def sandbox_from_args(args: argparse.Namespace):
     """The sandbox and limits the flags ask for; raises ValueError or SandboxUnavailable."""
-    from ssebench.daemon.sandbox import Limits, detect
+    from ssebench.daemon.limits import Limits
+    from ssebench.daemon.sandbox import detect
 
     limits = Limits.from_env(memory=args.memory_limit, pids=args.pids_limit, output=args.output_limit)
     return detect(args.no_sandbox), limits
@@ -91,8 +92,8 @@ def heartbeat_from_env() -> float:
 
 def log_budget_from(flag: str | None) -> int:
     """``--log-budget``, else ``SSE_DAEMON_LOG_BUDGET``, else 256 MiB; raises ValueError."""
+    from ssebench.daemon.limits import parse_size
     from ssebench.daemon.runner import DEFAULT_LOG_BUDGET
-    from ssebench.daemon.sandbox import parse_size
 
     if flag is not None:
         return parse_size("--log-budget", flag)
@@ -177,9 +178,10 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
+def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:
     """Tell the sandbox what no check may see (docs/security.md); raises ValueError."""
-    from ssebench.daemon.sandbox import hide_host_paths, holds_system_folder
+    from ssebench.daemon.hostpaths import hide_host_paths
+    from ssebench.daemon.sandbox import holds_system_folder
 
     hide_host_paths(sandbox, task_dir)
     if holds_system_folder(socket_path.parent):  # a socket right under /: hide it alone
@@ -189,7 +191,7 @@ def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:  # noqa: ANN001
     sandbox.hide("the daemon's socket", socket_path, mount=False)
 
 
-def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,  # noqa: ANN001
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,
            log_budget) -> int:
     import uvicorn
 

@@ -114,7 +114,7 @@ def _group_members(pgid: int) -> list[int]:
 
 def _reap() -> dict[int, int]:
     """Reap every exited child; their statuses by pid."""
-    reaped = {}
+    reaped: dict[int, int] = {}
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

@@ -111,8 +111,13 @@ async def wait_exit(proc: subprocess.Popen[bytes]) -> int:
     else:
         try:
             if proc.poll() is None:
-                ready = loop.create_future()
-                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+                ready: asyncio.Future[None] = loop.create_future()
+
+                def wake() -> None:
+                    if not ready.done():
+                        ready.set_result(None)
+
+                loop.add_reader(fd, wake)
                 try:
                     await ready
                 finally:

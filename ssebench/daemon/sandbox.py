@@ -22,11 +22,9 @@ maps to the daemon's uid outside: files the daemon owns in the tree are writable
 the tree copies must be owned by the daemon (``cp --no-preserve=ownership``), and
 nothing root-readable is bound in beyond the system folders above.
 
-Limits (:class:`Limits`): pids and memory through a cgroup (v1 here; v2 where the
-controllers are delegated) or, where no cgroup is writable (most containers), a
-watchdog that counts the sandbox's processes and sums their RSS; output size by
-watching the two log files. A check that hits a limit is killed and fails with a note
-(:func:`limit_note`), and the daemon carries on.
+The limits and their enforcement are in :mod:`ssebench.daemon.limits`, the seccomp filter
+in :mod:`ssebench.daemon.seccomp`, what every daemon hides from its checks in
+:mod:`ssebench.daemon.hostpaths`.
 """
 
 from __future__ import annotations
@@ -34,42 +32,31 @@ from __future__ import annotations
 import atexit
 import contextlib
 import glob
-import itertools
 import os
-import platform
 import shutil
-import signal
-import struct
 import subprocess
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-import psutil
-
 from ssebench.daemon import taskview
+
+# Guard and limit_note are not used here: runner.py (another helper's file, not edited in
+# this change) still imports them from sandbox; drop them once it imports ssebench.daemon.limits.
+from ssebench.daemon.limits import Guard, Limits, limit_note, sweep_cgroups  # noqa: F401
+from ssebench.daemon.seccomp import seccomp_program
 
 TREE_PATH = "/sse/tree"
 TASK_PATH = "/sse/task"
 SANDBOX_UID = 65534
 
 NO_SANDBOX_VAR = "SSE_NO_SANDBOX"
-OUTPUT_LIMIT_VAR = "SSE_OUTPUT_LIMIT"
-MEMORY_LIMIT_VAR = "SSE_MEMORY_LIMIT"
-PIDS_LIMIT_VAR = "SSE_PIDS_LIMIT"
 EXTRA_BIND_VAR = "SSE_SANDBOX_BIND"  # colon-separated host paths bound read-only at the same path
 BWRAP_VAR = "SSE_BWRAP"  # the bwrap to use (default: the bundled one)
-CGROUP_VAR = "SSE_SANDBOX_CGROUP"  # "off": use the watchdog even where a cgroup is writable
 CHECK_USER_VAR = "SSE_SANDBOX_UID"  # "UID[:GID]": the host uid checks run as when the daemon is root
 DEFAULT_CHECK_USER = (65534, 65534)  # nobody:nogroup
 
-GIB = 1 << 30
-DEFAULT_OUTPUT_LIMIT = 1 * GIB
-DEFAULT_MEMORY_LIMIT = 4 * GIB
-DEFAULT_PIDS_LIMIT = 1024
 
 # The host /etc entries a toolchain needs; nothing with secrets (no shadow, gshadow,
 # sudoers, ssh, ssl/private, machine-id, ...).
@@ -84,7 +71,6 @@ _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS",
               "SSE_TASK", "OLDPWD"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION")
-_SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 class SandboxUnavailable(RuntimeError):
@@ -120,72 +106,6 @@ class TreeView:
     @property
     def is_overlay(self) -> bool:
         return self.upper is not None
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-check limits: bytes of memory (RSS), processes, bytes of output (stdout+stderr)."""
-
-    memory: int = DEFAULT_MEMORY_LIMIT
-    pids: int = DEFAULT_PIDS_LIMIT
-    output: int = DEFAULT_OUTPUT_LIMIT
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, memory: str | None = None,
-                 pids: str | None = None, output: str | None = None) -> Limits:
-        """Flags (the keyword arguments) win over the environment; raises ValueError."""
-        env = os.environ if environ is None else environ
-
-        def pick(flag: str | None, var: str, name: str) -> tuple[str, str] | None:
-            if flag is not None:
-                return flag, f"--{name}-limit"
-            raw = env.get(var)
-            return (raw, var) if raw not in (None, "") else None
-
-        values: dict[str, int] = {}
-        for name, flag, var, default in (("memory", memory, MEMORY_LIMIT_VAR, DEFAULT_MEMORY_LIMIT),
-                                         ("pids", pids, PIDS_LIMIT_VAR, DEFAULT_PIDS_LIMIT),
-                                         ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT)):
-            got = pick(flag, var, name)
-            values[name] = default if got is None else (
-                _count(got[1], got[0]) if name == "pids" else parse_size(got[1], got[0]))
-        return cls(**values)
-
-
-def parse_size(name: str, raw: str) -> int:
-    """``"1073741824"``, ``"512M"``, ``"1G"`` (binary units) → bytes; raises ValueError."""
-    text = raw.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = text[-1:] if text[-1:] in _SIZE_SUFFIX else ""
-    number = text[: len(text) - len(unit)]
-    if not (number.isascii() and number.isdigit()) or int(number) < 1:
-        raise ValueError(f"{name} must be a size in bytes (e.g. 1073741824, 512M, 1G), got '{raw}'")
-    return int(number) * _SIZE_SUFFIX[unit]
-
-
-def _count(name: str, raw: str) -> int:
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"{name} must be a whole number (1 or more), got '{raw}'")
-    return int(text)
-
-
-def human_size(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % size == 0:
-            return f"{n // size} {unit}"
-    return f"{n} bytes"
-
-
-def limit_note(reason: str, limits: Limits) -> str:
-    """The line that ends the log of a check killed for hitting a limit (docs/security.md)."""
-    if reason == "output":
-        return (f"[ssebench] output limit reached: the check wrote more than {human_size(limits.output)} "
-                f"of output; it was killed and its log was cut here.\n")
-    if reason == "memory":
-        return (f"[ssebench] memory limit reached ({human_size(limits.memory)}): the command and every "
-                "process it started were killed.\n")
-    return (f"[ssebench] process limit reached ({limits.pids} processes): the command and every "
-            "process it started were killed.\n")
 
 
 def poc_path(task_dir: Path, poc: Path) -> str:
@@ -387,13 +307,13 @@ class Sandbox:
             args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
         else:
             args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
-        for inside, host in extra.items():
+        for inside, source in extra.items():
             if _under_task(inside):
                 continue
             if inside in fds:
                 args += ["--perms", "0444", "--ro-bind-data", str(fds[inside]), inside]
             else:
-                args += ["--ro-bind", str(host), inside]
+                args += ["--ro-bind", str(source), inside]
         args += ["--chdir", TREE_PATH, "--", *argv]
         return args
 
@@ -465,34 +385,6 @@ def _under_task(inside: str) -> bool:
     return PurePosixPath(inside).is_relative_to(TASK_PATH)
 
 
-MCP_LOG_VAR = "MCP_LOG_DIR"
-DEFAULT_MCP_LOG_DIR = "/tmp/mcp/logs"
-
-
-def own_files() -> list[Path]:
-    """ssebench's own files on this host: its installed packages (``ssebench``, whose
-    ``examples/`` holds the demo task's PoCs and intent diff, ``server``, ``agents``, the
-    dist-info) or, run from a checkout (an editable install), the whole checkout."""
-    import ssebench
-
-    package = Path(ssebench.__file__).resolve().parent
-    site = package.parent
-    if (site / "pyproject.toml").is_file():
-        return [site]
-    found = [package] + [site / n for n in ("server", "agents") if (site / n / "__init__.py").is_file()]
-    return found + sorted(site.glob("ssebench-*.dist-info"))
-
-
-def hide_host_paths(box: Sandbox, task_dir: Path, environ: Mapping[str, str] | None = None) -> None:
-    """What every daemon and ``grade`` hides from its checks besides its own workspace
-    and socket: the task folder, MCP_LOG_DIR, ssebench's own files. Raises ValueError."""
-    env = os.environ if environ is None else environ
-    box.hide("the task folder", task_dir)
-    box.hide(MCP_LOG_VAR, env.get(MCP_LOG_VAR) or DEFAULT_MCP_LOG_DIR)
-    for path in own_files():
-        box.hide("ssebench's own files", path, env=False)  # PATH may name the venv: it stays
-
-
 def holds_system_folder(path: str | os.PathLike[str]) -> bool:
     """Is one of the system folders every sandbox binds (``/usr``, ...) *path* or below it?"""
     real = os.path.realpath(path)
@@ -508,50 +400,6 @@ def _system_roots() -> tuple[tuple[str, str], ...]:
     """The system folders bound into every sandbox: (path inside, real host path)."""
     return tuple(("/" + n, os.path.realpath("/" + n)) for n in _SYSTEM_DIRS
                  if not os.path.islink("/" + n) and os.path.isdir("/" + n))
-
-
-# -- seccomp: no keyring ------------------------------------------------------------------
-# The kernel's keyrings (session, user, user-session) outlive a check and are shared by
-# every check of the same uid: a check could store what it saw and a later one read it.
-# So add_key, request_key and keyctl fail with EPERM. Everything else is allowed
-# (ptrace too: a tracer runs in the sandbox). Per machine: (audit arch, syscall numbers
-# of add_key, request_key, keyctl), the native ABI first, then the 32-bit compat one.
-_KEYRING_SYSCALLS = {
-    "x86_64": ((0xC000003E, (248, 249, 250)), (0x40000003, (286, 287, 288))),
-    "aarch64": ((0xC00000B7, (217, 218, 219)), (0x40000028, (309, 310, 311))),
-}
-_X32_BIT = 0x40000000  # x86_64 syscalls of the x32 ABI: all denied (nothing uses it)
-_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
-_ALLOW, _KILL, _ERRNO, _EPERM = 0x7FFF0000, 0x80000000, 0x00050000, 1
-
-
-def seccomp_program(machine: str | None = None) -> bytes | None:
-    """The classic BPF program bwrap's ``--seccomp`` loads: keyring calls get EPERM, x32
-    calls EPERM, any other ABI kills the process; None for an unknown machine."""
-    table = _KEYRING_SYSCALLS.get(machine or platform.machine())
-    if table is None:
-        return None
-    code: list[str | tuple[int, int | str, int | str, int]] = []
-    for i, (arch, numbers) in enumerate(table):
-        code += [f"arch{i}", (_LD_ABS, 0, 0, 4), (_JEQ, 0, f"arch{i + 1}", arch), (_LD_ABS, 0, 0, 0)]
-        if arch == 0xC000003E:
-            code.append((_JGE, "deny", 0, _X32_BIT))
-        code += [(_JEQ, "deny", 0, n) for n in numbers]
-        code.append((_RET, 0, 0, _ALLOW))
-    code += [f"arch{len(table)}", (_RET, 0, 0, _KILL), "deny", (_RET, 0, 0, _ERRNO | _EPERM)]
-    where: dict[str, int] = {}  # label -> index of the instruction after it
-    ops: list[tuple[int, int | str, int | str, int]] = []
-    for item in code:
-        if isinstance(item, str):
-            where[item] = len(ops)
-        else:
-            ops.append(item)
-
-    def jump(target: int | str, at: int) -> int:
-        return target if isinstance(target, int) else where[target] - at - 1
-
-    return b"".join(struct.pack("=HBBI", op, jump(jt, i), jump(jf, i), k)
-                    for i, (op, jt, jf, k) in enumerate(ops))
 
 
 ETC_PREFIX = "ssebench-etc-"
@@ -711,274 +559,3 @@ def overlay_supported(workspace: Path, sandbox: Sandbox) -> bool:
         return False
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-# -- limits -----------------------------------------------------------------------------------
-
-_counter = itertools.count(1)
-
-
-class _Cgroups:
-    """A pair of fresh cgroups (memory, pids) for one process tree, v1 or v2."""
-
-    def __init__(self, paths: list[Path], v2: bool) -> None:
-        self.paths = paths
-        self.v2 = v2
-
-    @classmethod
-    def create(cls, limits: Limits) -> _Cgroups | None:
-        name = f"ssebench-{os.getpid()}-{next(_counter)}"
-        own = _own_cgroups()
-        made: list[Path] = []
-        try:
-            if "" in own and not os.path.isdir("/sys/fs/cgroup/memory"):  # v2 (unified)
-                path = Path("/sys/fs/cgroup") / own[""].lstrip("/") / name
-                path.mkdir()
-                made.append(path)
-                (path / "memory.max").write_text(str(limits.memory))
-                with contextlib.suppress(OSError):
-                    (path / "memory.swap.max").write_text("0")
-                (path / "pids.max").write_text(str(limits.pids))
-                return cls(made, True)
-            for ctl in ("memory", "pids"):
-                path = Path("/sys/fs/cgroup") / ctl / own.get(ctl, "/").lstrip("/") / name
-                path.mkdir()
-                made.append(path)
-            mem, pids = made
-            (mem / "memory.limit_in_bytes").write_text(str(limits.memory))
-            with contextlib.suppress(OSError):
-                (mem / "memory.memsw.limit_in_bytes").write_text(str(limits.memory))
-            (pids / "pids.max").write_text(str(limits.pids))
-            return cls(made, False)
-        except OSError:
-            for path in reversed(made):
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-            return None
-
-    def procs_files(self) -> list[str]:
-        return [str(p / "cgroup.procs") for p in self.paths]
-
-    def exceeded(self) -> str | None:
-        if self.v2:
-            events = _keyed(self.paths[0] / "memory.events")
-            if events.get("oom_kill", 0) or events.get("max", 0) and events.get("oom", 0):
-                return "memory"
-            return "pids" if _keyed(self.paths[0] / "pids.events").get("max", 0) else None
-        if _keyed(self.paths[0] / "memory.oom_control").get("oom_kill", 0):
-            return "memory"
-        return "pids" if _keyed(self.paths[1] / "pids.events").get("max", 0) else None
-
-    def remove(self) -> None:
-        """Remove the cgroups once their processes are gone (off the loop; retried; what
-        is still there when the process exits is tried once more by an atexit hook, and
-        what a killed daemon left is swept by the next start: :func:`sweep_cgroups`)."""
-        _pending.update(self.paths)
-        threading.Thread(target=_rmdirs, args=(list(reversed(self.paths)), 10.0), daemon=True).start()
-
-
-_pending: set[Path] = set()
-
-
-def _rmdirs(paths: list[Path], patience: float) -> None:
-    deadline = time.monotonic() + patience
-    for path in paths:
-        while True:
-            try:
-                path.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError:
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                break
-            _pending.discard(path)
-            break
-
-
-atexit.register(lambda: _rmdirs(sorted(_pending, reverse=True), 2.0))
-
-
-def sweep_cgroups() -> int:
-    """Remove the empty cgroups of ssebench processes that are gone (a killed daemon's)."""
-    removed = 0
-    own = _own_cgroups()
-    parents = {Path("/sys/fs/cgroup") / ctl / own.get(ctl, "/").lstrip("/") for ctl in ("memory", "pids")}
-    if "" in own:
-        parents.add(Path("/sys/fs/cgroup") / own[""].lstrip("/"))
-    for parent in parents:
-        for path in parent.glob("ssebench-*-*"):
-            pid = path.name.split("-")[1]
-            if pid.isdigit() and not psutil.pid_exists(int(pid)):
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-                    removed += 1
-    return removed
-
-
-def _own_cgroups() -> dict[str, str]:
-    out: dict[str, str] = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, ctls, path = line.split(":", 2)
-            for ctl in ctls.split(",") if ctls else [""]:
-                out[ctl] = path
-    return out
-
-
-def _keyed(path: Path) -> dict[str, int]:
-    out: dict[str, int] = {}
-    with contextlib.suppress(OSError, ValueError):
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition(" ")
-            with contextlib.suppress(ValueError):
-                out[key] = int(value)
-    return out
-
-
-def _process_count() -> int:
-    try:
-        return sum(1 for name in os.listdir("/proc") if name.isdigit())
-    except OSError:
-        return 0
-
-
-def _running(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-def _cgroups_allowed() -> bool:
-    return os.environ.get(CGROUP_VAR, "").lower() != "off"
-
-
-class Guard:
-    """Enforces :class:`Limits` on one started process tree (see :meth:`check`)."""
-
-    def __init__(self, limits: Limits, outputs: tuple[Path, Path], *, base: int = 0) -> None:
-        self.limits = limits
-        self.outputs = outputs
-        self.base = base  # bytes already in the log before this process (intent: git's output)
-        self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
-        self._fds: list[int] = []
-        self.victims: list[psutil.Process] = []  # the tree when a limit was hit (watchdog mode)
-        self.hit: str | None = None  # the limit the watchdog thread enforced
-        self._stop = threading.Event()
-        self._baseline = _process_count() if self.cgroups is None else 0
-
-    @property
-    def mode(self) -> str:
-        return "cgroup" if self.cgroups else "watchdog"
-
-    def preexec(self) -> Callable[[], None] | None:
-        """For ``Popen(preexec_fn=...)``: the child joins the cgroups before it execs, so
-        everything it starts is counted. Only pre-opened fds are written in the child."""
-        if self.cgroups is None:
-            return None
-        self._fds = [os.open(p, os.O_WRONLY) for p in self.cgroups.procs_files()]
-        fds = list(self._fds)
-
-        def join() -> None:
-            for fd in fds:
-                os.write(fd, b"0")
-        return join
-
-    def spawned(self) -> None:
-        """Close the fds :meth:`preexec` opened (call right after the fork)."""
-        for fd in self._fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._fds = []
-
-    def output_size(self) -> int:
-        total = 0
-        for path in self.outputs:
-            with contextlib.suppress(OSError):
-                total += os.stat(path).st_size
-        return total
-
-    def check(self) -> str | None:
-        """The limit hit so far (``"output"``, ``"memory"``, ``"pids"``), cheap enough for
-        the event loop: two ``stat`` calls and two small cgroup files."""
-        if self.output_size() - self.base > self.limits.output:
-            return "output"
-        return self.cgroups.exceeded() if self.cgroups else self.hit
-
-    def start_watchdog(self, pid: int) -> None:
-        """Without cgroups: a thread of its own (started now, not when the sandbox is
-        already exhausting the pids) that kills the process group *pid* when a limit is hit.
-
-        Processes are counted cheaply, by how many more entries ``/proc`` has than when
-        the check started (a fork bomb outruns an exact scan of its tree); memory by an
-        exact scan (the RSS of the tree under *pid*) every fourth round.
-        """
-        if self.cgroups is not None:
-            return
-        threading.Thread(target=self._watchdog, args=(pid,), daemon=True, name="ssebench-watchdog").start()
-
-    def _watchdog(self, pid: int, interval: float = 0.05) -> None:
-        tick = 0
-        while not self._stop.wait(interval):
-            if _process_count() - self._baseline > self.limits.pids:
-                self.hit = "pids"
-            elif tick % 4 == 0:
-                self.hit = self.scan(pid)
-            tick += 1
-            if self.hit is not None:
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
-                return
-
-    def scan(self, pid: int) -> str | None:
-        """Without cgroups: count the processes under *pid* and sum their RSS (run it in
-        a thread: it reads /proc)."""
-        try:
-            procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-        except psutil.Error:
-            return None
-        if len(procs) > self.limits.pids:
-            return "pids"
-        rss = 0
-        for p in procs:
-            with contextlib.suppress(psutil.Error):
-                rss += p.memory_info().rss
-        return "memory" if rss > self.limits.memory else None
-
-    def remember(self, pid: int) -> None:
-        """Note the processes under *pid* (before killing them), for :meth:`settle`."""
-        with contextlib.suppress(psutil.Error):
-            self.victims = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
-
-    def settle(self, timeout: float = 10.0) -> None:
-        """Wait until every process of the killed tree is gone, so none can still write
-        to the log when it is cut (blocking: run it in a thread)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.cgroups is not None:
-                alive = any(Path(f).read_text().strip() for f in self.cgroups.procs_files()
-                            if os.path.exists(f))
-            else:
-                alive = any(_running(p) for p in self.victims)
-            if not alive:
-                return
-            time.sleep(0.02)
-
-    def cut_output(self) -> None:
-        """Cut the log to the output limit (stdout first, then stderr)."""
-        room = self.limits.output + self.base
-        for path in self.outputs:
-            with contextlib.suppress(OSError):
-                size = os.stat(path).st_size
-                if size > room:
-                    os.truncate(path, room)
-                    size = room
-                room -= size
-
-    def close(self) -> None:
-        self._stop.set()
-        self.spawned()
-        if self.cgroups is not None:
-            self.cgroups.remove()

@@ -3,7 +3,7 @@
 Why a copy: the task folder holds the hidden parts (task.toml, PoCs, intent diff,
 ``[intent] files``) beside the support files (build scripts, test drivers), so the
 sandbox cannot bind the folder itself. At start the daemon (and ``ssebench grade``)
-copies the support files (:func:`ssebench.task.support_files`) into a folder of its
+copies the support files (:func:`ssebench.taskfiles.support_files`) into a folder of its
 workspace, symlinks as symlinks, and every check gets that folder read-only; the
 ``[intent] files`` are copied into a second folder, bound only in the intent step. The
 copy is a snapshot: support files changed after the start are not seen until a restart.
@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ssebench.task import Entry, Task, intent_entries, support_files
+from ssebench.task import Task
+from ssebench.taskfiles import Entry, intent_entries, support_files
 
 
 class TaskViewError(OSError):

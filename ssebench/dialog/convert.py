@@ -19,6 +19,7 @@ from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.writer import DialogWriter
 
+
 class _Converters(Mapping[str, str]):
     """Agent name -> "module:class" of its converter, read from the agent records
     (agents/registry.py) each time, so an agent registered later is known too."""
@@ -63,7 +64,7 @@ class StreamConverter:
         """Events still buffered when the stream ends (e.g. merged text deltas)."""
         return ()
 
-    def add_tokens(self, input: int = 0, output: int = 0, cached: int = 0) -> None:  # noqa: A002
+    def add_tokens(self, input: int = 0, output: int = 0, cached: int = 0) -> None:
         self.tokens["input"] += int(input or 0)
         self.tokens["output"] += int(output or 0)
         self.tokens["cached"] += int(cached or 0)
@@ -82,7 +83,7 @@ class DialogPipeline:
     """Feed raw stream lines in; well-formed dialog lines come out of the writer."""
 
     def __init__(self, writer: DialogWriter, converter: StreamConverter,
-                 prompt: str | None = None, clock=time.monotonic) -> None:  # noqa: ANN001
+                 prompt: str | None = None, clock=time.monotonic) -> None:
         self.writer = writer
         self.converter = converter
         self._prompt = prompt

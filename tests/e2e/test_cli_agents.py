@@ -12,7 +12,12 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.expected import (
-    DEMO_FIX, DEMO_TASK, LEVEL2_ALL_RAN_PASSED, assert_model_received, assert_one_call, level0_all_passed,
+    DEMO_FIX,
+    DEMO_TASK,
+    LEVEL2_ALL_RAN_PASSED,
+    assert_model_received,
+    assert_one_call,
+    level0_all_passed,
     poc_count,
 )
 
@@ -22,14 +27,14 @@ CLIS = ("claude", "codex", "gemini", "opencode")
 
 
 @pytest.mark.parametrize("cli", CLIS)
-def test_level0_fixed_tree_every_check_passed(cli: str, agent_run) -> None:  # noqa: ANN001
+def test_level0_fixed_tree_every_check_passed(cli: str, agent_run) -> None:
     run = agent_run(cli, DEMO_TASK, difficulty=0, fix=DEMO_FIX)
     assert_one_call(run)
     assert_model_received(cli, run, level0_all_passed(poc_count(DEMO_TASK)))
 
 
 @pytest.mark.parametrize("cli", CLIS)
-def test_level2_unfixed_tree_every_check_that_ran_passed(cli: str, agent_run) -> None:  # noqa: ANN001
+def test_level2_unfixed_tree_every_check_that_ran_passed(cli: str, agent_run) -> None:
     run = agent_run(cli, DEMO_TASK, difficulty=2)
     assert_one_call(run)
     assert_model_received(cli, run, LEVEL2_ALL_RAN_PASSED)

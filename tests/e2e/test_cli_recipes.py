@@ -17,13 +17,13 @@ from ssebench.agents.registry import names
 HOME = Path("/nonexistent-home")
 
 
-def launch(agent: str, **env: str):  # noqa: ANN201
+def launch(agent: str, **env: str):
     return get_recipe(agent).launch(prompt="-fix it", mcp_url="http://127.0.0.1:3000/mcp", home=HOME, env=env)
 
 
 @pytest.mark.parametrize("agent", names())
 def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> None:
-    from ssebench.agents import registry  # noqa: PLC0415
+    from ssebench.agents import registry
 
     recipe = get_recipe(agent)
     assert isinstance(recipe, Recipe)

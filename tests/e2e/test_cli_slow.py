@@ -87,7 +87,7 @@ def slow_runs(agent_clis: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
             return exc
 
     with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
-        return dict(zip(VARIANTS, pool.map(one, VARIANTS)))
+        return dict(zip(VARIANTS, pool.map(one, VARIANTS), strict=True))
 
 
 def _run(slow_runs: dict[str, Any], name: str) -> AgentRun:

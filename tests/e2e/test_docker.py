@@ -230,7 +230,7 @@ def _assert_session(cli: str, results: Path, model: ScriptedModel, report: dict,
     assert events[-1]["type"] == "complete" and events[-1]["status"] == "success"
 
 
-def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: dict) -> None:  # noqa: ANN001
+def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: dict) -> None:
     results: Path = compose_run["results"]
     began = time.monotonic()
     docker_services.wait_until_responsive(
@@ -458,7 +458,7 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
     whose functional check runs on a copy-on-write overlay of the built tree (the
     workspace is on a volume, not on the container's overlayfs, so overlays work)."""
     from ssebench.container import docker
-    from ssebench.daemon.sandbox import Limits, limit_note
+    from ssebench.daemon.limits import Limits, limit_note
 
     results = tmp_path / "results"
     run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],

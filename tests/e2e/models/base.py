@@ -42,9 +42,9 @@ class Reply:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # the record is the log; stderr noise would only hide test output
 
     def _serve(self) -> None:
@@ -108,13 +108,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve  # noqa: N815 - stdlib names
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    model: "ScriptedModel"
+    model: ScriptedModel
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a CLI dropping a keep-alive connection is normal, not a test failure
@@ -156,7 +156,7 @@ class ScriptedModel:
         """Base URL with no trailing slash and no path."""
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> "ScriptedModel":
+    def start(self) -> ScriptedModel:
         self._thread = threading.Thread(target=self._server.serve_forever, name=type(self).__name__,
                                         daemon=True)
         self._thread.start()
@@ -169,7 +169,7 @@ class ScriptedModel:
             self._thread = None
         self._server.server_close()
 
-    def __enter__(self) -> "ScriptedModel":
+    def __enter__(self) -> ScriptedModel:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
