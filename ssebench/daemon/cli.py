@@ -145,7 +145,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     inode = paths.socket_inode(socket_path)
 
     procs.enable_subreaper()
-    for prefix in (stale.PREFIX, "ssebench-etc-"):  # what daemons killed with SIGKILL left on disk
+    for prefix in (stale.PREFIX, "ssebench-etc-", "ssebench-bwrap-"):  # what daemons killed with SIGKILL left on disk
         stale.sweep_dead_workspaces(prefix=prefix)
     workspace = stale.create_workspace()
     try:

