@@ -380,7 +380,8 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
 
 # Issue 18 in the sidecar layout: the agent's Makefile (the build check) tries to store a
 # key in its session keyring (add_key, x86_64 syscall 248), prints its environment and
-# working folder, and its uid map (who it is outside the sandbox).
+# working folder. (Who it is outside: the sidecar runs as a non-root user, see
+# tests/test_docker_sandbox.py; bwrap's nested user namespace hides that from inside.)
 ISOLATION_AGENT = """
 import asyncio, os
 from pathlib import Path
@@ -389,8 +390,7 @@ probe = ("import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); "
          "r = libc.syscall(248, b'user', b'ssebench-test', b'v', 1, -3); "
          "print('add_key:', r, os.strerror(ctypes.get_errno()) if r < 0 else 'stored')")
 Path("probe.py").write_text(probe)
-Path("Makefile").write_text("all:\\n\\t-python3 probe.py\\n\\t-env | sort\\n\\t-pwd\\n"
-                            "\\t-cat /proc/self/uid_map\\n\\texit 1\\n")
+Path("Makefile").write_text("all:\\n\\t-python3 probe.py\\n\\t-env | sort\\n\\t-pwd\\n\\texit 1\\n")
 async def main():
     async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
         result = await client.call_tool("test_patch", {})
@@ -399,10 +399,9 @@ asyncio.run(main())
 """
 
 
-def test_sidecar_checks_have_no_keyring_no_host_path_and_no_root(base_image: str, tmp_path: Path) -> None:
+def test_sidecar_checks_have_no_keyring_and_no_host_path(base_image: str, tmp_path: Path) -> None:
     """The sidecar's checks: keyring calls fail (the seccomp filter), no variable or working
-    folder names the sidecar's task folder or workspace, and uid 65534 inside maps to the
-    sidecar's non-root user outside."""
+    folder names the sidecar's task folder or workspace, make's variables do not leak."""
     from ssebench.container import docker
 
     results = tmp_path / "results"
@@ -413,8 +412,6 @@ def test_sidecar_checks_have_no_keyring_no_host_path_and_no_root(base_image: str
     assert "add_key: -1 Operation not permitted" in said, said
     assert "\nPWD=/sse/tree\n" in said and "\n/sse/tree\n" in said, said
     assert "SSE_TASK=" not in said and "OLDPWD=" not in said and "/task/" not in said, said
-    uid_map = [line.split() for line in said.splitlines() if line.split()[:1] == ["65534"]]
-    assert uid_map and all(fields[1] != "0" for fields in uid_map), said
 
 
 # The one-container layout: the "agent" (non-root, beside the whole task) reports its user
