@@ -271,6 +271,7 @@ def main() -> int:
     args = ap.parse_args()
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-incr-") as tmp:
+        os.chmod(tmp, 0o711)  # a root daemon's checks (uid 65534) must traverse to their trees
         tmpd = Path(tmp)
         if not args.skip_example:
             src = data_dir("examples") / "tasks" / "demo-overflow" / "src"
