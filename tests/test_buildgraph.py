@@ -1,4 +1,4 @@
-"""The build engine's trace (buildgraph.py): real strace, hostile names, broken lines, and
+"""The build engine's trace (tracefile.py): real strace, hostile names, broken lines, and
 a build that can neither see nor write its own trace."""
 
 from __future__ import annotations
@@ -9,22 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.daemon import buildgraph
+from ssebench.daemon import tracefile
 from ssebench.difficulty import Check
 from tests.test_incremental import Engine, mode  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.timeout(120)
-STRACE = buildgraph.find_strace()
+STRACE = tracefile.find_strace()
 needs_strace = pytest.mark.skipif(STRACE is None, reason="no strace here")
 
 
-def _trace(tmp_path: Path, script: str, **env: str) -> buildgraph.Record:
+def _trace(tmp_path: Path, script: str, **env: str) -> tracefile.Record:
     assert STRACE is not None
     trace = tmp_path / "trace"
     with open(trace, "wb") as f:
-        subprocess.run(buildgraph.command(STRACE, ["bash", "-c", script], f.fileno()), cwd=tmp_path,
+        subprocess.run(tracefile.command(STRACE, ["bash", "-c", script], f.fileno()), cwd=tmp_path,
                        pass_fds=(f.fileno(),), check=True, capture_output=True, env={**os.environ, **env})
-    return buildgraph.parse_trace(trace, str(tmp_path), str(tmp_path))
+    return tracefile.parse_trace(trace, str(tmp_path), str(tmp_path))
 
 
 @needs_strace
@@ -52,12 +52,12 @@ def test_a_step_is_keyed_by_argv_and_cwd_with_temp_names_blanked(tmp_path):
 def test_a_line_that_does_not_parse_makes_the_record_incomplete(tmp_path):
     trace = tmp_path / "trace"
     trace.write_bytes(b'12 execve("\\x2f\\x62", ["\\x62"], 0x1 /* 1 vars */) = 0\n12 openat(AT_FDCWD, "x" = 3\n')
-    record = buildgraph.parse_trace(trace, "/t", "/t")
+    record = tracefile.parse_trace(trace, "/t", "/t")
     assert not record.complete and record.problem == "trace line 2: unreadable call"
     trace.write_bytes(b"\xff\xfe\n")
-    assert buildgraph.parse_trace(trace, "/t", "/t").problem == "trace line 1: not ASCII"
+    assert tracefile.parse_trace(trace, "/t", "/t").problem == "trace line 1: not ASCII"
     trace.write_bytes(b"")
-    assert buildgraph.parse_trace(trace, "/t", "/t").problem == "trace line 0: empty trace"
+    assert tracefile.parse_trace(trace, "/t", "/t").problem == "trace line 0: empty trace"
 
 
 def test_calls_split_across_lines_are_joined(tmp_path):
@@ -73,7 +73,7 @@ def test_calls_split_across_lines_are_joined(tmp_path):
         f'7 <... openat resumed>) = 3<{hexed}>\n'
         f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_WRONLY|O_CREAT <unfinished ...>\n'
         f')                = 4<{hexed}>\n')
-    record = buildgraph.parse_trace(trace, "/t", "/t")
+    record = tracefile.parse_trace(trace, "/t", "/t")
     assert record.complete, record.problem
     (step,) = record.steps.values()
     assert step.reads == {"a.c"} and step.writes == {"a.c"}

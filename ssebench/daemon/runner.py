@@ -40,7 +40,7 @@ from typing import Any
 
 from ssebench.checks import Check, State, task_checks
 from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
-from ssebench.daemon import buildgraph, procs, safefs, stale, taskview
+from ssebench.daemon import buildgraph, procs, safefs, stale, taskview, tracefile
 from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
                                      overlay_supported, run_sandboxed)
 from ssebench.daemon.taskview import TaskView
@@ -209,7 +209,7 @@ class Runner:
         self._graph: buildgraph.Graph | None = None
         self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
         self.build_counts: collections.Counter[str] = collections.Counter()
-        self.last_record: buildgraph.Record | None = None  # the last build's (tests, benchmarks)
+        self.last_record: tracefile.Record | None = None  # the last build's (tests, benchmarks)
 
     # -- runs -----------------------------------------------------------------------
 
@@ -434,7 +434,7 @@ class Runner:
                 files[env["SSE_POC"]] = Path(os.path.realpath(poc))
         argv = ["bash", "-c", command.run]
         if trace_fd is not None and self._strace is not None:
-            argv = buildgraph.command(self._strace, argv, trace_fd)
+            argv = tracefile.command(self._strace, argv, trace_fd)
         async for event in self._supervise(check, argv, view.lower, env, log, outcome,
                                            timeout=command.timeout, append=append, view=view,
                                            files=files, network=command.network,
@@ -577,7 +577,7 @@ class Runner:
             incremental, changed = await self._to_mirror(snapshot)
             before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
             self._mirror_in()
-            records: list[buildgraph.Record] = []
+            records: list[tracefile.Record] = []
             async for event in self._traced(run, result, records):
                 yield event
             retry = None
@@ -609,7 +609,7 @@ class Runner:
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
 
-    async def _rebuild(self, run: Run, result: CheckRun, records: list[buildgraph.Record],
+    async def _rebuild(self, run: Run, result: CheckRun, records: list[tracefile.Record],
                        snapshot: Snapshot, *, traced: bool) -> AsyncIterator[dict[str, Any]]:
         """The build once more, clean: a fresh mirror; its log is the log, nothing added
         (the task format defines a check's log as its output; the agent is not told
@@ -649,7 +649,7 @@ class Runner:
         try:
             self.sandbox.give(folder)
             self._strace, self.tracing = await asyncio.to_thread(
-                buildgraph.probe, lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder),
+                tracefile.probe, lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder),
                                                                   timeout=60, pass_fds=fds),
                 self.mirror.path.parent, self.sandbox.check_user)
         finally:
@@ -688,13 +688,13 @@ class Runner:
         self.last_build = "incremental" if why is None else f"clean: {why}"
         return why is None, changed
 
-    async def _traced(self, run: Run, result: CheckRun, records: list[buildgraph.Record],
+    async def _traced(self, run: Run, result: CheckRun, records: list[tracefile.Record],
                       *, append: bool = False, traced: bool = True) -> AsyncIterator[dict[str, Any]]:
         """The build command, traced (when tracing works); its record goes to *records*."""
         if self._strace is None or not traced:
             async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
                 yield event
-            records.append(buildgraph.Record(complete=False, problem="not traced"))
+            records.append(tracefile.Record(complete=False, problem="not traced"))
             return
         trace = run.dir / "build.trace"
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -708,12 +708,12 @@ class Runner:
             os.close(fd)
         tree = TREE_PATH if self.sandbox.enabled else os.path.realpath(self.tree_path)
         try:
-            records.append(await asyncio.to_thread(buildgraph.parse_trace, trace, tree, tree))
+            records.append(await asyncio.to_thread(tracefile.parse_trace, trace, tree, tree))
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(trace)
 
-    async def _verify(self, record: buildgraph.Record, changed: set[str], before: buildgraph.Scan,
+    async def _verify(self, record: tracefile.Record, changed: set[str], before: buildgraph.Scan,
                       snapshot: Snapshot) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
         assert self._graph is not None
@@ -725,7 +725,7 @@ class Runner:
 
         return await asyncio.to_thread(go)
 
-    def _remember(self, incremental: bool, result: CheckRun, record: buildgraph.Record) -> None:
+    def _remember(self, incremental: bool, result: CheckRun, record: tracefile.Record) -> None:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
         updates it; a failed or untraced build leaves none (the next build is clean)."""
         self.build_counts[self.last_build.split(":")[0]] += 1
