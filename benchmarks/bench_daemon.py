@@ -77,7 +77,8 @@ def process_cost(runs: int) -> tuple[float, float]:
     import subprocess
 
     from ssebench.daemon.limits import Guard, Limits
-    from ssebench.daemon.sandbox import TreeView, detect
+    from ssebench.daemon.sandbox import TreeView
+    from ssebench.daemon.sandbox_setup import detect
 
     box, limits = detect(), Limits()
     bare, boxed = [], []
@@ -116,7 +117,8 @@ def isolation_cost(runs: int) -> tuple[float, float]:
 
     from ssebench.daemon import guard as guard_script
     from ssebench.daemon.limits import Guard, Limits
-    from ssebench.daemon.sandbox import TreeView, detect
+    from ssebench.daemon.sandbox import TreeView
+    from ssebench.daemon.sandbox_setup import detect
 
     new, limits = detect(), Limits()
     old = dataclasses.replace(new, seccomp=False, check_user=None)

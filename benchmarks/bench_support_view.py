@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from ssebench.daemon import taskview
-from ssebench.daemon.sandbox import TASK_PATH, TreeView, detect
+from ssebench.daemon.sandbox import TASK_PATH, TreeView
+from ssebench.daemon.sandbox_setup import detect
 from ssebench.task import load_task
 
 

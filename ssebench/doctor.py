@@ -189,11 +189,11 @@ def check_build_trace(env: Mapping[str, str]) -> Finding:
 
 
 def sandbox_probe(env: Mapping[str, str]) -> tuple[bool, str]:
-    """(works, what): the daemon's own probe (ssebench.daemon.sandbox.detect)."""
-    from ssebench.daemon import sandbox
+    """(works, what): the daemon's own probe (ssebench.daemon.sandbox_setup.detect)."""
+    from ssebench.daemon import sandbox, sandbox_setup
 
     try:
-        box = sandbox.detect(environ=env)
+        box = sandbox_setup.detect(environ=env)
     except sandbox.SandboxUnavailable as error:
         return False, str(error)
     if not box.enabled:

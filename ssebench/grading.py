@@ -82,7 +82,7 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
     if not root.is_dir():
         raise ValueError(f"--tree {tree}: is not a folder")
     if sandbox is None:
-        from ssebench.daemon.sandbox import detect
+        from ssebench.daemon.sandbox_setup import detect
 
         sandbox = detect()
     from ssebench.daemon.hostpaths import hide_host_paths

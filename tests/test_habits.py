@@ -21,8 +21,6 @@ MAX_FUNCTION_LINES = 60
 LONG_FILES: dict[str, tuple[int, str]] = {
     "ssebench/daemon/runner.py": (939, "another helper is changing it in parallel (check kinds); split next"),
     "ssebench/daemon/workspace.py": (610, "another helper is changing it in parallel; split next"),
-    "ssebench/daemon/sandbox.py": (561, "limits, seccomp and host-path hiding are split out; the bwrap "
-                                   "command line and its setup (detect, /etc copy) to split next"),
 }
 
 # "file:qualified name" -> (lines when measured, why it is not split yet)

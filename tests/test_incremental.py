@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.daemon import sandbox as sb
+from ssebench.daemon import sandbox_setup
 from ssebench.daemon.runner import Runner
 from ssebench.daemon.workspace import SourceStore
 from ssebench.difficulty import Check
@@ -40,7 +41,7 @@ def _sandbox(mode: str) -> sb.Sandbox:
     if mode == "off":
         return sb.Sandbox(None)
     try:
-        return sb.detect()
+        return sandbox_setup.detect()
     except sb.SandboxUnavailable as exc:
         pytest.skip(str(exc))
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from ssebench.daemon.limits import Limits, parse_size
-from ssebench.daemon.sandbox import FIX_HINT, TreeView, poc_path
+from ssebench.daemon.sandbox import TreeView, poc_path
+from ssebench.daemon.sandbox_setup import FIX_HINT
 from tests.helpers.daemon import run_ssebench, short_tempdir
 from tests.helpers.tasks import make_task
 
@@ -197,7 +198,8 @@ def test_tree_views():
 
 
 def test_overlay_probe(tmp_path):
-    from ssebench.daemon.sandbox import Sandbox, detect, overlay_supported
+    from ssebench.daemon.sandbox import Sandbox
+    from ssebench.daemon.sandbox_setup import detect, overlay_supported
 
     assert overlay_supported(tmp_path, Sandbox(None)) is False
     fs = os.popen(f"stat -f -c %T {tmp_path}").read().strip()

@@ -56,7 +56,7 @@ def add_sandbox_args(p: argparse.ArgumentParser) -> None:
 def sandbox_from_args(args: argparse.Namespace):
     """The sandbox and limits the flags ask for; raises ValueError or SandboxUnavailable."""
     from ssebench.daemon.limits import Limits
-    from ssebench.daemon.sandbox import detect
+    from ssebench.daemon.sandbox_setup import detect
 
     limits = Limits.from_env(memory=args.memory_limit, pids=args.pids_limit, output=args.output_limit)
     return detect(args.no_sandbox), limits

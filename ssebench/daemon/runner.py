@@ -41,8 +41,8 @@ from typing import Any
 from ssebench.checks import Check, State, task_checks
 from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview, tracefile
-from ssebench.daemon.sandbox import (TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note,
-                                     overlay_supported, run_sandboxed)
+from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note
+from ssebench.daemon.sandbox_setup import overlay_supported, run_sandboxed
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
                                        committed_files, fs_now)

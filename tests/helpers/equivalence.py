@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ssebench.daemon import sandbox as sb
+from ssebench.daemon import sandbox_setup
 from ssebench.daemon.runner import Runner
 from ssebench.difficulty import Check
 from ssebench.task import load_task
@@ -85,7 +86,7 @@ def sandbox(mode: str) -> sb.Sandbox:
     if mode == "off":
         return sb.Sandbox(None)
     try:
-        return sb.detect()
+        return sandbox_setup.detect()
     except sb.SandboxUnavailable:
         return sb.Sandbox(None)
 
