@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from typing import Any
 from ssebench.checks import Check, State, task_checks
 from ssebench.contract import CheckFinished, CheckHeartbeat, CheckResult, CheckStarted, Result
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview, tracefile
+from ssebench.daemon.logs import CheckLog, note
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note
 from ssebench.daemon.sandbox_setup import overlay_supported, run_sandboxed
 from ssebench.daemon.taskview import TaskView
@@ -48,7 +49,6 @@ from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncC
                                        committed_files, fs_now)
 from ssebench.task import Command, Task
 
-_CHUNK = 1 << 20
 # Old runs' logs are kept within this many bytes in all (``--log-budget``).
 DEFAULT_LOG_BUDGET = 256 << 20
 # Less free space than this on the workspace's filesystem: the disk is full, and a
@@ -72,63 +72,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out and self.limit is None
-
-
-@dataclass(frozen=True)
-class CheckLog:
-    """A check's log: stdout, a blank line, then stderr (the timeout note is in stderr)."""
-
-    stdout: Path
-    stderr: Path
-
-    def _separator(self, out_size: int) -> bytes:
-        if out_size == 0:
-            return b"\n"
-        with open(self.stdout, "rb") as f:
-            f.seek(out_size - 1)
-            return b"\n" if f.read(1) == b"\n" else b"\n\n"
-
-    def size(self) -> int:
-        out = self.stdout.stat().st_size
-        return out + len(self._separator(out)) + self.stderr.stat().st_size
-
-    def chunks(self) -> Iterator[bytes]:
-        """The log in pieces of at most 1 MiB; never the whole log in memory."""
-        out_size = self.stdout.stat().st_size
-        with open(self.stdout, "rb") as f:
-            remaining = out_size  # stop at the size we measured, whatever is appended
-            while remaining > 0 and (data := f.read(min(_CHUNK, remaining))):
-                remaining -= len(data)
-                yield data
-        yield self._separator(out_size)
-        with open(self.stderr, "rb") as f:
-            while data := f.read(_CHUNK):
-                yield data
-
-    def tail(self, max_bytes: int = 64 * 1024) -> bytes:
-        """The last *max_bytes* of the log, read from the ends of the files."""
-        out_size = self.stdout.stat().st_size
-        sep = self._separator(out_size)
-        with open(self.stderr, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            err_size = f.tell()
-            f.seek(max(0, err_size - max_bytes))
-            err = f.read()
-        want = max_bytes - len(err)
-        if want <= 0:
-            return err
-        head = sep[-want:] if want < len(sep) else sep
-        want -= len(head)
-        out = b""
-        if want > 0 and out_size:
-            with open(self.stdout, "rb") as f:
-                f.seek(max(0, out_size - want))
-                out = f.read(min(want, out_size))
-        return out + head + err
-
-    def read_text(self) -> str:
-        """The whole log as text: for tests and small logs only."""
-        return b"".join(self.chunks()).decode("utf-8", "replace")
 
 
 @dataclass
@@ -441,10 +384,10 @@ class Runner:
                                            pass_fds=() if trace_fd is None else (trace_fd,)):
             yield event
         if outcome.timed_out:
-            _note(log, f"[ssebench] timed out after {command.timeout:g} s: the command and "
+            note(log, f"[ssebench] timed out after {command.timeout:g} s: the command and "
                        "every process it started were killed.\n")
         elif outcome.limit is not None:
-            _note(log, limit_note(outcome.limit, self.limits))
+            note(log, limit_note(outcome.limit, self.limits))
 
     def _extras(self, check: Check) -> dict[str, Path]:
         """The hidden parts *check* sees besides the support files: the ``[intent] files``
@@ -909,17 +852,6 @@ def _check_reachable(workspace: Path, user: tuple[int, int] | None) -> None:
 
 def _view(tree: Path | TreeView) -> TreeView:
     return tree if isinstance(tree, TreeView) else TreeView.bind(tree)
-
-
-def _note(log: CheckLog, text: str) -> None:
-    """Append a line of ssebench's own to the end of the log (its stderr part)."""
-    note = text.encode()
-    with open(log.stderr, "ab+") as f:
-        if f.tell() > 0:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                note = b"\n" + note
-        f.write(note)
 
 
 async def _watch(guard: Guard, pid: int, interval: float = 0.05) -> str:
