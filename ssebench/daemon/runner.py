@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -426,8 +426,40 @@ class Runner:
         token = secrets.token_hex(8)
         env[procs.TOKEN_VAR] = token
         loop = asyncio.get_running_loop()
-        guard: Guard | None = None
+        proc, guard = self._spawn(argv, cwd, env, log, append=append, view=view, files=files, network=network,
+                                  stdin_data=stdin_data, pass_fds=pass_fds)
+        self._running.add(proc)
+        waiter = loop.create_task(procs.wait_exit(proc))
         watcher: asyncio.Task[str] | None = None
+        if guard is not None:
+            guard.start_watchdog(proc.pid)
+            watcher = loop.create_task(_watch(guard, proc.pid))
+        finished = False
+        try:
+            beats = self._wait(check, proc.pid, waiter, watcher, guard, outcome, timeout)
+            async with contextlib.aclosing(beats):
+                async for event in beats:
+                    yield event
+            finished = True
+        finally:
+            self._running.discard(proc)
+            if watcher is not None:
+                watcher.cancel()
+            if finished:
+                await self._settle(proc.pid, guard, outcome, token)
+            else:  # cancelled (client went away) or failed: kill without awaiting
+                waiter.cancel()
+                procs.kill_now(proc, token)
+            if guard is not None:
+                guard.close()
+        if self._closing and not outcome.ok:
+            raise RunError("the daemon is shutting down")
+
+    def _spawn(self, argv: list[str], cwd: Path, env: dict[str, str], log: CheckLog, *, append: bool,
+               view: TreeView | None, files: dict[str, Path] | None, network: bool, stdin_data: bytes | None,
+               pass_fds: tuple[int, ...]) -> tuple[subprocess.Popen[bytes], Guard | None]:
+        """Start the process: a check's (with a *view*) in the sandbox under a Guard, else as is."""
+        guard: Guard | None = None
         launch = Launch()
         if view is not None:
             launch = self.sandbox.launch(files)
@@ -444,58 +476,50 @@ class Runner:
             launch.close()
             if guard is not None:
                 guard.spawned()
-        self._running.add(proc)
-        waiter = loop.create_task(procs.wait_exit(proc))
-        if guard is not None:
-            guard.start_watchdog(proc.pid)
-            watcher = loop.create_task(_watch(guard, proc.pid))
+        return proc, guard
+
+    async def _wait(self, check: Check, pid: int, waiter: asyncio.Task[int], watcher: asyncio.Task[str] | None,
+                    guard: Guard | None, outcome: Outcome,
+                    timeout: float | None) -> AsyncGenerator[dict[str, Any], None]:
+        """Wait for the process's end, a limit, the timeout or shutdown (killing its group
+        on the last three), with a heartbeat event every ``heartbeat`` seconds meanwhile."""
+        loop = asyncio.get_running_loop()
         start = loop.time()
         deadline = None if timeout is None else start + timeout
         next_beat = start + self.heartbeat
-        finished = False
-        try:
-            while True:
-                until = next_beat if deadline is None else min(next_beat, deadline)
-                watched = {waiter} if watcher is None else {waiter, watcher}
-                done, _ = await asyncio.wait(watched, timeout=max(0.0, until - loop.time()),
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if waiter in done:
-                    outcome.returncode = waiter.result()
-                    if guard is not None:
-                        outcome.limit = guard.check()
-                    break
-                if watcher is not None and watcher in done:
-                    outcome.limit = watcher.result()
-                    procs.kill_group(proc.pid)
-                    outcome.returncode = await waiter
-                    break
-                outcome.timed_out = deadline is not None and loop.time() >= deadline
-                if outcome.timed_out or self._closing:
-                    procs.kill_group(proc.pid)
-                    outcome.returncode = await waiter
-                    break
-                next_beat += self.heartbeat
-                yield CheckHeartbeat(check, loop.time() - start).to_json()
-            finished = True
-        finally:
-            self._running.discard(proc)
-            if watcher is not None:
-                watcher.cancel()
-            if finished:
-                procs.kill_group(proc.pid)
-                if outcome.timed_out or self._closing or outcome.limit:
-                    await procs.sweep(token)
-                if guard is not None and outcome.limit == "output":
-                    # Every writer is gone now (the sandbox's pid namespace died with it).
-                    await asyncio.to_thread(guard.settle)
-                    guard.cut_output()
-            else:  # cancelled (client went away) or failed: kill without awaiting
-                waiter.cancel()
-                procs.kill_now(proc, token)
-            if guard is not None:
-                guard.close()
-        if self._closing and not outcome.ok:
-            raise RunError("the daemon is shutting down")
+        while True:
+            until = next_beat if deadline is None else min(next_beat, deadline)
+            watched = {waiter} if watcher is None else {waiter, watcher}
+            done, _ = await asyncio.wait(watched, timeout=max(0.0, until - loop.time()),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if waiter in done:
+                outcome.returncode = waiter.result()
+                if guard is not None:
+                    outcome.limit = guard.check()
+                return
+            if watcher is not None and watcher in done:
+                outcome.limit = watcher.result()
+                procs.kill_group(pid)
+                outcome.returncode = await waiter
+                return
+            outcome.timed_out = deadline is not None and loop.time() >= deadline
+            if outcome.timed_out or self._closing:
+                procs.kill_group(pid)
+                outcome.returncode = await waiter
+                return
+            next_beat += self.heartbeat
+            yield CheckHeartbeat(check, loop.time() - start).to_json()
+
+    async def _settle(self, pid: int, guard: Guard | None, outcome: Outcome, token: str) -> None:
+        """After the process ended: kill what is left of its group, sweep escapees after a
+        timeout, kill or limit, and cut an over-long output once every writer is gone."""
+        procs.kill_group(pid)
+        if outcome.timed_out or self._closing or outcome.limit:
+            await procs.sweep(token)
+        if guard is not None and outcome.limit == "output":
+            # Every writer is gone now (the sandbox's pid namespace died with it).
+            await asyncio.to_thread(guard.settle)
+            guard.cut_output()
 
     # -- the build mirror and the views of it ------------------------------------------------
 
