@@ -17,11 +17,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.difficulty import DifficultyError, Level, level_from_env, parse_level
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 3000
-DEFAULT_PATH = "/mcp"
+DEFAULT_HOST = settings.DEFAULT_MCP_HOST
+DEFAULT_PORT = settings.DEFAULT_MCP_PORT
+DEFAULT_PATH = settings.DEFAULT_MCP_PATH
 DEMO_TASK = Path("tasks") / "demo-overflow" / "task.toml"  # under examples/
 # Level 2 is what an agent gets by default (the vulnerable tree passes: the point of
 # the spec's first example); level 0 shows the PoCs catching the bug.

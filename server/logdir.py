@@ -29,6 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ssebench import settings
+
 from .limits import ServerLimits
 
 log = logging.getLogger(__name__)
@@ -53,7 +55,7 @@ class LogDir:
 
     @classmethod
     def prepare(cls, path: str | os.PathLike[str] | None = None, limits: ServerLimits | None = None) -> LogDir:
-        raw = str(path) if path is not None else (os.environ.get(ENV_VAR) or DEFAULT_LOG_DIR)
+        raw = str(path) if path is not None else (settings.raw(ENV_VAR) or DEFAULT_LOG_DIR)
         target = os.path.abspath(raw)
         if limits is None:
             try:

@@ -26,8 +26,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ssebench.settings import DEFAULT_MCP_PORT
+
 OK, WARN, FAIL = "ok", "warn", "fail"
-DEFAULT_PORT = 3000
+DEFAULT_PORT = DEFAULT_MCP_PORT
 NODE_MAJOR = 20
 PROBE_TIMEOUT = 2.0  # seconds for one MCP initialize
 COMMAND_TIMEOUT = 20.0  # seconds for `node --version`, `docker version`

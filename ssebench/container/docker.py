@@ -40,10 +40,11 @@ from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir, r
 from ssebench.container.images import build_agent_image, build_task_image
 from ssebench.container.sidecar import chown_tree, daemon_user, run_with_sidecar, sandbox_options
 from ssebench.resources import script
+from ssebench.settings import DEFAULT_MCP_PORT
 
 __all__ = ["MCP_PORT", "DockerEngine", "DockerRunError", "DockerRunResult", "build_agent_image", "build_task_image",
            "cache_dir", "chown_tree", "daemon_user", "run_in_docker", "sandbox_options"]
-MCP_PORT = 3000  # the port `ssebench agents install` registers in the agent layers (and SSE_MCP_PORT's default)
+MCP_PORT = DEFAULT_MCP_PORT  # the port `ssebench agents install` registers in the agent layers
 CONTAINER_HOME = "/root"  # HOME in the one-container layout (its user is not root, but the layers open /root)
 
 

@@ -2,7 +2,8 @@
 
 Every value is checked before anything starts, so a typo in ``SSE_MCP_TIMEOUT``
 costs a second and one clear message, not a half-started container. The table in
-docs/container.md lists the same variables and defaults; keep them in step.
+docs/container.md lists the same variables and defaults; the table of every
+variable and the shared defaults is ssebench/settings.py (tests check the doc against it).
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_PORT
+
 DEFAULT_MCP_TIMEOUT = 300
 DEFAULT_AGENT_TIMEOUT = 3600
 DEFAULT_RESULTS_DIR = "/results"
-DEFAULT_MCP_HOST = "127.0.0.1"
-DEFAULT_MCP_PORT = 3000
-DEFAULT_MCP_PATH = "/mcp"
 MAX_SECONDS = 10**9  # a timeout beyond this is a typo, or "forever" (which is still finite here)
 UNIX_SOCKET_MAX_BYTES = 107  # sun_path holds 108 bytes, the last one a NUL
 # A host name: dot-separated labels of letters, digits and inner hyphens (RFC 1123).

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
+from ssebench import settings
+
 HEARTBEAT_VAR = "SSE_DAEMON_HEARTBEAT"
 LOG_BUDGET_VAR = "SSE_DAEMON_LOG_BUDGET"
 DEFAULT_HEARTBEAT = 10.0
@@ -78,7 +80,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def heartbeat_from_env() -> float:
-    raw = os.environ.get(HEARTBEAT_VAR)
+    raw = settings.raw(HEARTBEAT_VAR)
     if raw is None or not raw.strip():
         return DEFAULT_HEARTBEAT
     try:
@@ -97,7 +99,7 @@ def log_budget_from(flag: str | None) -> int:
 
     if flag is not None:
         return parse_size("--log-budget", flag)
-    raw = os.environ.get(LOG_BUDGET_VAR)
+    raw = settings.raw(LOG_BUDGET_VAR)
     return parse_size(LOG_BUDGET_VAR, raw) if raw and raw.strip() else DEFAULT_LOG_BUDGET
 
 
@@ -137,7 +139,7 @@ def run_daemon(args: argparse.Namespace) -> int:
         _hide(sandbox, task.dir, socket_path)
     except ValueError as exc:
         return _fail(str(exc))
-    default_dir = not args.socket and not os.environ.get(paths.ENV_VAR)
+    default_dir = not args.socket and not settings.raw(paths.ENV_VAR)
     try:
         sock = paths.bind_socket(socket_path, args.socket_mode, default_dir=default_dir)
     except (paths.SocketError, OSError) as exc:

