@@ -56,6 +56,16 @@ def depth_guarded(cls):
     return cls
 
 
+def present_depth(node: Any, keys: Sequence[str]) -> int:
+    """How many of *keys*, from the first, lead through nested mappings of parsed *node*
+    (a key with no value counts): the ``present`` of the editors that parse to dicts."""
+    for count, key in enumerate(keys):
+        if not isinstance(node, dict) or key not in node:
+            return count
+        node = node[key]
+    return len(keys)
+
+
 def put(data: dict[str, Any], path: Sequence[str], value: Any) -> None:
     for key in path[:-1]:
         if not isinstance(data.get(key), dict):  # missing, or null ("extensions:" with nothing)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ssebench.agents.formats.base import FormatError, depth_guarded, drop, prune_empty, put
+from ssebench.agents.formats.base import FormatError, depth_guarded, drop, present_depth, prune_empty, put
 
 _HEADER = re.compile(r"^[ \t]*(\[\[?)([^\[\]]+)\]\]?[ \t]*(#.*)?$")
 
@@ -109,12 +109,7 @@ class TomlEditor:
         return prune_empty(got) == prune_empty(expected)
 
     def present(self, text: str, keys: Sequence[str]) -> int:
-        node = self._parse(text)
-        for count, key in enumerate(keys):
-            if not isinstance(node, dict) or key not in node:
-                return count
-            node = node[key]
-        return len(keys)
+        return present_depth(self._parse(text), keys)
 
     def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
                keep_empty: bool = False) -> str | None:

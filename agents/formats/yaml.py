@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ssebench.agents.formats import yamltext
-from ssebench.agents.formats.base import FormatError, depth_guarded, drop, prune_empty, put
+from ssebench.agents.formats.base import FormatError, depth_guarded, drop, present_depth, prune_empty, put
 
 
 @depth_guarded
@@ -123,12 +123,7 @@ class YamlEditor:
         return prune_empty(_plain(data)) == prune_empty(expected)
 
     def present(self, text: str, keys: Sequence[str]) -> int:
-        _, node = self._load(text)
-        for count, key in enumerate(keys):
-            if not isinstance(node, dict) or key not in node:  # a key with no value counts
-                return count
-            node = node[key]
-        return len(keys)
+        return present_depth(self._load(text)[1], keys)
 
     def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
                keep_empty: bool = False) -> str | None:
