@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
-	-find $(VENV)/lib/python3*/site-packages/ssebench -depth -type d -empty -delete 2>/dev/null
+	for d in $(VENV)/lib/python3*/site-packages/ssebench; do [ ! -d "$$d" ] || find "$$d" -depth -type d -empty -delete; done
 	touch $(STAMP)
 
 demo: setup
@@ -38,6 +38,7 @@ test-deps:
 # it first, so a lint or type error fails fast, before the slower tests.
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p ssebench
 
 # Everything CI runs: lint, fast tests, then the slow and end-to-end ones.

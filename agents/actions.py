@@ -82,8 +82,9 @@ def _guard(path: Path, action):
     return run
 
 
-def install(client: Client, settings: Settings, scope: Scope, env: Env, *, file: Path | None = None,
-            dry_run: bool = False) -> Outcome:
+def install(
+    client: Client, settings: Settings, scope: Scope, env: Env, *, file: Path | None = None, dry_run: bool = False
+) -> Outcome:
     path = target(client, scope, env, file)
     entry, entry_path = client.entry(settings), client.entry_path(settings)
     ed = editor(client)
@@ -94,8 +95,9 @@ def install(client: Client, settings: Settings, scope: Scope, env: Env, *, file:
     return Outcome(client, settings, scope, path, entry, change, dry_run, client.notes(settings))
 
 
-def uninstall(client: Client, settings: Settings, scope: Scope, env: Env, *, file: Path | None = None,
-              dry_run: bool = False) -> Outcome:
+def uninstall(
+    client: Client, settings: Settings, scope: Scope, env: Env, *, file: Path | None = None, dry_run: bool = False
+) -> Outcome:
     path = target(client, scope, env, file)
     ed = editor(client)
     entry_path = client.entry_path(settings)
@@ -142,10 +144,17 @@ class Registration:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "agent": self.client.name, "title": self.client.title, "scope": self.scope.value,
-            "path": str(self.path), "detected": self.detected, "config_exists": self.exists,
-            "registered": self.registered, "url": self.url, "timeout_seconds": self.timeout_seconds,
-            "has_timeout_key": self.client.timeout_key is not None, "error": self.error,
+            "agent": self.client.name,
+            "title": self.client.title,
+            "scope": self.scope.value,
+            "path": str(self.path),
+            "detected": self.detected,
+            "config_exists": self.exists,
+            "registered": self.registered,
+            "url": self.url,
+            "timeout_seconds": self.timeout_seconds,
+            "has_timeout_key": self.client.timeout_key is not None,
+            "error": self.error,
         }
 
 

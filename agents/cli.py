@@ -38,7 +38,8 @@ class _OneOf:
     def __call__(self, text: str) -> str:
         if text not in self.choices:
             raise argparse.ArgumentTypeError(
-                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})")
+                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})"
+            )
         return text
 
 
@@ -48,29 +49,45 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     names, launchable = tuple(CLIENTS), tuple(AGENTS)
 
-    agents = sub.add_parser("agents", help="register the ssebench MCP server with an agent / MCP client",
-                            description="Register the ssebench MCP server with an agent or MCP client.")
+    agents = sub.add_parser(
+        "agents",
+        help="register the ssebench MCP server with an agent / MCP client",
+        description="Register the ssebench MCP server with an agent or MCP client.",
+    )
     verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser, *, entry: bool, several: bool = False) -> None:
         if several:
             # Not choices=: with nargs="*" Python 3.11 checks the empty default against them.
-            p.add_argument("agent", metavar="AGENT", nargs="*", type=_OneOf(names),
-                           help=" | ".join(names) + " (one or more)")
-            p.add_argument("--all", action="store_true",
-                           help="every agent detected here (client binary on PATH or its config "
-                                "present, not counting what ssebench created)")
+            p.add_argument(
+                "agent", metavar="AGENT", nargs="*", type=_OneOf(names), help=" | ".join(names) + " (one or more)"
+            )
+            p.add_argument(
+                "--all",
+                action="store_true",
+                help="every agent detected here (client binary on PATH or its config "
+                "present, not counting what ssebench created)",
+            )
         else:
             p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
         p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
         if entry:
             p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
-            p.add_argument("--timeout", type=_positive_int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                           help=f"tool-call timeout written where the client has one (default {DEFAULT_TIMEOUT})")
+            p.add_argument(
+                "--timeout",
+                type=_positive_int,
+                default=DEFAULT_TIMEOUT,
+                metavar="SECONDS",
+                help=f"tool-call timeout written where the client has one (default {DEFAULT_TIMEOUT})",
+            )
 
     def writes(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--scope", choices=("user", "project"), default="user",
-                       help="user config (default) or the current folder's project config")
+        p.add_argument(
+            "--scope",
+            choices=("user", "project"),
+            default="user",
+            help="user config (default) or the current folder's project config",
+        )
         p.add_argument("--file", type=Path, help="edit this file instead of the client's own config")
         p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -109,8 +126,11 @@ def _error(message: str) -> None:
 def _settings(args: argparse.Namespace):
     from ssebench.agents.base import Settings
 
-    return Settings(url=args.url, name=args.name, timeout=args.timeout) if hasattr(args, "url") \
+    return (
+        Settings(url=args.url, name=args.name, timeout=args.timeout)
+        if hasattr(args, "url")
         else Settings(name=args.name)
+    )
 
 
 def check_url(url: str) -> str | None:
@@ -156,8 +176,11 @@ def _several(args: argparse.Namespace, install: bool) -> int:
             if args.json:
                 print("[]")
             else:
-                print("No agent detected here; nothing to do." if install
-                      else f"{args.name} is not registered with any agent ({args.scope} scope); nothing to do.")
+                print(
+                    "No agent detected here; nothing to do."
+                    if install
+                    else f"{args.name} is not registered with any agent ({args.scope} scope); nothing to do."
+                )
             return 0
     elif not names:
         _error(f"name at least one AGENT to {'install' if install else 'uninstall'}, or give --all")
@@ -232,8 +255,9 @@ def _print_outcome(outcome, install: bool) -> None:
     if outcome.dry_run:
         if change.changed:
             print(change.diff(), end="")
-        print(f"Dry run: {where} {'would change as shown' if change.changed else 'needs no change'}; "
-              "nothing was written.")
+        print(
+            f"Dry run: {where} {'would change as shown' if change.changed else 'needs no change'}; nothing was written."
+        )
     elif install:
         if change.changed:
             ui.echo(("Registered", "ok"), f" {settings.name} at {settings.url} in {where}.")
@@ -268,8 +292,17 @@ def _show(args: argparse.Namespace) -> int:
     client = get(args.agent)
     settings = _settings(args)
     if args.json:
-        print(json.dumps({"agent": client.name, "path": list(client.entry_path(settings)),
-                          "entry": client.entry(settings), "notes": client.notes(settings)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "agent": client.name,
+                    "path": list(client.entry_path(settings)),
+                    "entry": client.entry(settings),
+                    "notes": client.notes(settings),
+                },
+                indent=2,
+            )
+        )
     else:
         print(render.show(client, settings), end="")
     return 0
@@ -289,8 +322,11 @@ def _list(args: argparse.Namespace) -> int:
         for row in rows:
             installed, present = found[row.client.name]
             data = row.as_json()
-            data.update(installed=installed, config_present=present,
-                        created_by_ssebench=row.exists and record.ours_only(row.path))
+            data.update(
+                installed=installed,
+                config_present=present,
+                created_by_ssebench=row.exists and record.ours_only(row.path),
+            )
             out.append(data)
         print(json.dumps(out, indent=2))
         return 0
@@ -319,9 +355,18 @@ def _print_table(rows, found, record) -> None:
         registered = "unreadable" if row.error else "yes" if row.registered else "no"
         installed, present = found[row.client.name]
         config = "yes" if present else "ssebench" if row.exists and record.ours_only(row.path) else "no"
-        table.append((row.client.name, {True: "yes", False: "no", None: "-"}[installed], config,
-                      row.scope.value, registered, row.url or "-", _timeout_cell(row),
-                      str(row.path) + ("" if row.exists else " (no file)")))
+        table.append(
+            (
+                row.client.name,
+                {True: "yes", False: "no", None: "-"}[installed],
+                config,
+                row.scope.value,
+                registered,
+                row.url or "-",
+                _timeout_cell(row),
+                str(row.path) + ("" if row.exists else " (no file)"),
+            )
+        )
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
     meaning = {"yes": "ok", "no": "dim", "-": "dim", "unreadable": "fail", "ssebench": "warn"}
     for n, r in enumerate(table):
@@ -337,8 +382,12 @@ def _print_table(rows, found, record) -> None:
         parts.append((r[-1], "head") if n == 0 else r[-1])
         ui.echo(*parts)
     if any(cell == "ssebench" for r in table[1:] for cell in r[2:3]):
-        ui.echo(("CONFIG ssebench: the config exists only because ssebench wrote it; "
-                 "the client itself was not found.", "dim"))
+        ui.echo(
+            (
+                "CONFIG ssebench: the config exists only because ssebench wrote it; the client itself was not found.",
+                "dim",
+            )
+        )
 
 
 def _dockerfile(args: argparse.Namespace) -> int:

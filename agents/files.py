@@ -53,7 +53,8 @@ class Change:
         before = (self.before or "").splitlines(keepends=True)
         after = (self.after or "").splitlines(keepends=True)
         lines = difflib.unified_diff(
-            before, after,
+            before,
+            after,
             fromfile=str(self.path) if self.before is not None else "/dev/null",
             tofile=str(self.path) if self.after is not None else "/dev/null",
         )
@@ -85,8 +86,9 @@ def _decode(path: Path, data: bytes) -> str:
         raise ConfigError(path, "is not UTF-8 text", data.count(b"\n", 0, exc.start) + 1) from None
     if text.startswith(BOM + BOM):
         # One BOM is an editor's habit and is kept; two are a broken file no client reads.
-        raise ConfigError(path, "starts with two byte-order marks (U+FEFF); no client reads it so, remove one "
-                                "and try again", 1)
+        raise ConfigError(
+            path, "starts with two byte-order marks (U+FEFF); no client reads it so, remove one and try again", 1
+        )
     return text[1:] if text.startswith(BOM) else text
 
 
@@ -162,8 +164,11 @@ def app_lock(path: Path, timeout: float | None = None) -> Iterator[Path | None]:
                 os.rmdir(lock)
             continue
         if time.monotonic() >= deadline:
-            raise ConfigError(path, f"is locked by Claude Code ({lock} has been held for more than {timeout:g} s, "
-                                    "refreshed by a running claude); try again when Claude Code is idle")
+            raise ConfigError(
+                path,
+                f"is locked by Claude Code ({lock} has been held for more than {timeout:g} s, "
+                "refreshed by a running claude); try again when Claude Code is idle",
+            )
         time.sleep(0.05)
     try:
         yield lock
@@ -208,16 +213,25 @@ def check_writable(target: Path) -> None:
     flags = _inode_flags(target)
     if flags & (FS_IMMUTABLE_FL | FS_APPEND_FL):
         flag = "i" if flags & FS_IMMUTABLE_FL else "a"
-        raise ConfigError(target, f"is {'immutable' if flag == 'i' else 'append-only'} (chattr +{flag}); "
-                                  f"ssebench leaves it so (chattr -{flag} lets it edit the file)")
+        raise ConfigError(
+            target,
+            f"is {'immutable' if flag == 'i' else 'append-only'} (chattr +{flag}); "
+            f"ssebench leaves it so (chattr -{flag} lets it edit the file)",
+        )
     if not st.st_mode & stat.S_IWUSR:
-        raise ConfigError(target, f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); ssebench does not replace a "
-                                  "read-only config (chmod u+w lets it edit the file)")
+        raise ConfigError(
+            target,
+            f"is read-only (mode {stat.S_IMODE(st.st_mode):04o}); ssebench does not replace a "
+            "read-only config (chmod u+w lets it edit the file)",
+        )
     if not os.access(target, os.W_OK):
         if os.statvfs(target).f_flag & os.ST_RDONLY:
             raise ConfigError(target, "is on a read-only file system; ssebench cannot change it there")
-        raise ConfigError(target, f"is not writable for you (owner uid {st.st_uid}, mode "
-                                  f"{stat.S_IMODE(st.st_mode):04o}); ssebench does not replace it")
+        raise ConfigError(
+            target,
+            f"is not writable for you (owner uid {st.st_uid}, mode "
+            f"{stat.S_IMODE(st.st_mode):04o}); ssebench does not replace it",
+        )
 
 
 def _temp_copy(next_to: Path, data: bytes, mode: int) -> str:
@@ -267,8 +281,9 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
             if raw is not None:
                 tmp_bak = _temp_copy(bak, raw, mode)
         except OSError as exc:
-            raise ConfigError(target, f"cannot be written: cannot create a file in {target.parent}: "
-                                      f"{_why(exc)}") from None
+            raise ConfigError(
+                target, f"cannot be written: cannot create a file in {target.parent}: {_why(exc)}"
+            ) from None
         try:
             if tmp_new is not None:
                 os.replace(tmp_new, target)
@@ -276,8 +291,9 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
             else:
                 target.unlink()
         except OSError as exc:
-            raise ConfigError(target, f"cannot be {'replaced' if new is not None else 'removed'}: {_why(exc)}") \
-                from None
+            raise ConfigError(
+                target, f"cannot be {'replaced' if new is not None else 'removed'}: {_why(exc)}"
+            ) from None
         if tmp_bak is not None:
             kept = tmp_bak
             try:
@@ -288,8 +304,11 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
                 try:
                     os.replace(kept, target)  # the old bytes back: no change without its backup
                 except OSError:
-                    raise ConfigError(target, f"was changed, but its backup {bak} cannot be written "
-                                              f"({_why(exc)}); the previous content is in {kept}") from None
+                    raise ConfigError(
+                        target,
+                        f"was changed, but its backup {bak} cannot be written "
+                        f"({_why(exc)}); the previous content is in {kept}",
+                    ) from None
                 raise ConfigError(target, f"its backup {bak} cannot be written: {_why(exc)}") from None
     finally:
         for tmp in (tmp_new, tmp_bak):

@@ -85,8 +85,13 @@ class Record:
         data = self.entries.get(_entry_key(path, entry_path))
         if data is not None:
             try:
-                return Provenance(int(data["containers_created"]), bool(data["file_created"]), data.get("blank"),
-                                  data.get("after_sha"), data.get("before_sha"))
+                return Provenance(
+                    int(data["containers_created"]),
+                    bool(data["file_created"]),
+                    data.get("blank"),
+                    data.get("after_sha"),
+                    data.get("before_sha"),
+                )
             except (KeyError, TypeError, ValueError):
                 pass  # damaged: as if none
         if str(path) in self.files:
@@ -122,15 +127,20 @@ def load(env: Env) -> Record:
 def _save(path: Path, record: Record) -> None:
     if not record.files and not record.folders and not record.entries:
         path.unlink(missing_ok=True)
-        for folder in sorted(map(Path, record.state_folders | {str(path.parent)}),
-                             key=lambda p: len(p.parts), reverse=True):
+        for folder in sorted(
+            map(Path, record.state_folders | {str(path.parent)}), key=lambda p: len(p.parts), reverse=True
+        ):
             with contextlib.suppress(OSError):
                 folder.rmdir()  # ours, when nothing else is in it
         return
     record.state_folders.update(str(f) for f in missing_parents(path) if f != path.parent)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = {"files": sorted(record.files), "folders": sorted(record.folders),
-            "state_folders": sorted(record.state_folders), "entries": record.entries}
+    data = {
+        "files": sorted(record.files),
+        "folders": sorted(record.folders),
+        "state_folders": sorted(record.state_folders),
+        "entries": record.entries,
+    }
     files.atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), 0o600)
 
 
@@ -171,16 +181,18 @@ def provenance(editor: Editor, before: str | None, entry_path: Sequence[str]) ->
     return Provenance(len(containers) - editor.present(before, containers), False)
 
 
-def after_install(env: Env, change: files.Change, editor: Editor, entry_path: Sequence[str],
-                  new_folders: list[Path]) -> None:
+def after_install(
+    env: Env, change: files.Change, editor: Editor, entry_path: Sequence[str], new_folders: list[Path]
+) -> None:
     """After a real install: record the file and folders it created and what it added. An
     entry that was there already keeps the record of the install that added it. Best effort:
     without a record, uninstall is cautious."""
     path = change.path
     made_file = change.before is None and path.exists()
     made = [f for f in new_folders if f.is_dir()]
-    added = change.changed and not (change.before is not None and change.before.strip()
-                                    and editor.get(change.before, entry_path) is not None)
+    added = change.changed and not (
+        change.before is not None and change.before.strip() and editor.get(change.before, entry_path) is not None
+    )
     if not made_file and not made and not added:
         return
     with contextlib.suppress(OSError), editing(env) as record:
@@ -190,13 +202,15 @@ def after_install(env: Env, change: files.Change, editor: Editor, entry_path: Se
         if added:
             found = provenance(editor, change.before, entry_path)
             if change.before is not None and change.after is not None:
-                found = Provenance(found.containers_created, found.file_created, found.blank,
-                                   _sha(change.after), _sha(change.before))
+                found = Provenance(
+                    found.containers_created, found.file_created, found.blank, _sha(change.after), _sha(change.before)
+                )
             record.entries[_entry_key(path, entry_path)] = asdict(found)
 
 
-def removed_text(editor: Editor, text: str, entry_path: Sequence[str], record: Provenance | None,
-                 target: Path | None = None) -> str | None:
+def removed_text(
+    editor: Editor, text: str, entry_path: Sequence[str], record: Provenance | None, target: Path | None = None
+) -> str | None:
     """``text`` without the entry and without what the install recorded in ``record`` added
     (None: delete the file). Without a record only the entry goes: an empty container or an
     empty ``{}`` may have been the user's."""
@@ -235,8 +249,9 @@ def after_uninstall(env: Env, path: Path, entry_path: Sequence[str], changed: bo
                 bak.unlink()
                 removed.append(bak)
             record.files.discard(key)  # gone, or now holding someone else's data
-        for folder in sorted((Path(f) for f in record.folders if path.is_relative_to(f)),
-                             key=lambda p: len(p.parts), reverse=True):
+        for folder in sorted(
+            (Path(f) for f in record.folders if path.is_relative_to(f)), key=lambda p: len(p.parts), reverse=True
+        ):
             try:
                 folder.rmdir()
                 removed.append(folder)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 #: the model name for the agent; unset, each CLI uses its own default
 MODEL_VAR = "SSE_AGENT_MODEL"
 
+
 @dataclass(frozen=True)
 class Launch:
     """Everything needed to start the agent: run ``argv`` with ``env`` added to the
@@ -171,8 +172,10 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
         elif not problems:
             version = installed_version(recipe, Path(found))
             if version != pin:
-                problems.append(f"{found} is version {version or 'unknown'}; ssebench runs {agent} at {pin} "
-                                f"(the version its tests prove): {install}")
+                problems.append(
+                    f"{found} is version {version or 'unknown'}; ssebench runs {agent} at {pin} "
+                    f"(the version its tests prove): {install}"
+                )
     if problems:
         raise PreflightError(f"{agent} cannot run:\n" + "\n".join(f"  - {p}" for p in problems))
 
@@ -209,8 +212,14 @@ def installed_version(recipe: Recipe, binary: Path) -> str | None:
             if isinstance(data, dict) and data.get("name"):
                 break  # another package's folder: not an npm install of this CLI
     try:
-        done = subprocess.run([str(binary), "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=VERSION_TIMEOUT, check=False)
+        done = subprocess.run(
+            [str(binary), "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = _VERSION.search(done.stdout)

@@ -15,8 +15,7 @@ from ssebench.agents.base import Client
 from ssebench.agents.generic import claude_desktop, goose, standard, table, zed
 
 _BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT)
-_REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT,
-                                      standard.CLIENT)
+_REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT, standard.CLIENT)
 
 AGENTS: dict[str, Agent] = {}
 CLIENTS: dict[str, Client] = {}

@@ -33,13 +33,17 @@ def _env():
 
 
 def show(client: Client, settings: Settings) -> str:
-    return _env().get_template("show.txt.j2").render(
-        client=client,
-        settings=settings,
-        user_path=client.describe_path(Scope.USER),
-        project_path=client.describe_path(Scope.PROJECT),
-        snippet=actions.snippet(client, settings).rstrip("\n"),
-        notes=client.notes(settings),
+    return (
+        _env()
+        .get_template("show.txt.j2")
+        .render(
+            client=client,
+            settings=settings,
+            user_path=client.describe_path(Scope.USER),
+            project_path=client.describe_path(Scope.PROJECT),
+            snippet=actions.snippet(client, settings).rstrip("\n"),
+            notes=client.notes(settings),
+        )
     )
 
 
@@ -67,7 +71,9 @@ def clients_table(clients: list[Client], settings: Settings) -> str:
 
 def agents_table(records: list[Agent]) -> str:
     """The README's table of the agents ``ssebench run --agent`` launches, from their records."""
-    lines = ["| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) |",
-             "|---|---|---|"]
+    lines = [
+        "| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) |",
+        "|---|---|---|",
+    ]
     lines += [f"| {r.name} | {r.model_vars} | `{r.package}` |" for r in records]
     return "\n".join(lines) + "\n"

@@ -21,13 +21,19 @@ SSEBENCH = Path(sys.executable).with_name("ssebench")
 
 
 def claude_json(size_mb: float) -> str:
-    project = {"allowedTools": [], "history": [{"display": "fix the overflow in parse_header " * 3,
-                                                "pastedContents": {}} for _ in range(20)],
-               "mcpServers": {}, "hasTrustDialogAccepted": True}
+    project = {
+        "allowedTools": [],
+        "history": [{"display": "fix the overflow in parse_header " * 3, "pastedContents": {}} for _ in range(20)],
+        "mcpServers": {},
+        "hasTrustDialogAccepted": True,
+    }
     one = len(json.dumps(project, indent=2))
     count = max(1, int(size_mb * 1_000_000 / one))
-    data = {"numStartups": 42, "projects": {f"/home/u/src/p{i}": project for i in range(count)},
-            "mcpServers": {"other": {"type": "stdio", "command": "npx", "args": ["-y", "x"]}}}
+    data = {
+        "numStartups": 42,
+        "projects": {f"/home/u/src/p{i}": project for i in range(count)},
+        "mcpServers": {"other": {"type": "stdio", "command": "npx", "args": ["-y", "x"]}},
+    }
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -49,8 +55,10 @@ def main(sizes: list[float]) -> None:
             again = timed(["install", "claude"], env)
             uninstall = timed(["uninstall", "claude"], env)
             assert path.read_text() == original
-            print(f"{len(original) / 1e6:5.1f} MB  install {install:5.2f} s  "
-                  f"install again {again:5.2f} s  uninstall {uninstall:5.2f} s")
+            print(
+                f"{len(original) / 1e6:5.1f} MB  install {install:5.2f} s  "
+                f"install again {again:5.2f} s  uninstall {uninstall:5.2f} s"
+            )
 
 
 if __name__ == "__main__":

@@ -96,12 +96,17 @@ def process_cost(runs: int) -> tuple[float, float]:
             # As the runner starts it: the seccomp program's fd, and (the daemon is root)
             # the checks' uid (the runner's guard drops to it; here Popen does).
             launch = box.launch()
-            user = {} if launch.user is None else {"user": launch.user[0], "group": launch.user[1],
-                                                   "extra_groups": []}
+            user = {} if launch.user is None else {"user": launch.user[0], "group": launch.user[1], "extra_groups": []}
             try:
-                subprocess.run(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
-                               cwd=tree, stdin=subprocess.DEVNULL, check=True, preexec_fn=guard.preexec(),
-                               pass_fds=launch.pass_fds, **user)
+                subprocess.run(
+                    box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
+                    cwd=tree,
+                    stdin=subprocess.DEVNULL,
+                    check=True,
+                    preexec_fn=guard.preexec(),
+                    pass_fds=launch.pass_fds,
+                    **user,
+                )
             finally:
                 launch.close()
                 guard.close()
@@ -134,8 +139,10 @@ def isolation_cost(runs: int) -> tuple[float, float]:
                 launch = box.launch()
                 start = time.perf_counter()
                 try:
-                    argv = guard_script.wrap(box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits,
-                                                      launch=launch), user=launch.user)
+                    argv = guard_script.wrap(
+                        box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
+                        user=launch.user,
+                    )
                     subprocess_run(argv, tree, guard.preexec(), launch.pass_fds)
                 finally:
                     launch.close()
@@ -154,52 +161,77 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--output-mb", type=int, default=500)
-    parser.add_argument("--no-sandbox-compare", action="store_true",
-                        help="also time the runs with --no-sandbox and report the sandbox's cost")
+    parser.add_argument(
+        "--no-sandbox-compare",
+        action="store_true",
+        help="also time the runs with --no-sandbox and report the sandbox's cost",
+    )
     parser.add_argument("--skip-rss", action="store_true", help="leave out the RSS figures")
-    parser.add_argument("--isolation-compare", action="store_true",
-                        help="only: one check process without and with the issue-18 isolation, alternating")
+    parser.add_argument(
+        "--isolation-compare",
+        action="store_true",
+        help="only: one check process without and with the issue-18 isolation, alternating",
+    )
     args = parser.parse_args()
     if args.isolation_compare:
         before, after = isolation_cost(args.runs)
-        print(f"one `bash -c true` through guard + bwrap (median of {args.runs}, alternating): without the "
-              f"seccomp filter and uid drop {before * 1000:.1f} ms, with them {after * 1000:.1f} ms "
-              f"({(after - before) * 1000:+.1f} ms per check process)")
+        print(
+            f"one `bash -c true` through guard + bwrap (median of {args.runs}, alternating): without the "
+            f"seccomp filter and uid drop {before * 1000:.1f} ms, with them {after * 1000:.1f} ms "
+            f"({(after - before) * 1000:+.1f} ms per check process)"
+        )
         return
     with tempfile.TemporaryDirectory(prefix="bench-daemon-") as tmp:
         root = Path(tmp)
-        true_task = make_task(root / "true", pocs=["a", "b"], poc_run="true", intent="true",
-                              functional="true",
-                              tree_files={f"f{i}.c": "int x;\n" * 50 for i in range(20)})
+        true_task = make_task(
+            root / "true",
+            pocs=["a", "b"],
+            poc_run="true",
+            intent="true",
+            functional="true",
+            tree_files={f"f{i}.c": "int x;\n" * 50 for i in range(20)},
+        )
         big = make_task(root / "big", build=f"yes 0123456789abcdef | head -c {args.output_mb * 10**6}")
-        for level, what in (("0", "build, 2 PoCs, intent (git apply + true); functional covered"),
-                            ("2", "build, functional")):
+        for level, what in (
+            ("0", "build, 2 PoCs, intent (git apply + true); functional covered"),
+            ("2", "build, functional"),
+        ):
             modes = [("sandbox", ())] + ([("--no-sandbox", ("--no-sandbox",))] if args.no_sandbox_compare else [])
             medians = {}
             for mode, extra in modes:
                 t = time_runs(true_task.file, level, args.runs, extra)
                 q = statistics.quantiles(t, n=10)
                 medians[mode] = statistics.median(t)
-                print(f"run with `true` checks, level {level} ({what}), {mode}: median "
-                      f"{medians[mode] * 1000:.1f} ms, p90 {q[-1] * 1000:.1f} ms, min {min(t) * 1000:.1f} ms "
-                      f"over {len(t)} runs")
+                print(
+                    f"run with `true` checks, level {level} ({what}), {mode}: median "
+                    f"{medians[mode] * 1000:.1f} ms, p90 {q[-1] * 1000:.1f} ms, min {min(t) * 1000:.1f} ms "
+                    f"over {len(t)} runs"
+                )
             if args.no_sandbox_compare:
                 cost = (medians["sandbox"] - medians["--no-sandbox"]) / SANDBOXED[level]
-                print(f"  sandbox cost per sandboxed process at level {level}: {cost * 1000:.1f} ms "
-                      f"(({medians['sandbox'] * 1000:.1f} - {medians['--no-sandbox'] * 1000:.1f}) / "
-                      f"{SANDBOXED[level]})")
+                print(
+                    f"  sandbox cost per sandboxed process at level {level}: {cost * 1000:.1f} ms "
+                    f"(({medians['sandbox'] * 1000:.1f} - {medians['--no-sandbox'] * 1000:.1f}) / "
+                    f"{SANDBOXED[level]})"
+                )
         if args.no_sandbox_compare:
             bare, boxed = process_cost(args.runs)
-            print(f"one `bash -c true`: bare {bare * 1000:.1f} ms, in the sandbox {boxed * 1000:.1f} ms "
-                  f"(median of {args.runs}): the sandbox costs {(boxed - bare) * 1000:.1f} ms per check process")
+            print(
+                f"one `bash -c true`: bare {bare * 1000:.1f} ms, in the sandbox {boxed * 1000:.1f} ms "
+                f"(median of {args.runs}): the sandbox costs {(boxed - bare) * 1000:.1f} ms per check process"
+            )
         if args.skip_rss:
             return
         idle, run_peak, log_peak = rss_figures(big.file, args.output_mb * 10**6)
         print(f"daemon RSS idle: {idle / MiB:.1f} MiB")
-        print(f"daemon RSS peak while a check prints {args.output_mb} MB: {run_peak / MiB:.1f} MiB "
-              f"(+{(run_peak - idle) / MiB:.1f} MiB)")
-        print(f"daemon RSS peak while that log is streamed to a client: {log_peak / MiB:.1f} MiB "
-              f"(+{(log_peak - idle) / MiB:.1f} MiB)")
+        print(
+            f"daemon RSS peak while a check prints {args.output_mb} MB: {run_peak / MiB:.1f} MiB "
+            f"(+{(run_peak - idle) / MiB:.1f} MiB)"
+        )
+        print(
+            f"daemon RSS peak while that log is streamed to a client: {log_peak / MiB:.1f} MiB "
+            f"(+{(log_peak - idle) / MiB:.1f} MiB)"
+        )
 
 
 if __name__ == "__main__":

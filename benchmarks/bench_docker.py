@@ -63,11 +63,17 @@ def main() -> None:
         task_image = timed("task image (wheels + build)", lambda: docker.build_task_image(engine, base))
         timed(f"{args.agent} CLI (npm install on the host)", lambda: docker.agent_cli_dir(args.agent))
         timed(f"{args.agent} layer (build)", lambda: docker.build_agent_image(engine, args.agent, task_image))
-        timed("images again (nothing to build)", lambda: docker.build_agent_image(
-            engine, args.agent, docker.build_task_image(engine, base)))
+        timed(
+            "images again (nothing to build)",
+            lambda: docker.build_agent_image(engine, args.agent, docker.build_task_image(engine, base)),
+        )
         with tempfile.TemporaryDirectory() as results:
-            result = timed("sidecar run: `true` as the agent, then grading", lambda: docker.run_in_docker(
-                task_dir=TASK, agent=None, agent_command=["true"], results_dir=Path(results) / "r", difficulty=2))
+            result = timed(
+                "sidecar run: `true` as the agent, then grading",
+                lambda: docker.run_in_docker(
+                    task_dir=TASK, agent=None, agent_command=["true"], results_dir=Path(results) / "r", difficulty=2
+                ),
+            )
         print(f"  (exit {result.exit_code}, status {result.results and result.results['status']})")
     finally:
         if scratch is not None:

@@ -33,10 +33,12 @@ def main(rounds: int) -> None:
         name = f"ssebench-bench-{uuid.uuid4().hex[:8]}"
         began = time.monotonic()
         engine.start_detached(
-            name=name, image=image,
+            name=name,
+            image=image,
             command=["daemon", "--task", "/task/task.toml", "--tree", "/tree", "--socket", "/run/ssebench/daemon.sock"],
             mounts={space.task: "/task:ro", space.tree: "/tree", space.sockets: "/run/ssebench"},
-            env={"SSE_DIFFICULTY": "2"}, options=docker.sandbox_options(uid, gid),
+            env={"SSE_DIFFICULTY": "2"},
+            options=docker.sandbox_options(uid, gid),
         )
         try:
             health = docker.wait_for_sidecar(engine, name, space.sockets / "daemon.sock")
@@ -46,15 +48,31 @@ def main(rounds: int) -> None:
                 for _ in range(rounds):
                     began = time.monotonic()
                     done = subprocess.run(
-                        ["docker", "exec", *env, name, "ssebench", "grade", "--task", "/task/task.toml",
-                         "--tree", "/tree", "--json"],
-                        capture_output=True, env=engine.environ(), check=False, timeout=600,
+                        [
+                            "docker",
+                            "exec",
+                            *env,
+                            name,
+                            "ssebench",
+                            "grade",
+                            "--task",
+                            "/task/task.toml",
+                            "--tree",
+                            "/tree",
+                            "--json",
+                        ],
+                        capture_output=True,
+                        env=engine.environ(),
+                        check=False,
+                        timeout=600,
                     )
                     times.append(time.monotonic() - began)
                     if done.returncode != 1:  # the demo tree is unfixed: a check fails
                         raise SystemExit(f"grade exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-                print(f"grade ({label}): median {statistics.median(times):.2f} s, "
-                      f"min {min(times):.2f} s, max {max(times):.2f} s over {rounds}")
+                print(
+                    f"grade ({label}): median {statistics.median(times):.2f} s, "
+                    f"min {min(times):.2f} s, max {max(times):.2f} s over {rounds}"
+                )
         finally:
             engine.docker("rm", "--force", "--volumes", name)
 

@@ -38,18 +38,34 @@ def one_run(root: Path, n: int) -> dict[str, float]:
     results = root / f"results-{n}"
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint", "--task",
-         str(root / "task.toml"), "--results-dir", str(results), "--port", str(free_port()), "--", "true"],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-c",
+            "from ssebench.cli import main; main()",
+            "entrypoint",
+            "--task",
+            str(root / "task.toml"),
+            "--results-dir",
+            str(results),
+            "--port",
+            str(free_port()),
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+    )
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"run {n} failed (exit {proc.returncode}):\n{proc.stderr}")
     data = json.loads((results / "results.json").read_text())
     stages = data["stages"]
-    return {"daemon ready (s)": stages["daemon"]["seconds"],
-            "server answered initialize (s)": stages["server"]["seconds"],
-            "agent `true` (s)": data["agent"]["duration"],
-            "whole run, wall (s)": wall}
+    return {
+        "daemon ready (s)": stages["daemon"]["seconds"],
+        "server answered initialize (s)": stages["server"]["seconds"],
+        "agent `true` (s)": data["agent"]["duration"],
+        "whole run, wall (s)": wall,
+    }
 
 
 def main() -> int:

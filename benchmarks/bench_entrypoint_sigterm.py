@@ -30,11 +30,19 @@ def once() -> tuple[float, int, bool]:
     try:
         task = make_task(root / "task")
         ready = root / "ready"
-        env = {**os.environ, "SSE_TASK": str(task.file), "SSE_RESULTS_DIR": str(root / "results"),
-               "SSE_MCP_PORT": str(free_port()), "MCP_LOG_DIR": str(root / "logs")}
+        env = {
+            **os.environ,
+            "SSE_TASK": str(task.file),
+            "SSE_RESULTS_DIR": str(root / "results"),
+            "SSE_MCP_PORT": str(free_port()),
+            "MCP_LOG_DIR": str(root / "logs"),
+        }
         agent = f"trap '' TERM; sleep 300 & touch {ready}; while :; do wait; done"
-        proc = subprocess.Popen([sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint", "--",
-                                 "bash", "-c", agent], env=env, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint", "--", "bash", "-c", agent],
+            env=env,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while not ready.exists():
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -55,8 +63,10 @@ def main() -> None:
         seconds, code, written = once()
         took.append(seconds)
         print(f"run {i + 1}: exit {code}, {seconds:.2f} s after SIGTERM, results.json written: {written}")
-    print(f"SIGTERM to exit over {runs} runs: min {min(took):.2f} s, median {statistics.median(took):.2f} s, "
-          f"max {max(took):.2f} s (docker stop kills at 10 s)")
+    print(
+        f"SIGTERM to exit over {runs} runs: min {min(took):.2f} s, median {statistics.median(took):.2f} s, "
+        f"max {max(took):.2f} s (docker stop kills at 10 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -45,10 +45,14 @@ def main() -> int:
         decisions = [line.rsplit("-> ", 1)[1] for line in d.log]
     kinds = collections.Counter(x.split(":")[0] for x in decisions)
     reasons = collections.Counter(_reason(x) for x in decisions if x.startswith("clean:"))
-    print(f"steps {d.steps}, mismatches {len(d.mismatches)}, seed {args.seed}, sandbox {d.box.describe()}, "
-          f"{time.monotonic() - t0:.0f} s")
-    print(f"builds: incremental {kinds['incremental']}, clean {kinds['clean']} "
-          f"({100 * kinds['clean'] / max(1, d.steps):.0f}% clean)")
+    print(
+        f"steps {d.steps}, mismatches {len(d.mismatches)}, seed {args.seed}, sandbox {d.box.describe()}, "
+        f"{time.monotonic() - t0:.0f} s"
+    )
+    print(
+        f"builds: incremental {kinds['incremental']}, clean {kinds['clean']} "
+        f"({100 * kinds['clean'] / max(1, d.steps):.0f}% clean)"
+    )
     for why, n in reasons.most_common():
         print(f"  clean {n:4d}  {why}")
     for m in d.mismatches:

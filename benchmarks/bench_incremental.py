@@ -62,12 +62,22 @@ from tests.helpers.realtasks import REAL_TASKS, task_folder
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ssebench" / "bench-curl"
 CURL_VERSION = "7.88.1"
-CONFIGURE = ["./configure", "-q", "--disable-shared", "--without-ssl", "--without-libpsl", "--disable-ldap",
-             "--without-brotli", "--without-zstd", "--without-nghttp2", "--without-libidn2",
-             "--without-librtmp"]
+CONFIGURE = [
+    "./configure",
+    "-q",
+    "--disable-shared",
+    "--without-ssl",
+    "--without-libpsl",
+    "--disable-ldap",
+    "--without-brotli",
+    "--without-zstd",
+    "--without-nghttp2",
+    "--without-libidn2",
+    "--without-librtmp",
+]
 # configure runs in the first build of each tree (in place, and in the daemon's mirror at
 # its own path): a tree configured elsewhere carries absolute paths the sandbox cannot see.
-CURL_BUILD = ("{ test -f config.status || " + " ".join(CONFIGURE) + "; } && make -j2 && make -j2 -C tests/server")
+CURL_BUILD = "{ test -f config.status || " + " ".join(CONFIGURE) + "; } && make -j2 && make -j2 -C tests/server"
 CURL_FUNCTIONAL = "cd tests && perl runtests.pl -a 1 2 3 200 201 202 203 204"
 CURL_CHANGED = "lib/escape.c"
 # The real tasks of tests/realtasks (--project cjson / giflib): the task's own build and
@@ -135,11 +145,20 @@ def timed(command: str, cwd: Path, support: Path | None = None) -> float:
     """Run *command* in place in *cwd* (with a task's support scripts: SSE_TASK_DIR, SSE_TREE)."""
     env = None if support is None else {**os.environ, "SSE_TASK_DIR": str(support), "SSE_TREE": str(cwd)}
     t0 = time.perf_counter()
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
     if done.returncode != 0:
-        sys.exit(f"in place: {command!r} failed in {cwd} (exit {done.returncode}):\n"
-                 + done.stderr.decode(errors="replace")[-2000:])
+        sys.exit(
+            f"in place: {command!r} failed in {cwd} (exit {done.returncode}):\n"
+            + done.stderr.decode(errors="replace")[-2000:]
+        )
     return time.perf_counter() - t0
 
 
@@ -171,8 +190,10 @@ def write_task(root: Path, tree: Path, build: str, functional: str, support: Pat
         shutil.copy2(support / script, root / script)
     task = root / "task.toml"
     q = json.dumps  # a JSON string is a TOML basic string (the commands have quotes)
-    task.write_text(f'id = "bench"\nsource = {q(str(tree))}\n[build]\nrun = {q(build)}\ntimeout = 3600\n'
-                    f'[functional]\nrun = {q(functional)}\ntimeout = 3600\n')
+    task.write_text(
+        f'id = "bench"\nsource = {q(str(tree))}\n[build]\nrun = {q(build)}\ntimeout = 3600\n'
+        f"[functional]\nrun = {q(functional)}\ntimeout = 3600\n"
+    )
     return task
 
 
@@ -180,8 +201,17 @@ def fmt(x: float) -> str:
     return f"{x:.2f} s"
 
 
-def bench(name: str, pristine: Path, build: str, functional: str, changed: str, runs: int,
-          tmp: Path, copy_tree: Callable[[Path, Path], None], support: Path | None = None) -> list[str]:
+def bench(
+    name: str,
+    pristine: Path,
+    build: str,
+    functional: str,
+    changed: str,
+    runs: int,
+    tmp: Path,
+    copy_tree: Callable[[Path, Path], None],
+    support: Path | None = None,
+) -> list[str]:
     """Measure one tree; return the table rows. *support*: the folder of a real task's
     support scripts (its build and functional commands run them from SSE_TASK_DIR)."""
     med = statistics.median
@@ -231,18 +261,28 @@ def bench(name: str, pristine: Path, build: str, functional: str, changed: str, 
     r_first = med(ours_first) / med(inplace_first)
     r_rep = med(ours_repeat) / med(inplace_repeat)
     make_med = med(inplace_make3)
-    rows.append(f"  first call (level 2)       test_patch {fmt(med(ours_first))}  in place (full build + functional) "
-                f"{fmt(med(inplace_first))}  ratio {r_first:.2f} (target <= 1.20)")
-    rows.append(f"  repeat after 1-line change test_patch {fmt(med(ours_repeat))}  in place (incremental build + "
-                f"functional) {fmt(med(inplace_repeat))}  ratio {r_rep:.2f} (target <= 1.20)")
-    rows.append(f"  level 3 repeat             test_patch {fmt(med(ours_l3))}  in place incremental build "
-                f"{fmt(make_med)}  extra {med(ours_l3) - make_med:+.2f} s (target <= +0.30 s)")
-    rows.append(f"  peak extra disk            {peak_disk / 2**20:.1f} MiB = {peak_disk / tree_size:.2f}x the "
-                f"unbuilt tree, {peak_disk / max(built_size, 1):.2f}x the built tree (target <= 1.50x)")
-    rows.append(f"  raw: first ours {[round(x, 2) for x in ours_first]} in place {[round(x, 2) for x in inplace_first]}; "
-                f"repeat ours {[round(x, 2) for x in ours_repeat]} in place {[round(x, 2) for x in inplace_repeat]}; "
-                f"level 3 ours {[round(x, 2) for x in ours_l3]}; incremental builds in place "
-                f"{[round(x, 2) for x in inplace_make + inplace_make3]}")
+    rows.append(
+        f"  first call (level 2)       test_patch {fmt(med(ours_first))}  in place (full build + functional) "
+        f"{fmt(med(inplace_first))}  ratio {r_first:.2f} (target <= 1.20)"
+    )
+    rows.append(
+        f"  repeat after 1-line change test_patch {fmt(med(ours_repeat))}  in place (incremental build + "
+        f"functional) {fmt(med(inplace_repeat))}  ratio {r_rep:.2f} (target <= 1.20)"
+    )
+    rows.append(
+        f"  level 3 repeat             test_patch {fmt(med(ours_l3))}  in place incremental build "
+        f"{fmt(make_med)}  extra {med(ours_l3) - make_med:+.2f} s (target <= +0.30 s)"
+    )
+    rows.append(
+        f"  peak extra disk            {peak_disk / 2**20:.1f} MiB = {peak_disk / tree_size:.2f}x the "
+        f"unbuilt tree, {peak_disk / max(built_size, 1):.2f}x the built tree (target <= 1.50x)"
+    )
+    rows.append(
+        f"  raw: first ours {[round(x, 2) for x in ours_first]} in place {[round(x, 2) for x in inplace_first]}; "
+        f"repeat ours {[round(x, 2) for x in ours_repeat]} in place {[round(x, 2) for x in inplace_repeat]}; "
+        f"level 3 ours {[round(x, 2) for x in ours_l3]}; incremental builds in place "
+        f"{[round(x, 2) for x in inplace_make + inplace_make3]}"
+    )
     return rows
 
 
@@ -257,8 +297,17 @@ def bench_real(name: str, runs: int, tmp: Path) -> list[str]:
     except FetchError as exc:
         sys.exit(str(exc))
     task = REAL_TASKS[name]
-    return bench(f"{task.package} {task.version} (tests/realtasks/{name})", folder / "src", REAL_BUILD,
-                 REAL_FUNCTIONAL, REAL_CHANGED[name], runs, tmp, cp_tree, support=folder)
+    return bench(
+        f"{task.package} {task.version} (tests/realtasks/{name})",
+        folder / "src",
+        REAL_BUILD,
+        REAL_FUNCTIONAL,
+        REAL_CHANGED[name],
+        runs,
+        tmp,
+        cp_tree,
+        support=folder,
+    )
 
 
 def main() -> int:
@@ -266,8 +315,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-curl", action="store_true")
     ap.add_argument("--skip-example", action="store_true")
-    ap.add_argument("--project", action="append", choices=sorted(REAL_CHANGED), default=[],
-                    help="also measure this real task of tests/realtasks (repeatable)")
+    ap.add_argument(
+        "--project",
+        action="append",
+        choices=sorted(REAL_CHANGED),
+        default=[],
+        help="also measure this real task of tests/realtasks (repeatable)",
+    )
     args = ap.parse_args()
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-incr-") as tmp:
@@ -275,11 +329,13 @@ def main() -> int:
         tmpd = Path(tmp)
         if not args.skip_example:
             src = data_dir("examples") / "tasks" / "demo-overflow" / "src"
-            rows += bench("bundled example (demo-overflow)", src, "make", "make test", "greet.c", args.runs,
-                          tmpd, cp_tree)
+            rows += bench(
+                "bundled example (demo-overflow)", src, "make", "make test", "greet.c", args.runs, tmpd, cp_tree
+            )
         if not args.skip_curl:
-            rows += bench(f"curl {CURL_VERSION}", curl_tree(), CURL_BUILD, CURL_FUNCTIONAL, CURL_CHANGED,
-                          args.runs, tmpd, cp_tree)
+            rows += bench(
+                f"curl {CURL_VERSION}", curl_tree(), CURL_BUILD, CURL_FUNCTIONAL, CURL_CHANGED, args.runs, tmpd, cp_tree
+            )
         for name in args.project:
             rows += bench_real(name, args.runs, tmpd)
     print("\n".join(rows))

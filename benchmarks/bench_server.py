@@ -131,9 +131,10 @@ async def interleaved(url: str, sock: Path, n: int) -> tuple[list[float], list[f
     ours, direct = [], []
     body = {"checks": ["build", "pocs", "intent", "functional"]}
     transport = httpx.AsyncHTTPTransport(uds=str(sock))
-    async with Client(url, timeout=3600) as client, httpx.AsyncClient(
-        transport=transport, base_url="http://daemon", timeout=600
-    ) as daemon:
+    async with (
+        Client(url, timeout=3600) as client,
+        httpx.AsyncClient(transport=transport, base_url="http://daemon", timeout=600) as daemon,
+    ):
         for i in range(n + 1):
             t0 = time.perf_counter()
             await client.call_tool("test_patch", {}, raise_on_error=False)
@@ -182,8 +183,10 @@ def main() -> int:
                 idle[name] = rss_mb(proc.pid)
                 stop(proc)
         s_bare, s_ours = statistics.median(starts["bare"]), statistics.median(starts["ssebench"])
-        print(f"start -> initialize (median of {args.starts}): bare {ms(s_bare)}, ssebench {ms(s_ours)}, "
-              f"ratio {s_ours / s_bare:.2f} (target <= 1.30)")
+        print(
+            f"start -> initialize (median of {args.starts}): bare {ms(s_bare)}, ssebench {ms(s_ours)}, "
+            f"ratio {s_ours / s_bare:.2f} (target <= 1.30)"
+        )
         print(f"idle RSS: bare {idle['bare']:.1f} MB, ssebench serve {idle['ssebench']:.1f} MB")
 
         # --- round trip overhead, checks are `true`
@@ -201,11 +204,15 @@ def main() -> int:
         finally:
             stop(bare)
         m_ours, m_direct, m_noop = map(statistics.median, (ours, direct, noop))
-        print(f"round trip, checks `true` (median of {args.runs}): test_patch {ms(m_ours)}, "
-              f"daemon directly {ms(m_direct)}, bare no-op tool {ms(m_noop)}")
+        print(
+            f"round trip, checks `true` (median of {args.runs}): test_patch {ms(m_ours)}, "
+            f"daemon directly {ms(m_direct)}, bare no-op tool {ms(m_noop)}"
+        )
         diffs = [a - b for a, b in zip(ours, direct, strict=True)]
-        print(f"  overhead of the server: {ms(m_ours - m_direct)} (median of pairwise differences "
-              f"{ms(statistics.median(diffs))}; target <= 50 ms)")
+        print(
+            f"  overhead of the server: {ms(m_ours - m_direct)} (median of pairwise differences "
+            f"{ms(statistics.median(diffs))}; target <= 50 ms)"
+        )
         print(f"idle RSS: daemon {daemon_idle:.1f} MB")
 
         # --- a functional test printing N GiB, then failing
@@ -225,11 +232,15 @@ def main() -> int:
                 text = asyncio.run(round_trips_once(stack.url))
                 big = time.perf_counter() - t0
             assert "Truncated log (functional tests):" in text, text[:500]
-        print(f"{args.gib:g} GiB log: printing into a file {bare_print:.2f} s, test_patch {big:.2f} s, "
-              f"extra {big - bare_print:.2f} s (target <= 2 s)")
+        print(
+            f"{args.gib:g} GiB log: printing into a file {bare_print:.2f} s, test_patch {big:.2f} s, "
+            f"extra {big - bare_print:.2f} s (target <= 2 s)"
+        )
         for name in ("server", "daemon"):
-            print(f"  {name} RSS: {rss.base[name]:.1f} MB before, peak {rss.peak[name]:.1f} MB, "
-                  f"growth {rss.peak[name] - rss.base[name]:.1f} MB (target <= 50 MB)")
+            print(
+                f"  {name} RSS: {rss.base[name]:.1f} MB before, peak {rss.peak[name]:.1f} MB, "
+                f"growth {rss.peak[name] - rss.base[name]:.1f} MB (target <= 50 MB)"
+            )
     return 0
 
 

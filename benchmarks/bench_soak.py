@@ -85,8 +85,10 @@ def write_task(root: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "main.c").write_text("int main(void) { return 0; }\n")
     task = root / "task.toml"
-    task.write_text('id = "soak"\nsource = "src"\ndescription = "Soak."\n\n'
-                    f"[build]\nrun = '''{BUILD}'''\ntimeout = 60\n\n[functional]\nrun = \"echo functional\"\n")
+    task.write_text(
+        'id = "soak"\nsource = "src"\ndescription = "Soak."\n\n'
+        f"[build]\nrun = '''{BUILD}'''\ntimeout = 60\n\n[functional]\nrun = \"echo functional\"\n"
+    )
     return task
 
 
@@ -117,8 +119,9 @@ async def normal_call(url: str) -> str:
 
 
 async def killed_call(url: str, rng: random.Random) -> None:
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", CLIENT, url,
-                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CLIENT, url, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     await asyncio.sleep(rng.uniform(0.3, 1.5))  # python start-up, then somewhere in the call
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
@@ -143,8 +146,14 @@ class Soak:
         self.tmp = work / "tmp"  # the daemon's temp folder: its workspaces
         self.logs = work / "logs"
         self.tmp.mkdir()
-        self.env = {**os.environ, "SSE_DIFFICULTY": "2", "SSE_SOAK_MARK": self.mark, "TMPDIR": str(self.tmp),
-                    "SSE_DAEMON_LOG_BUDGET": "1M", "SSE_DAEMON_HEARTBEAT": "0.5"}
+        self.env = {
+            **os.environ,
+            "SSE_DIFFICULTY": "2",
+            "SSE_SOAK_MARK": self.mark,
+            "TMPDIR": str(self.tmp),
+            "SSE_DAEMON_LOG_BUDGET": "1M",
+            "SSE_DAEMON_HEARTBEAT": "0.5",
+        }
         if args.no_sandbox:
             self.env["SSE_NO_SANDBOX"] = "1"
         self.stack = Stack(socket=work / "d.sock", port=free_port())
@@ -161,8 +170,7 @@ class Soak:
 
     def start_daemon(self) -> None:
         argv = ["daemon", "--task", str(self.task), "--socket", str(self.stack.socket)]
-        self.stack.daemon = start(ssebench_argv(*argv), self.env, stdout=self._out("daemon"),
-                                  stderr=subprocess.STDOUT)
+        self.stack.daemon = start(ssebench_argv(*argv), self.env, stdout=self._out("daemon"), stderr=subprocess.STDOUT)
         wait_daemon(self.stack.socket, self.stack.daemon)
 
     def restart_daemon(self) -> None:
@@ -177,10 +185,16 @@ class Soak:
 
     def start(self) -> None:
         self.start_daemon()
-        argv = ["serve", "--port", str(self.stack.port), "--daemon-socket", str(self.stack.socket),
-                "--log-dir", str(self.logs)]
-        self.stack.server = start(ssebench_argv(*argv), self.env, stdout=self._out("server"),
-                                  stderr=subprocess.STDOUT)
+        argv = [
+            "serve",
+            "--port",
+            str(self.stack.port),
+            "--daemon-socket",
+            str(self.stack.socket),
+            "--log-dir",
+            str(self.logs),
+        ]
+        self.stack.server = start(ssebench_argv(*argv), self.env, stdout=self._out("server"), stderr=subprocess.STDOUT)
         wait_server(self.stack.health_url, self.stack.server)
 
     def close(self) -> None:
@@ -239,8 +253,13 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--restart-every", type=int, default=100, metavar="N",
-                        help="restart the daemon after every N calls (default 100)")
+    parser.add_argument(
+        "--restart-every",
+        type=int,
+        default=100,
+        metavar="N",
+        help="restart the daemon after every N calls (default 100)",
+    )
     parser.add_argument("--kill-rate", type=float, default=0.15)
     parser.add_argument("--cancel-rate", type=float, default=0.15)
     parser.add_argument("--keep", action="store_true", help="keep the work folder when a criterion fails")
@@ -280,16 +299,22 @@ def main() -> int:
             "one workspace (dead daemons' swept)": len(workspaces) == 1,
             "server RSS growth <= 20 MiB": end_rss - base_rss <= 20 * MiB,
         }
-        print(f"\nsoak: {args.calls} calls in {elapsed:.0f} s, seed {args.seed}, {args.workers} workers, "
-              f"{soak.restarts} daemon restarts (alternately SIGTERM and SIGKILL)")
+        print(
+            f"\nsoak: {args.calls} calls in {elapsed:.0f} s, seed {args.seed}, {args.workers} workers, "
+            f"{soak.restarts} daemon restarts (alternately SIGTERM and SIGKILL)"
+        )
         print(f"  calls: {dict(soak.kinds)}")
         print(f"  normal answers: {dict(soak.answers)}; final call exact: {final == LEVEL_2_PASSED}")
         print(f"  leaked processes: {len(leaked)} {[(p.pid, p.name()) for p in leaked][:10]}")
-        print(f"  disk (daemon temp + MCP_LOG_DIR): baseline {base_disk / 1024:.0f} KiB, "
-              f"end {end_disk / 1024:.0f} KiB, growth {(end_disk - base_disk) / 1024:.0f} KiB")
+        print(
+            f"  disk (daemon temp + MCP_LOG_DIR): baseline {base_disk / 1024:.0f} KiB, "
+            f"end {end_disk / 1024:.0f} KiB, growth {(end_disk - base_disk) / 1024:.0f} KiB"
+        )
         print(f"  workspaces at the end: {len(workspaces)}")
-        print(f"  server RSS: baseline {base_rss / MiB:.1f} MiB, end {end_rss / MiB:.1f} MiB, "
-              f"growth {(end_rss - base_rss) / MiB:.1f} MiB")
+        print(
+            f"  server RSS: baseline {base_rss / MiB:.1f} MiB, end {end_rss / MiB:.1f} MiB, "
+            f"growth {(end_rss - base_rss) / MiB:.1f} MiB"
+        )
         for text in soak.other_texts[:3]:
             print("  unexpected answer:\n" + text[:500])
         for name, passed in checks.items():

@@ -35,8 +35,9 @@ def _task(root: Path, files: int, size: int) -> Path:
         path.write_bytes(os.urandom(size))
     for i in range(10):
         (task / f"helper{i}.sh").write_text("true\n")
-    (task / "task.toml").write_text('id = "bench"\nsource = "src"\n[build]\nrun = "true"\n'
-                                    '[pocs]\nrun = "true"\nfiles = ["pocs/crash-1"]\n')
+    (task / "task.toml").write_text(
+        'id = "bench"\nsource = "src"\n[build]\nrun = "true"\n[pocs]\nrun = "true"\nfiles = ["pocs/crash-1"]\n'
+    )
     return task / "task.toml"
 
 
@@ -60,9 +61,11 @@ def main(files: int, size: int, rounds: int) -> None:
         box = detect()
         tree = TreeView.bind(root / "ws")
         poc = {f"{TASK_PATH}/pocs/crash-1": task.dir / "pocs" / "crash-1"}
-        for name, argv in (("no view (empty /sse/task)", box.wrap(["true"], tree)),
-                           ("support view, one bind", box.wrap(["true"], tree, task=view.root)),
-                           ("support view + a PoC (tmpfs)", box.wrap(["true"], tree, task=view.root, files=poc))):
+        for name, argv in (
+            ("no view (empty /sse/task)", box.wrap(["true"], tree)),
+            ("support view, one bind", box.wrap(["true"], tree, task=view.root)),
+            ("support view + a PoC (tmpfs)", box.wrap(["true"], tree, task=view.root, files=poc)),
+        ):
             print(f"sandbox start, {name}: {_median_ms(argv, rounds):.1f} ms (median of {rounds})")
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -70,4 +73,4 @@ def main(files: int, size: int, rounds: int) -> None:
 
 if __name__ == "__main__":
     args = [int(a) for a in sys.argv[1:]]
-    main(*(args + [2000, 25000, 50][len(args):]))
+    main(*(args + [2000, 25000, 50][len(args) :]))

@@ -178,9 +178,7 @@ class TestPatch:
         stop = threading.Event()
 
         def work() -> LogSection:
-            return capture(
-                lambda feed: self.daemon.fetch_log(run_id, check, feed, stop), self.log_dir, check
-            )
+            return capture(lambda feed: self.daemon.fetch_log(run_id, check, feed, stop), self.log_dir, check)
 
         try:
             return await asyncio.to_thread(work)

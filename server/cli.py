@@ -61,8 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "client on the unfixed tree and on a copy with the reference fix applied, print both, stop."
         ),
     )
-    demo.add_argument("--task", metavar="FILE",
-                      help="the task.toml (default: the bundled examples/tasks/demo-overflow)")
+    demo.add_argument(
+        "--task", metavar="FILE", help="the task.toml (default: the bundled examples/tasks/demo-overflow)"
+    )
     demo.add_argument(
         "--levels",
         default=DEMO_LEVELS,
@@ -164,8 +165,7 @@ def bind(host: str, port: int) -> socket.socket:
         if exc.errno == errno.EADDRINUSE:
             raise BindError(f"port {port} is in use{_holder(port)}; stop that process or pass --port") from None
         if exc.errno == errno.EACCES:
-            raise BindError(f"port {port}: permission denied (ports below 1024 need privileges); "
-                            "pass --port") from None
+            raise BindError(f"port {port}: permission denied (ports below 1024 need privileges); pass --port") from None
         raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(False)
     return sock
@@ -237,11 +237,18 @@ def _serve(args: argparse.Namespace) -> int:
     sock = _bind_or_exit(args, "serve")
     if sock is None:
         return 2
-    print(f"ssebench serve: test_patch at {_url(args)} (difficulty {level.number}, {level.name}); "
-          f"daemon socket {daemon_socket}", flush=True)
+    print(
+        f"ssebench serve: test_patch at {_url(args)} (difficulty {level.number}, {level.name}); "
+        f"daemon socket {daemon_socket}",
+        flush=True,
+    )
     if not daemon_socket.exists():
-        print(f"ssebench serve: warning: no daemon socket at {daemon_socket} yet; test_patch calls "
-              "report an internal failure until `ssebench daemon` listens there", file=sys.stderr, flush=True)
+        print(
+            f"ssebench serve: warning: no daemon socket at {daemon_socket} yet; test_patch calls "
+            "report an internal failure until `ssebench daemon` listens there",
+            file=sys.stderr,
+            flush=True,
+        )
     return _run_server(args, level, str(daemon_socket), sock)
 
 
@@ -304,8 +311,10 @@ def _default_demo_task() -> Path | None:
 def _demo(args: argparse.Namespace) -> int:
     task = Path(args.task) if args.task else _default_demo_task()
     if task is None:
-        print("ssebench demo: the example task ships with the source checkout, not the package; "
-              "pass --task FILE", file=sys.stderr)
+        print(
+            "ssebench demo: the example task ships with the source checkout, not the package; pass --task FILE",
+            file=sys.stderr,
+        )
         return 2
     try:
         levels = [parse_level(raw) for raw in args.levels.split(",")]

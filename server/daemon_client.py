@@ -95,9 +95,7 @@ class DaemonClient:
             raise DaemonError(f"POST /runs: {exc!r}") from exc
         raise DaemonError("the daemon closed the run stream before the result")
 
-    def fetch_log(
-        self, run_id: str, check: Check, feed: Callable[[bytes], None], stop: threading.Event
-    ) -> None:
+    def fetch_log(self, run_id: str, check: Check, feed: Callable[[bytes], None], stop: threading.Event) -> None:
         """Blocking: stream the log of ``check`` in run ``run_id`` into ``feed``.
 
         Runs in a worker thread with the stdlib HTTP client and large reads: a log can

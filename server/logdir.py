@@ -43,8 +43,15 @@ _SAVED_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 class LogDir:
     """``MCP_LOG_DIR``, prepared once; ``fd`` is None when it is unusable."""
 
-    def __init__(self, path: str, fd: int | None, problem: str | None, *,
-                 max_bytes: int = ServerLimits.log_max_bytes, max_age: float = ServerLimits.log_max_age) -> None:
+    def __init__(
+        self,
+        path: str,
+        fd: int | None,
+        problem: str | None,
+        *,
+        max_bytes: int = ServerLimits.log_max_bytes,
+        max_age: float = ServerLimits.log_max_age,
+    ) -> None:
         self.path = path
         self.fd = fd
         self.problem = problem

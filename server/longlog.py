@@ -238,7 +238,7 @@ def _copy_tail(fd: int, size: int, into: BinaryIO) -> int:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def capture(fill: Callable[[Callable[[bytes], None]], None], log_dir: LogDir, check: Check) -> LogSection:

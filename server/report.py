@@ -18,8 +18,17 @@ from ssebench.contract import CheckResult
 from ssebench.difficulty import Level
 from ssebench.phrases import INTERNAL_FAILURE, SAVE_FAILED_LINE
 
-__all__ = ["FAILURE_PRECEDENCE", "FAILURE_REASONS", "INTERNAL_FAILURE", "SAVE_FAILED_LINE", "CheckResult",
-           "LogSection", "State", "failed_check", "render"]
+__all__ = [
+    "FAILURE_PRECEDENCE",
+    "FAILURE_REASONS",
+    "INTERNAL_FAILURE",
+    "SAVE_FAILED_LINE",
+    "CheckResult",
+    "LogSection",
+    "State",
+    "failed_check",
+    "render",
+]
 
 FAILURE_REASONS: dict[Check, str] = {c: c.kind.failure_reason for c in FAILURE_PRECEDENCE}
 

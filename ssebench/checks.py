@@ -75,20 +75,34 @@ class CheckKind:
 
 KINDS: tuple[CheckKind, ...] = (
     CheckKind(
-        Check.BUILD, "build", frozenset({"run", "timeout", "network"}), 1800.0, max_level=3,
+        Check.BUILD,
+        "build",
+        frozenset({"run", "timeout", "network"}),
+        1800.0,
+        max_level=3,
         failure_reason="The project failed to build. Please reassess the correctness of your patch.",
-        precedence=1, always=True,
+        precedence=1,
+        always=True,
     ),
     CheckKind(
-        Check.POCS, "PoCs", frozenset({"run", "files", "timeout", "network"}), 300.0, max_level=1,
+        Check.POCS,
+        "PoCs",
+        frozenset({"run", "files", "timeout", "network"}),
+        300.0,
+        max_level=1,
         failure_reason=(
             "At least one proof-of-concept (PoC) still triggers the vulnerability. Please reassess "
             "your patch and make sure it fixes the root cause of the vulnerability."
         ),
-        precedence=3, always=True, counted=True,
+        precedence=3,
+        always=True,
+        counted=True,
     ),
     CheckKind(
-        Check.INTENT, "intent tests", frozenset({"diff", "run", "timeout", "network", "files"}), 1800.0,
+        Check.INTENT,
+        "intent tests",
+        frozenset({"diff", "run", "timeout", "network", "files"}),
+        1800.0,
         max_level=0,
         failure_reason=(
             "One or more intent test(s) failed. These tests validate behavior after the "
@@ -98,21 +112,24 @@ KINDS: tuple[CheckKind, ...] = (
         precedence=4,
     ),
     CheckKind(
-        Check.FUNCTIONAL, "functional tests", frozenset({"run", "timeout", "network"}), 1800.0, max_level=2,
+        Check.FUNCTIONAL,
+        "functional tests",
+        frozenset({"run", "timeout", "network"}),
+        1800.0,
+        max_level=2,
         failure_reason=(
             "One or more functionality test(s) failed. Please reassess your patch and make sure "
             "it fixes the vulnerability without compromising the program's functionality."
         ),
-        precedence=2, covered_by=Check.INTENT,
+        precedence=2,
+        covered_by=Check.INTENT,
     ),
 )
 
 _BY_CHECK: dict[Check, CheckKind] = {kind.check: kind for kind in KINDS}
 
 CHECK_ORDER: tuple[Check, ...] = tuple(kind.check for kind in KINDS)
-FAILURE_PRECEDENCE: tuple[Check, ...] = tuple(
-    kind.check for kind in sorted(KINDS, key=lambda k: k.precedence)
-)
+FAILURE_PRECEDENCE: tuple[Check, ...] = tuple(kind.check for kind in sorted(KINDS, key=lambda k: k.precedence))
 # The keys each check's table in task.toml may hold (docs/task-format.md).
 TASK_TABLE_KEYS: dict[str, set[str]] = {kind.name: set(kind.task_keys) for kind in KINDS}
 

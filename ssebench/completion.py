@@ -22,11 +22,14 @@ SHELLS = ("bash", "zsh", "fish")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
-                       description="Print a completion script for SHELL. bash: save it as "
-                                   "~/.local/share/bash-completion/completions/ssebench; zsh: "
-                                   "`source <(ssebench completion zsh)` in ~/.zshrc; fish: save it "
-                                   "as ~/.config/fish/completions/ssebench.fish.")
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script (bash, zsh or fish)",
+        description="Print a completion script for SHELL. bash: save it as "
+        "~/.local/share/bash-completion/completions/ssebench; zsh: "
+        "`source <(ssebench completion zsh)` in ~/.zshrc; fish: save it "
+        "as ~/.config/fish/completions/ssebench.fish.",
+    )
     p.add_argument("shell", metavar="SHELL", choices=SHELLS, help=" | ".join(SHELLS))
     p.set_defaults(func=_completion)
 
@@ -58,8 +61,14 @@ def walk(parser: argparse.ArgumentParser, path: str = "", help_text: str = "") -
             for name, child in action.choices.items():
                 node.children[name] = walk(child, f"{path} {name}".strip(), helps.get(name, ""))
         elif action.option_strings:
-            node.options.append(Option(list(action.option_strings), action.nargs != 0,
-                                       [str(c) for c in action.choices or ()], action.help or ""))
+            node.options.append(
+                Option(
+                    list(action.option_strings),
+                    action.nargs != 0,
+                    [str(c) for c in action.choices or ()],
+                    action.help or "",
+                )
+            )
         elif (choices := action.choices or getattr(action.type, "choices", None)) and not node.choices:
             node.choices = [str(c) for c in choices]
     return node
@@ -86,40 +95,44 @@ def bash(root: Node, prog: str = "ssebench") -> str:
                 pattern = "|".join(shlex.quote(f"{n.path}:{flag}") for flag in o.flags)
                 value = shlex.quote(" ".join(o.choices)) if o.choices else "__files__"
                 value_cases.append(f"        {pattern}) values={value};;")
-    return "\n".join([
-        f"# {prog} completion for bash (and zsh through bashcompinit); made by `{prog} completion bash`",
-        f"{func}() {{",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" word i',
-        "    local words=\"\" values=\"\"",
-        "    for ((i = 1; i < COMP_CWORD; i++)); do",
-        '        word="${COMP_WORDS[i]}"',
-        '        case "${path:+$path }$word" in',
-        f'            {paths}) path="${{path:+$path }}$word";;',
-        "        esac",
-        "    done",
-        '    case "$path:$prev" in',
-        *value_cases,
-        "    esac",
-        '    if [[ $values == __files__ ]]; then',
-        '        COMPREPLY=($(compgen -f -- "$cur")); return',
-        '    elif [[ -n $values ]]; then',
-        '        COMPREPLY=($(compgen -W "$values" -- "$cur")); return',
-        "    fi",
-        '    case "$path" in',
-        *words_cases,
-        "    esac",
-        '    COMPREPLY=($(compgen -W "$words" -- "$cur"))',
-        '    if [[ ${#COMPREPLY[@]} -eq 0 && $cur != -* ]]; then COMPREPLY=($(compgen -f -- "$cur")); fi',
-        "}",
-        f"complete -o filenames -F {func} {prog}",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"# {prog} completion for bash (and zsh through bashcompinit); made by `{prog} completion bash`",
+            f"{func}() {{",
+            '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" word i',
+            '    local words="" values=""',
+            "    for ((i = 1; i < COMP_CWORD; i++)); do",
+            '        word="${COMP_WORDS[i]}"',
+            '        case "${path:+$path }$word" in',
+            f'            {paths}) path="${{path:+$path }}$word";;',
+            "        esac",
+            "    done",
+            '    case "$path:$prev" in',
+            *value_cases,
+            "    esac",
+            "    if [[ $values == __files__ ]]; then",
+            '        COMPREPLY=($(compgen -f -- "$cur")); return',
+            "    elif [[ -n $values ]]; then",
+            '        COMPREPLY=($(compgen -W "$values" -- "$cur")); return',
+            "    fi",
+            '    case "$path" in',
+            *words_cases,
+            "    esac",
+            '    COMPREPLY=($(compgen -W "$words" -- "$cur"))',
+            '    if [[ ${#COMPREPLY[@]} -eq 0 && $cur != -* ]]; then COMPREPLY=($(compgen -f -- "$cur")); fi',
+            "}",
+            f"complete -o filenames -F {func} {prog}",
+            "",
+        ]
+    )
 
 
 def zsh(root: Node, prog: str = "ssebench") -> str:
-    return (f"# {prog} completion for zsh: the bash script through zsh's bashcompinit\n"
-            "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
-            "autoload -U +X bashcompinit && bashcompinit\n" + bash(root, prog))
+    return (
+        f"# {prog} completion for zsh: the bash script through zsh's bashcompinit\n"
+        "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
+        "autoload -U +X bashcompinit && bashcompinit\n" + bash(root, prog)
+    )
 
 
 def _fish_quote(text: str) -> str:

@@ -90,8 +90,17 @@ class CheckResult:
     has_log: bool = False
     log_bytes: int = 0
 
-    KEYS: ClassVar[set[str]] = {"check", "state", "timed_out", "elapsed", "pocs_passed", "pocs_total",
-                                "covered_by_intent", "has_log", "log_bytes"}
+    KEYS: ClassVar[set[str]] = {
+        "check",
+        "state",
+        "timed_out",
+        "elapsed",
+        "pocs_passed",
+        "pocs_total",
+        "covered_by_intent",
+        "has_log",
+        "log_bytes",
+    }
 
     def __post_init__(self) -> None:
         if not 0 <= self.pocs_passed <= self.pocs_total:
@@ -103,8 +112,12 @@ class CheckResult:
         return self.check.kind.counted and self.state is not State.NOT_RUN
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"check": self.check.value, "state": self.state.value,
-                                "timed_out": self.timed_out, "elapsed": round(self.elapsed, 3)}
+        data: dict[str, Any] = {
+            "check": self.check.value,
+            "state": self.state.value,
+            "timed_out": self.timed_out,
+            "elapsed": round(self.elapsed, 3),
+        }
         if self.check.kind.counted:
             shown = self.counts_shown
             data["pocs_passed"] = self.pocs_passed if shown else None
@@ -120,10 +133,17 @@ class CheckResult:
         check, state = _member(data, "check", Check), _member(data, "state", State)
         counted = check.kind.counted and state is not State.NOT_RUN
         try:
-            return cls(check, state, _get(data, "timed_out", bool, False), _get(data, "elapsed", float, 0.0),
-                       _count(data, "pocs_passed", counted), _count(data, "pocs_total", counted),
-                       _get(data, "covered_by_intent", bool, False), _get(data, "has_log", bool, False),
-                       _get(data, "log_bytes", int, 0))
+            return cls(
+                check,
+                state,
+                _get(data, "timed_out", bool, False),
+                _get(data, "elapsed", float, 0.0),
+                _count(data, "pocs_passed", counted),
+                _count(data, "pocs_total", counted),
+                _get(data, "covered_by_intent", bool, False),
+                _get(data, "has_log", bool, False),
+                _get(data, "log_bytes", int, 0),
+            )
         except ContractError as exc:
             raise ContractError(f"{exc} in {obj!r}") from None
 
@@ -246,8 +266,7 @@ class Result:
             raise ContractError(f"result checks twice or out of order: {[n.value for n in names]}")
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"event": self.KIND, "run_id": self.run_id,
-                                "checks": [c.to_json() for c in self.checks]}
+        data: dict[str, Any] = {"event": self.KIND, "run_id": self.run_id, "checks": [c.to_json() for c in self.checks]}
         if self.difficulty is not None:
             data["difficulty"] = self.difficulty
         return data
@@ -256,8 +275,11 @@ class Result:
     def from_json(cls, obj: Mapping[str, Any]) -> Result:
         data = _only(obj, {"event", "run_id", "checks", "difficulty"})
         checks = _get(data, "checks", list)
-        return cls(_get(data, "run_id", str), tuple(CheckResult.from_json(c) for c in checks),
-                   _get(data, "difficulty", int, None))
+        return cls(
+            _get(data, "run_id", str),
+            tuple(CheckResult.from_json(c) for c in checks),
+            _get(data, "difficulty", int, None),
+        )
 
 
 @dataclass(frozen=True)

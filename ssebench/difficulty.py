@@ -12,8 +12,18 @@ from dataclasses import dataclass
 
 from ssebench.checks import CHECK_ORDER, KINDS, Check
 
-__all__ = ["CHECK_ORDER", "Check", "DEFAULT_LEVEL", "ENV_VAR", "GRADING", "LEVELS", "Level",
-           "DifficultyError", "level_from_env", "parse_level"]
+__all__ = [
+    "CHECK_ORDER",
+    "Check",
+    "DEFAULT_LEVEL",
+    "ENV_VAR",
+    "GRADING",
+    "LEVELS",
+    "Level",
+    "DifficultyError",
+    "level_from_env",
+    "parse_level",
+]
 
 ENV_VAR = "SSE_DIFFICULTY"
 DEFAULT_LEVEL = 2
@@ -46,9 +56,7 @@ def _level(number: int, name: str) -> Level:
 
 LEVELS: dict[int, Level] = {
     number: _level(number, name)
-    for number, name in enumerate(
-        ("FULL_ASSISTANCE", "NO_INTENT_TEST", "NO_FUTURE_TEST", "BUILD_ONLY", "NO_BUILD")
-    )
+    for number, name in enumerate(("FULL_ASSISTANCE", "NO_INTENT_TEST", "NO_FUTURE_TEST", "BUILD_ONLY", "NO_BUILD"))
 }
 
 # Final grading ignores SSE_DIFFICULTY and runs every check.

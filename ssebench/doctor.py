@@ -50,10 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "doctor",
         help="check this machine: Python, Node, agent CLIs, port, Docker, sandbox, registered clients",
         description="Check what ssebench needs on this machine and say what to fix. "
-                    "Exit status 1 when a check fails, 0 otherwise (warnings included).",
+        "Exit status 1 when a check fails, 0 otherwise (warnings included).",
     )
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="N",
-                   help=f"the MCP server's port to check (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"the MCP server's port to check (default {DEFAULT_PORT})",
+    )
     p.add_argument("--name", default="ssebench", help="the server's name in the clients' configs (default ssebench)")
     p.add_argument("--json", action="store_true", help="print the findings as JSON")
     p.set_defaults(func=_doctor)
@@ -118,13 +123,20 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
             continue
         version = installed_version(recipe, Path(found))
         if version != pin:
-            findings.append(Finding(agent, FAIL, f"{found} is version {version or 'unknown'}, ssebench runs {pin}",
-                                    install))
+            findings.append(
+                Finding(agent, FAIL, f"{found} is version {version or 'unknown'}, ssebench runs {pin}", install)
+            )
             continue
         problems = model_api_problems(recipe, env)
         if problems:
-            findings.append(Finding(agent, WARN, f"{version} (pinned) at {found}; " + "; ".join(problems),
-                                    "ssebench run --agent " + agent + " needs it"))
+            findings.append(
+                Finding(
+                    agent,
+                    WARN,
+                    f"{version} (pinned) at {found}; " + "; ".join(problems),
+                    "ssebench run --agent " + agent + " needs it",
+                )
+            )
         else:
             findings.append(Finding(agent, OK, f"{version} (pinned) at {found}; model API variables set"))
     return findings
@@ -156,16 +168,29 @@ def check_docker() -> list[Finding]:
     try:
         engine = DockerEngine.locate()
     except DockerRunError as error:
-        return [Finding("docker", WARN, str(error).split(";")[0], "only `ssebench run --docker` needs it: "
-                        f"{script('docker-engine.sh')} install && {script('docker-engine.sh')} start")]
+        return [
+            Finding(
+                "docker",
+                WARN,
+                str(error).split(";")[0],
+                "only `ssebench run --docker` needs it: "
+                f"{script('docker-engine.sh')} install && {script('docker-engine.sh')} start",
+            )
+        ]
     server = engine.docker("version", "--format", "{{.Server.Version}}", timeout=COMMAND_TIMEOUT).stdout.strip()
     found = [Finding("docker", OK, f"engine {server} at {engine.host}")]
     base = os.environ.get("SSEBENCH_BASE_IMAGE") or DEFAULT_BASE_IMAGE
     if engine.has_image(base):
         found.append(Finding("base image", OK, base))
     else:
-        found.append(Finding("base image", WARN, f"{base} is not in the engine",
-                             f"build it with {script('docker-base-image.sh')} (offline, from Debian's packages)"))
+        found.append(
+            Finding(
+                "base image",
+                WARN,
+                f"{base} is not in the engine",
+                f"build it with {script('docker-base-image.sh')} (offline, from Debian's packages)",
+            )
+        )
     return found
 
 
@@ -183,11 +208,19 @@ def check_build_trace(env: Mapping[str, str]) -> Finding:
 
     strace = shutil.which("strace", path=env.get("PATH", os.defpath))
     if strace is None:
-        return Finding("build trace", WARN, "no strace: every build in the daemon is clean (slower)",
-                       "install strace (Debian: apt-get install strace)")
+        return Finding(
+            "build trace",
+            WARN,
+            "no strace: every build in the daemon is clean (slower)",
+            "install strace (Debian: apt-get install strace)",
+        )
     version = _output([strace, "-V"]).split()
-    return Finding("build trace", OK, f"strace {version[3] if len(version) > 3 else '?'} at {strace}: "
-                                      "incremental builds are checked against a clean build")
+    return Finding(
+        "build trace",
+        OK,
+        f"strace {version[3] if len(version) > 3 else '?'} at {strace}: "
+        "incremental builds are checked against a clean build",
+    )
 
 
 def sandbox_probe(env: Mapping[str, str]) -> tuple[bool, str]:
@@ -229,11 +262,16 @@ def check_registrations(name: str) -> list[Finding]:
         elif server is not None:
             findings.append(Finding(label, WARN, f"{where}: {row.url} answers as {server!r}, not ssebench"))
         else:
-            findings.append(Finding(label, WARN, f"{where}: no server answers at {row.url}",
-                                    "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"))
+            findings.append(
+                Finding(
+                    label,
+                    WARN,
+                    f"{where}: no server answers at {row.url}",
+                    "start one: ssebench up --task FILE (the agent cannot call test_patch until then)",
+                )
+            )
     if not any(f.check.endswith(" config") for f in findings):
-        findings.append(Finding("clients", WARN, f"no client has the {name} server registered",
-                                _install_hint()))
+        findings.append(Finding("clients", WARN, f"no client has the {name} server registered", _install_hint()))
     return findings
 
 
@@ -257,9 +295,16 @@ def mcp_server_name(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
 
     from ssebench import __version__
 
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                          "clientInfo": {"name": "ssebench-doctor", "version": __version__}}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "ssebench-doctor", "version": __version__},
+        },
+    }
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     try:
         with httpx.Client(timeout=timeout, trust_env=False) as client:
@@ -278,8 +323,11 @@ def mcp_server_name(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
 
 def _first_json(body: str, content_type: str) -> object:
     """A JSON-RPC reply, sent as plain JSON or as the first SSE ``data:`` event."""
-    texts = [body] if "json" in content_type else [
-        line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+    texts = (
+        [body]
+        if "json" in content_type
+        else [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
+    )
     for text in texts:
         try:
             return json.loads(text)
@@ -303,8 +351,9 @@ def port_owner(port: int) -> int | None:
 
 def _output(argv: list[str]) -> str:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False,
-                              stdin=subprocess.DEVNULL).stdout.strip()
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False, stdin=subprocess.DEVNULL
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -335,6 +384,9 @@ def print_findings(findings: list[Finding], echo: Callable[..., None] | None = N
             echo(" " * (width + 8), ("fix: " + f.fix, "dim"))
     failed = sum(f.status == FAIL for f in findings)
     warned = sum(f.status == WARN for f in findings)
-    summary = (f"{failed} problem{'s' * (failed != 1)}, {warned} warning{'s' * (warned != 1)}"
-               if failed or warned else "everything ssebench needs is here")
+    summary = (
+        f"{failed} problem{'s' * (failed != 1)}, {warned} warning{'s' * (warned != 1)}"
+        if failed or warned
+        else "everything ssebench needs is here"
+    )
     echo((summary, "fail" if failed else "warn" if warned else "ok"))

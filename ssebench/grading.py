@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "grade",
         help="run every check of a task (final grading; ignores SSE_DIFFICULTY)",
         description="Run every check the task has on a tree and report; exit 0 if all pass, "
-                    "1 if one fails, 2 on a bad task.",
+        "1 if one fails, 2 on a bad task.",
     )
     p.add_argument("--task", required=True, metavar="FILE", help="the task file (task.toml)")
     p.add_argument("--tree", metavar="DIR", help="the tree to grade (default: the task's source)")
@@ -57,13 +57,20 @@ class Grade:
     @property
     def checks(self) -> list[dict[str, Any]]:
         """``--json``'s checks: the daemon's ``CHECK`` objects plus ``log_tail`` for failed ones."""
-        return [{**r.to_json(), **({"log_tail": self.log_tails[r.check]} if r.check in self.log_tails else {})}
-                for r in self.results]
+        return [
+            {**r.to_json(), **({"log_tail": self.log_tails[r.check]} if r.check in self.log_tails else {})}
+            for r in self.results
+        ]
 
 
-def grade(task_file: str | Path, tree: str | Path | None = None,
-          on_event: Callable[[contract.Event], None] | None = None, *,
-          sandbox: Any = None, limits: Any = None) -> Grade:
+def grade(
+    task_file: str | Path,
+    tree: str | Path | None = None,
+    on_event: Callable[[contract.Event], None] | None = None,
+    *,
+    sandbox: Any = None,
+    limits: Any = None,
+) -> Grade:
     """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
 
     *on_event* sees each runner event (check_started, check_finished...) as it happens:
@@ -97,8 +104,7 @@ def grade(task_file: str | Path, tree: str | Path | None = None,
         shutil.rmtree(workspace, ignore_errors=True)
 
 
-async def _run_all(runner: Any, task_id: str, root: Path,
-                   on_event: Callable[[contract.Event], None] | None) -> Grade:
+async def _run_all(runner: Any, task_id: str, root: Path, on_event: Callable[[contract.Event], None] | None) -> Grade:
     """Every check through the runner, its events read through the daemon's contract."""
     run = await runner.prepare()
     results: tuple[CheckResult, ...] = ()
@@ -108,8 +114,11 @@ async def _run_all(runner: Any, task_id: str, root: Path,
             on_event(event)
         if isinstance(event, contract.Result):
             results = event.checks
-    tails = {r.check: _tail_lines(log.tail()) for r in results
-             if r.state is State.FAILED and (log := run.results[r.check].log) is not None}
+    tails = {
+        r.check: _tail_lines(log.tail())
+        for r in results
+        if r.state is State.FAILED and (log := run.results[r.check].log) is not None
+    }
     return Grade(task_id, root, results, tails)
 
 
@@ -131,8 +140,11 @@ def _describe(result: CheckResult) -> str:
 
 def _summary(result: Grade) -> str:
     failed = [r for r in result.results if r.state is State.FAILED]
-    lines = [f"Grade of task '{result.task_id}' on {result.tree}: {phrases.grade_verdict(result.results)}",
-             "", "Checks:"]
+    lines = [
+        f"Grade of task '{result.task_id}' on {result.tree}: {phrases.grade_verdict(result.results)}",
+        "",
+        "Checks:",
+    ]
     lines += [_describe(r) for r in result.results]
     for r in failed:
         if r.check in result.log_tails:
@@ -157,8 +169,12 @@ def run_grade(args: argparse.Namespace) -> int:
         print(f"ssebench grade: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"task": result.task_id, "tree": str(result.tree), "passed": result.passed,
-                          "checks": result.checks}, indent=2))
+        print(
+            json.dumps(
+                {"task": result.task_id, "tree": str(result.tree), "passed": result.passed, "checks": result.checks},
+                indent=2,
+            )
+        )
     else:
         _print_summary(_summary(result))
     return 0 if result.passed else 1
@@ -173,15 +189,22 @@ def _progress() -> Iterator[Callable[[contract.Event], None] | None]:
         return
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=ui.console(sys.stderr), transient=True) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=ui.console(sys.stderr),
+        transient=True,
+    ) as bar:
         current = bar.add_task("grading: copying the tree", total=None)
         done: list[str] = []
 
         def on_event(event: contract.Event) -> None:
             if isinstance(event, contract.CheckStarted):
-                bar.update(current, description=f"grading: {event.check.label}"
-                           + (f" (done: {', '.join(done)})" if done else ""))
+                bar.update(
+                    current,
+                    description=f"grading: {event.check.label}" + (f" (done: {', '.join(done)})" if done else ""),
+                )
             elif isinstance(event, contract.CheckFinished):
                 done.append(f"{event.check.label} {phrases.state_word(event.result.state)}")
 

@@ -14,9 +14,7 @@ from ssebench.checks import CHECK_ORDER, Check, State, failed_check
 from ssebench.contract import CheckResult
 from ssebench.difficulty import Level
 
-INTERNAL_FAILURE = (
-    "An internal testing failure occurred. Your patch is not responsible for this failure."
-)
+INTERNAL_FAILURE = "An internal testing failure occurred. Your patch is not responsible for this failure."
 SAVE_FAILED_LINE = "(Full log could not be saved due to an internal error)"
 HEADLINE_PREFIX = "test_patch result: "
 # The call log's word for a call that ended in INTERNAL_FAILURE.
@@ -88,10 +86,7 @@ def withheld_note(level: Level, failed: Check | None, results: Sequence[CheckRes
         f"{', '.join(c.label for c in level.withheld)}. Nothing is reported about them."
     )
     if not level.enabled:
-        note += (
-            " test_patch has nothing to run at this level, "
-            "so this result says nothing about your patch."
-        )
+        note += " test_patch has nothing to run at this level, so this result says nothing about your patch."
     elif failed is None and not any(r.check is Check.POCS for r in results):
         note += " Without the PoCs, this result does not show whether the vulnerability is fixed."
     return note

@@ -34,8 +34,11 @@ def checkout() -> Path | None:
     """The source checkout ssebench runs from (editable install), or None for a wheel."""
     root = _PACKAGE.parent
     project = root / "pyproject.toml"
-    if project.is_file() and (root / "server" / "__init__.py").is_file() and 'name = "ssebench"' in project.read_text(
-            encoding="utf-8", errors="replace"):
+    if (
+        project.is_file()
+        and (root / "server" / "__init__.py").is_file()
+        and 'name = "ssebench"' in project.read_text(encoding="utf-8", errors="replace")
+    ):
         return root
     return None
 
@@ -62,10 +65,10 @@ def pinned_version(package: str, pins_file: Path | None = None) -> str:
     except FileNotFoundError:
         raise PinError(f"the CLI pins are missing: {path} does not exist") from None
     except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise PinError(f"{path}: no readable \"dependencies\" object ({error})") from None
+        raise PinError(f'{path}: no readable "dependencies" object ({error})') from None
     version = pins.get(package) if isinstance(pins, dict) else None
     if not isinstance(version, str) or not version[:1].isdigit():
-        raise PinError(f"{path}: \"dependencies\" has no exact version for {package}")
+        raise PinError(f'{path}: "dependencies" has no exact version for {package}')
     return version
 
 

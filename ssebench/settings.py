@@ -33,60 +33,171 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable("SSE_TASK", "path", "", "task folder (task.json)", ("ssebench.container",),
-             "ssebench.container.settings:file_path"),
-    Variable("SSE_TREE", "path", "the task's source", "source tree to prepare",
-             ("ssebench.container", "ssebench.daemon"),
-             "ssebench.container.settings:file_path"),
-    Variable("SSE_TASK_DIR", "path", "/sse/task", "set for a check: the task's support files",
-             ("ssebench.daemon", "ssebench.task")),
-    Variable("SSE_RESULTS_DIR", "path", "/results", "where results are written", ("ssebench.container",),
-             "ssebench.container.settings:file_path"),
-    Variable("SSE_DAEMON_SOCKET", "path", "a fresh private folder (entrypoint)", "daemon socket",
-             ("ssebench.daemon", "ssebench.container", "server"), "ssebench.container.settings:socket_path"),
-    Variable("SSE_MCP_HOST", "host", DEFAULT_MCP_HOST, "MCP server host", ("ssebench.container",),
-             "ssebench.container.settings:host_name"),
-    Variable("SSE_MCP_PORT", "port", str(DEFAULT_MCP_PORT), "MCP server port", ("ssebench.container",),
-             "ssebench.container.settings:port_number"),
-    Variable("SSE_MCP_PATH", "url-path", DEFAULT_MCP_PATH, "MCP endpoint path", ("ssebench.container",),
-             "ssebench.container.settings:url_path"),
-    Variable("SSE_MCP_URL", "url", DEFAULT_MCP_URL, "MCP URL given to the agent (set by the entrypoint)",
-             ("ssebench.container", "agents")),
-    Variable("SSE_MCP_TIMEOUT", "seconds", "300", "MCP tool call timeout", ("ssebench.container", "agents"),
-             "ssebench.container.settings:whole_seconds"),
-    Variable("SSE_AGENT_TIMEOUT", "seconds", "3600", "agent run timeout", ("ssebench.container",),
-             "ssebench.container.settings:whole_seconds"),
+    Variable(
+        "SSE_TASK",
+        "path",
+        "",
+        "task folder (task.json)",
+        ("ssebench.container",),
+        "ssebench.container.settings:file_path",
+    ),
+    Variable(
+        "SSE_TREE",
+        "path",
+        "the task's source",
+        "source tree to prepare",
+        ("ssebench.container", "ssebench.daemon"),
+        "ssebench.container.settings:file_path",
+    ),
+    Variable(
+        "SSE_TASK_DIR",
+        "path",
+        "/sse/task",
+        "set for a check: the task's support files",
+        ("ssebench.daemon", "ssebench.task"),
+    ),
+    Variable(
+        "SSE_RESULTS_DIR",
+        "path",
+        "/results",
+        "where results are written",
+        ("ssebench.container",),
+        "ssebench.container.settings:file_path",
+    ),
+    Variable(
+        "SSE_DAEMON_SOCKET",
+        "path",
+        "a fresh private folder (entrypoint)",
+        "daemon socket",
+        ("ssebench.daemon", "ssebench.container", "server"),
+        "ssebench.container.settings:socket_path",
+    ),
+    Variable(
+        "SSE_MCP_HOST",
+        "host",
+        DEFAULT_MCP_HOST,
+        "MCP server host",
+        ("ssebench.container",),
+        "ssebench.container.settings:host_name",
+    ),
+    Variable(
+        "SSE_MCP_PORT",
+        "port",
+        str(DEFAULT_MCP_PORT),
+        "MCP server port",
+        ("ssebench.container",),
+        "ssebench.container.settings:port_number",
+    ),
+    Variable(
+        "SSE_MCP_PATH",
+        "url-path",
+        DEFAULT_MCP_PATH,
+        "MCP endpoint path",
+        ("ssebench.container",),
+        "ssebench.container.settings:url_path",
+    ),
+    Variable(
+        "SSE_MCP_URL",
+        "url",
+        DEFAULT_MCP_URL,
+        "MCP URL given to the agent (set by the entrypoint)",
+        ("ssebench.container", "agents"),
+    ),
+    Variable(
+        "SSE_MCP_TIMEOUT",
+        "seconds",
+        "300",
+        "MCP tool call timeout",
+        ("ssebench.container", "agents"),
+        "ssebench.container.settings:whole_seconds",
+    ),
+    Variable(
+        "SSE_AGENT_TIMEOUT",
+        "seconds",
+        "3600",
+        "agent run timeout",
+        ("ssebench.container",),
+        "ssebench.container.settings:whole_seconds",
+    ),
     Variable("SSE_DIALOG", "choice", "", "agent whose stream becomes dialog.jsonl", ("ssebench.container",)),
     Variable("SSE_PROMPT", "text", "", "prompt logged as the dialog's first line", ("ssebench.container",)),
     Variable("SSE_AGENT_MODEL", "text", "", "model an agent recipe asks for", ("agents",)),
-    Variable("SSE_DIFFICULTY", "choice", "2", "difficulty level", ("ssebench", "server"),
-             "ssebench.difficulty:level_from_env"),
-    Variable("SSE_DAEMON_HEARTBEAT", "duration", "10", "daemon heartbeat seconds", ("ssebench.daemon",),
-             "ssebench.daemon.cli:heartbeat_from_env"),
-    Variable("SSE_DAEMON_LOG_BUDGET", "size", "256M", "bytes of check logs kept", ("ssebench.daemon",),
-             "ssebench.daemon.limits:parse_size"),
-    Variable("SSE_OUTPUT_LIMIT", "size", "1G", "bytes of output per check", ("ssebench.daemon",),
-             "ssebench.daemon.limits:parse_size"),
-    Variable("SSE_MEMORY_LIMIT", "size", "4G", "memory per check", ("ssebench.daemon",),
-             "ssebench.daemon.limits:parse_size"),
+    Variable(
+        "SSE_DIFFICULTY",
+        "choice",
+        "2",
+        "difficulty level",
+        ("ssebench", "server"),
+        "ssebench.difficulty:level_from_env",
+    ),
+    Variable(
+        "SSE_DAEMON_HEARTBEAT",
+        "duration",
+        "10",
+        "daemon heartbeat seconds",
+        ("ssebench.daemon",),
+        "ssebench.daemon.cli:heartbeat_from_env",
+    ),
+    Variable(
+        "SSE_DAEMON_LOG_BUDGET",
+        "size",
+        "256M",
+        "bytes of check logs kept",
+        ("ssebench.daemon",),
+        "ssebench.daemon.limits:parse_size",
+    ),
+    Variable(
+        "SSE_OUTPUT_LIMIT",
+        "size",
+        "1G",
+        "bytes of output per check",
+        ("ssebench.daemon",),
+        "ssebench.daemon.limits:parse_size",
+    ),
+    Variable(
+        "SSE_MEMORY_LIMIT", "size", "4G", "memory per check", ("ssebench.daemon",), "ssebench.daemon.limits:parse_size"
+    ),
     Variable("SSE_PIDS_LIMIT", "int", "1024", "processes per check", ("ssebench.daemon",)),
-    Variable("SSE_SANDBOX_CGROUP", "bool", "on", "'off': watchdog limits even where a cgroup is writable",
-             ("ssebench.daemon",)),
+    Variable(
+        "SSE_SANDBOX_CGROUP",
+        "bool",
+        "on",
+        "'off': watchdog limits even where a cgroup is writable",
+        ("ssebench.daemon",),
+    ),
     Variable("SSE_NO_SANDBOX", "bool", "0", "run checks without bwrap", ("ssebench.daemon", "ssebench")),
     Variable("SSE_SANDBOX_BIND", "path", "", "colon-separated host paths bound read-only", ("ssebench.daemon",)),
-    Variable("SSE_SANDBOX_UID", "text", "65534:65534", "UID[:GID] checks run as when the daemon is root",
-             ("ssebench.daemon",)),
+    Variable(
+        "SSE_SANDBOX_UID",
+        "text",
+        "65534:65534",
+        "UID[:GID] checks run as when the daemon is root",
+        ("ssebench.daemon",),
+    ),
     Variable("SSE_BWRAP", "path", "", "the bwrap to use (default: the bundled one)", ("ssebench.daemon",)),
     Variable("SSE_POC", "path", "", "set for a check: its proof-of-concept file", ("ssebench.daemon",)),
-    Variable("SSE_MCP_SESSION_IDLE", "duration", "600", "idle MCP session lifetime", ("server",),
-             "server.limits:parse_duration"),
-    Variable("SSE_MCP_LOG_MAX_SIZE", "size", "1G", "MCP log retention size", ("server",),
-             "ssebench.daemon.limits:parse_size"),
-    Variable("SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",),
-             "server.limits:parse_duration"),
-    Variable("MCP_LOG_DIR", "path", "/tmp/mcp/logs", "MCP server log folder",
-             ("server", "ssebench.daemon", "ssebench.container"),
-             "ssebench.container.settings:file_path"),
+    Variable(
+        "SSE_MCP_SESSION_IDLE",
+        "duration",
+        "600",
+        "idle MCP session lifetime",
+        ("server",),
+        "server.limits:parse_duration",
+    ),
+    Variable(
+        "SSE_MCP_LOG_MAX_SIZE", "size", "1G", "MCP log retention size", ("server",), "ssebench.daemon.limits:parse_size"
+    ),
+    Variable(
+        "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "server.limits:parse_duration"
+    ),
+    Variable(
+        "MCP_LOG_DIR",
+        "path",
+        "/tmp/mcp/logs",
+        "MCP server log folder",
+        ("server", "ssebench.daemon", "ssebench.container"),
+        "ssebench.container.settings:file_path",
+    ),
 )
 BY_NAME: dict[str, Variable] = {v.name: v for v in VARIABLES}
 
@@ -97,16 +208,33 @@ def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
         raise KeyError(f"{name} is not in ssebench.settings.VARIABLES")
     return (os.environ if environ is None else environ).get(name)
 
+
 # Variables the entrypoint's own table in docs/container.md covers; the rest are listed,
 # generated from VARIABLES by ``doc_rows``, under "Other variables" there.
-ENTRYPOINT_VARIABLES = frozenset({
-    "SSE_TASK", "SSE_TREE", "SSE_DIFFICULTY", "SSE_RESULTS_DIR", "SSE_MCP_TIMEOUT", "SSE_AGENT_TIMEOUT",
-    "SSE_MCP_HOST", "SSE_MCP_PORT", "SSE_MCP_PATH", "SSE_DAEMON_SOCKET", "SSE_DIALOG", "SSE_PROMPT",
-    "MCP_LOG_DIR", "SSE_MCP_URL",
-})
+ENTRYPOINT_VARIABLES = frozenset(
+    {
+        "SSE_TASK",
+        "SSE_TREE",
+        "SSE_DIFFICULTY",
+        "SSE_RESULTS_DIR",
+        "SSE_MCP_TIMEOUT",
+        "SSE_AGENT_TIMEOUT",
+        "SSE_MCP_HOST",
+        "SSE_MCP_PORT",
+        "SSE_MCP_PATH",
+        "SSE_DAEMON_SOCKET",
+        "SSE_DIALOG",
+        "SSE_PROMPT",
+        "MCP_LOG_DIR",
+        "SSE_MCP_URL",
+    }
+)
 
 
 def doc_rows() -> list[str]:
     """The Markdown rows of docs/container.md's "Other variables" table (a test compares them)."""
-    return [f"| `{v.name}` | {f'`{v.default}`' if v.default else 'unset'} | {v.help} ({', '.join(v.readers)}) |"
-            for v in VARIABLES if v.name not in ENTRYPOINT_VARIABLES]
+    return [
+        f"| `{v.name}` | {f'`{v.default}`' if v.default else 'unset'} | {v.help} ({', '.join(v.readers)}) |"
+        for v in VARIABLES
+        if v.name not in ENTRYPOINT_VARIABLES
+    ]

@@ -76,12 +76,18 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def popen(argv: Sequence[str], env: Mapping[str, str] | None = None, *, die_with_parent: bool = False,
-          **kw: Any) -> subprocess.Popen[bytes]:
+def popen(
+    argv: Sequence[str], env: Mapping[str, str] | None = None, *, die_with_parent: bool = False, **kw: Any
+) -> subprocess.Popen[bytes]:
     """*argv* in a new session with empty stdin; *die_with_parent*: SIGTERM if we die."""
-    return subprocess.Popen(list(argv), env=dict(env) if env is not None else None, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=_die_with_parent if die_with_parent else None,
-                            **kw)
+    return subprocess.Popen(
+        list(argv),
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if die_with_parent else None,
+        **kw,
+    )
 
 
 def signal_group(proc: subprocess.Popen[Any], signum: int) -> None:
@@ -131,14 +137,26 @@ class Child:
         return tail_lines(self.log, lines) if self.log else []
 
 
-def spawn(name: str, argv: Sequence[str], *, env: Mapping[str, str], log: Path | None,
-          cwd: Path | None = None, stdout: int | IO[bytes] | None = None) -> Child:
+def spawn(
+    name: str,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log: Path | None,
+    cwd: Path | None = None,
+    stdout: int | IO[bytes] | None = None,
+) -> Child:
     """Start *argv* (see :func:`popen`); its output goes to *log* (stdout and stderr
     together) unless *stdout* is given, in which case only stderr goes to the log."""
     handle: int | IO[bytes] = open_log(log) if log else subprocess.DEVNULL
     try:
-        proc = popen(argv, env, cwd=cwd, stdout=stdout if stdout is not None else handle,
-                     stderr=handle if stdout is not None else subprocess.STDOUT)
+        proc = popen(
+            argv,
+            env,
+            cwd=cwd,
+            stdout=stdout if stdout is not None else handle,
+            stderr=handle if stdout is not None else subprocess.STDOUT,
+        )
     finally:
         if not isinstance(handle, int):
             handle.close()
@@ -211,17 +229,27 @@ class StartupError(RuntimeError):
 
 def exited(proc: subprocess.Popen[Any] | None) -> Callable[[], str | None]:
     """For :func:`wait_until`: how *proc* ended before it was ready, or None while it runs."""
+
     def gone() -> str | None:
         if proc is None or proc.poll() is None:
             return None
         return f"exited with status {proc.returncode} before it was ready"
+
     return gone
 
 
-def wait_until(probe: Callable[[], T | None], *, what: str, timeout: float, where: str = "",
-               deadline: float | None = None, gone: Callable[[], str | None] = lambda: None,
-               tail: Callable[[], list[str]] = list, interrupted: Callable[[], bool] = lambda: False,
-               poll: float = 0.05) -> tuple[T, float]:
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    what: str,
+    timeout: float,
+    where: str = "",
+    deadline: float | None = None,
+    gone: Callable[[], str | None] = lambda: None,
+    tail: Callable[[], list[str]] = list,
+    interrupted: Callable[[], bool] = lambda: False,
+    poll: float = 0.05,
+) -> tuple[T, float]:
     """Poll *probe* until it answers (not None/False); its answer and the seconds it took.
 
     Raises :class:`StartupError` "WHAT exited ..." at once when *gone* says the part
@@ -240,8 +268,7 @@ def wait_until(probe: Callable[[], T | None], *, what: str, timeout: float, wher
         if interrupted():
             raise StartupError(f"interrupted while waiting for {what}")
         if time.monotonic() >= end:
-            raise StartupError(f"{what} did not answer{' ' + where if where else ''} within {timeout:.0f} s",
-                               tail())
+            raise StartupError(f"{what} did not answer{' ' + where if where else ''} within {timeout:.0f} s", tail())
         time.sleep(poll)
 
 
@@ -250,8 +277,8 @@ def wait_for_daemon(sock: Path, *, what: str, timeout: float, **kw: Any) -> tupl
     took (:func:`wait_until` for the rest): the one wait for the daemon."""
     import httpx
 
-    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://daemon",
-                      timeout=2.0) as client:
+    with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://daemon", timeout=2.0) as client:
+
         def health() -> dict[str, Any] | None:
             try:
                 answer = client.get("/health")
@@ -267,6 +294,7 @@ def wait_for_http(url: str, *, what: str, timeout: float, **kw: Any) -> float:
     import httpx
 
     with httpx.Client(timeout=2.0) as client:
+
         def ok() -> bool:
             with contextlib.suppress(httpx.HTTPError):
                 return client.get(url).status_code == 200

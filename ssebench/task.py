@@ -107,8 +107,17 @@ class _Reader:
                 known = ", ".join(sorted(allowed))
                 raise self.fail(prefix + key, f"unknown key (known keys: {known})")
 
-    def string(self, table: dict[str, Any], key: str, prefix: str, *, required: bool,
-               default: str = "", nonempty: bool = False, path: bool = False) -> str:
+    def string(
+        self,
+        table: dict[str, Any],
+        key: str,
+        prefix: str,
+        *,
+        required: bool,
+        default: str = "",
+        nonempty: bool = False,
+        path: bool = False,
+    ) -> str:
         if key not in table:
             if required:
                 raise self.fail(prefix + key, "missing (required)")
@@ -183,8 +192,7 @@ def _shown_path(path: Path) -> str:
 
 
 def _kind(value: object) -> str:
-    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
-             list: "an array", dict: "a table"}
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -217,12 +225,21 @@ def load_task(path: str | Path) -> Task:
 
     intent = None
     if (t := r.table(data, "intent", required=False)) is not None:
-        diff = r.path(r.string(t, "diff", "intent.", required=True, nonempty=True, path=True), "intent.diff",
-                      want_dir=False)
+        diff = r.path(
+            r.string(t, "diff", "intent.", required=True, nonempty=True, path=True), "intent.diff", want_dir=False
+        )
         intent = Intent(r.command(t, "intent.", DEFAULT_INTENT_TIMEOUT), diff, _intent_files(r, t))
 
-    return Task(file=file, id=task_id, source=source, description=description, build=build,
-                pocs=pocs, functional=functional, intent=intent)
+    return Task(
+        file=file,
+        id=task_id,
+        source=source,
+        description=description,
+        build=build,
+        pocs=pocs,
+        functional=functional,
+        intent=intent,
+    )
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
@@ -247,10 +264,12 @@ def _read_toml(file: Path) -> dict[str, Any]:
     except OSError as exc:
         raise TaskError(f"{file}: cannot read the task file: {exc.strerror}") from None
     if len(raw) > MAX_TASK_BYTES:
-        raise TaskError(f"{file}: the task file is larger than {MAX_TASK_BYTES // 1024} KiB; "
-                        "a task file names its PoCs and diffs, it does not hold them")
+        raise TaskError(
+            f"{file}: the task file is larger than {MAX_TASK_BYTES // 1024} KiB; "
+            "a task file names its PoCs and diffs, it does not hold them"
+        )
     if raw.startswith(BOM):
-        raw = raw[len(BOM):]
+        raw = raw[len(BOM) :]
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

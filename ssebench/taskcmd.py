@@ -22,26 +22,35 @@ from ssebench import ui
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    task = sub.add_parser("task", help="check a task file, or start a new task from a skeleton",
-                          description="Check a task file (task.toml) or write a new task skeleton. "
-                                      "The format: docs/task-format.md.")
+    task = sub.add_parser(
+        "task",
+        help="check a task file, or start a new task from a skeleton",
+        description="Check a task file (task.toml) or write a new task skeleton. The format: docs/task-format.md.",
+    )
     verbs = task.add_subparsers(dest="task_command", metavar="ACTION", required=True)
-    p = verbs.add_parser("check", help="validate a task file and show what each difficulty level shows",
-                         description="Validate FILE with the daemon's loader and print which checks "
-                                     "test_patch runs and withholds at each difficulty level. "
-                                     "Exit 0 valid, 2 not (one line naming the file, key and fault).")
+    p = verbs.add_parser(
+        "check",
+        help="validate a task file and show what each difficulty level shows",
+        description="Validate FILE with the daemon's loader and print which checks "
+        "test_patch runs and withholds at each difficulty level. "
+        "Exit 0 valid, 2 not (one line naming the file, key and fault).",
+    )
     p.add_argument("file", metavar="FILE", help="the task file (task.toml)")
     p.set_defaults(func=_check)
-    p = verbs.add_parser("new", help="write a task skeleton into DIR (new or empty)",
-                         description="Write a small complete task into DIR: task.toml, a C program "
-                                     "with one bug (src/), a PoC and functional tests. DIR must be "
-                                     "new or empty.")
+    p = verbs.add_parser(
+        "new",
+        help="write a task skeleton into DIR (new or empty)",
+        description="Write a small complete task into DIR: task.toml, a C program "
+        "with one bug (src/), a PoC and functional tests. DIR must be "
+        "new or empty.",
+    )
     p.add_argument("dir", metavar="DIR", help="the folder to create (or an empty one)")
     p.add_argument("--id", help="the task id (default: DIR's name, cleaned to [A-Za-z0-9._-])")
     p.set_defaults(func=_new)
 
 
 # -- check ----------------------------------------------------------------------------------
+
 
 def _rel(path: Path, base: Path) -> str:
     try:
@@ -64,27 +73,35 @@ def describe(task) -> list[str]:
     from ssebench.checks import CHECK_ORDER, Check, task_checks
     from ssebench.difficulty import DEFAULT_LEVEL, LEVELS
 
-    lines = [f"{task.file}: valid task '{task.id}'",
-             f"  source: {task.source}",
-             f"  description (shown to the agent): {task.description or '(none)'}",
-             f"  build: {task.build.run} ({_timeout(task.build.timeout)}{_network(task.build)})"]
+    lines = [
+        f"{task.file}: valid task '{task.id}'",
+        f"  source: {task.source}",
+        f"  description (shown to the agent): {task.description or '(none)'}",
+        f"  build: {task.build.run} ({_timeout(task.build.timeout)}{_network(task.build)})",
+    ]
     if task.pocs is None:
         lines.append("  PoCs: none (the PoC step passes: 'the task has none')")
     else:
         files = ", ".join(_rel(f, task.dir) for f in task.pocs.files) or "(empty list)"
-        lines.append(f"  PoCs: {len(task.pocs.files)}, each run as: {task.pocs.command.run} "
-                     f"({_timeout(task.pocs.command.timeout)} each{_network(task.pocs.command)}): {files}")
+        lines.append(
+            f"  PoCs: {len(task.pocs.files)}, each run as: {task.pocs.command.run} "
+            f"({_timeout(task.pocs.command.timeout)} each{_network(task.pocs.command)}): {files}"
+        )
     if task.intent is None:
         lines.append("  intent tests: none")
     else:
-        lines.append(f"  intent tests: apply {_rel(task.intent.diff, task.dir)}, then: "
-                     f"{task.intent.command.run} ({_timeout(task.intent.command.timeout)}"
-                     f"{_network(task.intent.command)})")
+        lines.append(
+            f"  intent tests: apply {_rel(task.intent.diff, task.dir)}, then: "
+            f"{task.intent.command.run} ({_timeout(task.intent.command.timeout)}"
+            f"{_network(task.intent.command)})"
+        )
     if task.functional is None:
         lines.append("  functional tests: none")
     else:
-        lines.append(f"  functional tests: {task.functional.run} ({_timeout(task.functional.timeout)}"
-                     f"{_network(task.functional)})")
+        lines.append(
+            f"  functional tests: {task.functional.run} ({_timeout(task.functional.timeout)}"
+            f"{_network(task.functional)})"
+        )
 
     has = set(task_checks(task))
     lines += ["", "What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):"]
@@ -122,11 +139,16 @@ def task_dir_lines(task) -> list[str]:
     shown = ", ".join(names[:SHOWN_SUPPORT]) or "none"
     if len(names) > SHOWN_SUPPORT:
         shown += f", and {len(names) - SHOWN_SUPPORT} more ({len(names)} files in all)"
-    lines = ["What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, "
-             "nothing hidden):", f"  support files (read-only, every check): {shown}"]
+    lines = [
+        "What checks see at SSE_TASK_DIR (in the sandbox; with --no-sandbox it is the task folder, nothing hidden):",
+        f"  support files (read-only, every check): {shown}",
+    ]
     parts = hidden_parts(task)
-    never = [f"{_shown(task, p.path)} ({'the task file' if p.key == 'the task file' else _never_why(p.key)})"
-             for p in parts if p.step == NEVER]
+    never = [
+        f"{_shown(task, p.path)} ({'the task file' if p.key == 'the task file' else _never_why(p.key)})"
+        for p in parts
+        if p.step == NEVER
+    ]
     lines.append(f"  hidden from every check: {', '.join(never)}")
     pocs = [_shown(task, p.path) for p in parts if p.step == POC_RUN]
     if pocs:
@@ -183,8 +205,11 @@ def exposed(task) -> list[str]:
     if task.intent is not None:
         hidden += [(f"intent.files[{i}]", f) for i, f in enumerate(task.intent.files)]
     source = task.source.resolve()
-    return [f"{what} ({path}) is inside the source tree {task.source}: the agent can read it"
-            for what, path in hidden if path.resolve().is_relative_to(source)] + _support_warnings(task)
+    return [
+        f"{what} ({path}) is inside the source tree {task.source}: the agent can read it"
+        for what, path in hidden
+        if path.resolve().is_relative_to(source)
+    ] + _support_warnings(task)
 
 
 def _support_warnings(task) -> list[str]:
@@ -199,11 +224,15 @@ def _support_warnings(task) -> list[str]:
         if entry.is_link:
             target = os.readlink(path)
             if os.path.isabs(target) or os.path.normpath(entry.rel.parent / target).split(os.sep)[0] == "..":
-                out.append(f"support file {entry.rel} is a symlink to {target}, outside the task folder: "
-                           "in the sandbox it leads nowhere (copy it in instead)")
+                out.append(
+                    f"support file {entry.rel} is a symlink to {target}, outside the task folder: "
+                    "in the sandbox it leads nowhere (copy it in instead)"
+                )
         elif not entry.is_dir and _is_diff(path):
-            out.append(f"support file {entry.rel} is a diff: every check can read it, the agent's own "
-                       "build and tests included; keep a reference fix out of the task folder")
+            out.append(
+                f"support file {entry.rel} is a diff: every check can read it, the agent's own "
+                "build and tests included; keep a reference fix out of the task folder"
+            )
     return out
 
 
@@ -220,7 +249,7 @@ def _is_diff(path: Path) -> bool:
 
 # -- new ------------------------------------------------------------------------------------
 
-TASK_TOML = '''\
+TASK_TOML = """\
 # A task for ssebench: one vulnerability to fix in one source tree.
 # The format, key by key: docs/task-format.md. Paths are relative to this folder.
 # Check it with: ssebench task check task.toml
@@ -247,9 +276,9 @@ timeout = 300                       # default 1800
 # run = "make test"
 # timeout = 300
 # files = ["intent/"]               # optional: support files only the intent tests see
-'''
+"""
 
-APP_C = '''\
+APP_C = """\
 /* A tiny program with one bug, as a starting point: replace src/ with the project. */
 #include <stdio.h>
 #include <string.h>
@@ -264,9 +293,9 @@ int main(void) {
     }
     return 0;
 }
-'''
+"""
 
-MAKEFILE = '''\
+MAKEFILE = """\
 CC ?= cc
 CFLAGS ?= -O0 -g
 
@@ -280,9 +309,9 @@ clean:
 \trm -f app
 
 .PHONY: test clean
-'''
+"""
 
-RUN_TESTS = '''\
+RUN_TESTS = """\
 #!/bin/sh
 # The functional tests: valid input gives the expected output.
 cd "$(dirname "$0")/.." || exit 2
@@ -293,11 +322,11 @@ else
     echo "FAIL two values"
     exit 1
 fi
-'''
+"""
 
 POC = "a line without an equals sign\n"
 
-README = '''\
+README = """\
 # {id}
 
 A task skeleton written by `ssebench task new`. Edit it into the real task:
@@ -312,7 +341,7 @@ Then:
 
     ssebench task check task.toml
     ssebench grade --task task.toml      # unfixed: the PoC still crashes the program
-'''
+"""
 
 _EXECUTABLE = {"src/tests/run-tests.sh"}
 
@@ -373,12 +402,14 @@ def _new(args: argparse.Namespace) -> int:
         return 2
     task_file = target / "task.toml"
     ui.echo(("Wrote task '" + task_id + "' to " + str(target) + ":", "ok"))
-    for line in ("  task.toml               what to build and run (docs/task-format.md)",
-                 "  src/                    the tree the agent edits: app.c, Makefile, tests/run-tests.sh",
-                 "  pocs/no-equals          a PoC (hidden from the agent)",
-                 "  README.md               what to edit next",
-                 "Next:",
-                 f"  ssebench task check {task_file}",
-                 f"  ssebench grade --task {task_file}"):
+    for line in (
+        "  task.toml               what to build and run (docs/task-format.md)",
+        "  src/                    the tree the agent edits: app.c, Makefile, tests/run-tests.sh",
+        "  pocs/no-equals          a PoC (hidden from the agent)",
+        "  README.md               what to edit next",
+        "Next:",
+        f"  ssebench task check {task_file}",
+        f"  ssebench grade --task {task_file}",
+    ):
         ui.echo(line)
     return 0

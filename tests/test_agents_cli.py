@@ -128,9 +128,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(user: Home) -> None:
     done = user.run("install", "claude", "--dry-run")
     assert done.returncode == 0, done.stderr
     path = user.home / ".claude.json"
-    assert done.stdout.startswith(
-        f"--- /dev/null\n+++ {path}\n@@ -0,0 +1,9 @@\n+{{\n+  \"mcpServers\": {{\n"
-    )
+    assert done.stdout.startswith(f'--- /dev/null\n+++ {path}\n@@ -0,0 +1,9 @@\n+{{\n+  "mcpServers": {{\n')
     assert f"Dry run: {path} (Claude Code, user scope) would change as shown; nothing was written." in done.stdout
     assert snapshot(user.home) == before
     assert list(user.home.iterdir()) == []  # not even a lock folder
@@ -172,8 +170,9 @@ def test_install_twice_gives_the_same_bytes_and_writes_once(user: Home) -> None:
     assert (settings.parent / "settings.json.bak").read_text() == JSONC_SETTINGS
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "gemini", "opencode", "vscode", "cursor", "windsurf",
-                                   "goose", "zed", "claude-desktop"])
+@pytest.mark.parametrize(
+    "agent", ["claude", "codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose", "zed", "claude-desktop"]
+)
 def test_uninstall_after_install_leaves_no_file_where_there_was_none(user: Home, agent: str) -> None:
     done = user.run("install", agent, "--json")
     assert done.returncode == 0, done.stderr
@@ -201,19 +200,26 @@ def test_update_replaces_the_entry_in_place(user: Home) -> None:
 
 
 MALFORMED = [
-    ("claude", ".claude.json", '{\n  "numStartups": 3,\n  "mcpServers": {\n    "x": 1\n  \n', 6, "unexpected end of file"),
+    (
+        "claude",
+        ".claude.json",
+        '{\n  "numStartups": 3,\n  "mcpServers": {\n    "x": 1\n  \n',
+        6,
+        "unexpected end of file",
+    ),
     ("gemini", ".gemini/settings.json", '// c\n{\n  "a": 1\n  "b": 2\n}\n', 4, "expected ',' or '}'"),
     ("codex", ".codex/config.toml", 'model = "o3"\n[mcp_servers.x\nurl = "u"\n', 2, "Unexpected character"),
     ("goose", ".config/goose/config.yaml", "extensions:\n  developer:\n    enabled: true\n   bad: [\n", 4, ""),
     ("claude", ".claude.json", '{\n  "mcpServers": [\n    1\n  ]\n}\n', 2, '"mcpServers" is not an object'),
-    ("codex", ".codex/config.toml", 'mcp_servers = 5\n', 1, '"mcp_servers" is not a table'),
+    ("codex", ".codex/config.toml", "mcp_servers = 5\n", 1, '"mcp_servers" is not a table'),
     ("goose", ".config/goose/config.yaml", "a: 1\nextensions: [1, 2]\n", 2, '"extensions" is not a mapping'),
 ]
 
 
 @pytest.mark.parametrize(("agent", "relpath", "content", "line", "reason"), MALFORMED)
-def test_malformed_config_is_reported_and_untouched(user: Home, agent: str, relpath: str, content: str, line: int,
-                                                    reason: str) -> None:
+def test_malformed_config_is_reported_and_untouched(
+    user: Home, agent: str, relpath: str, content: str, line: int, reason: str
+) -> None:
     path = user.home / relpath
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
@@ -247,8 +253,18 @@ def test_user_scope_never_writes_into_the_working_tree(user: Home) -> None:
     (tree / "src" / "main.c").write_text("int main(void) { return 0; }\n")
     (tree / ".mcp.json").write_text('{"mcpServers": {}}\n')
     before = snapshot(tree)
-    for agent in ("claude", "codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose", "zed",
-                  "claude-desktop"):
+    for agent in (
+        "claude",
+        "codex",
+        "gemini",
+        "opencode",
+        "vscode",
+        "cursor",
+        "windsurf",
+        "goose",
+        "zed",
+        "claude-desktop",
+    ):
         assert user.run("install", agent).returncode == 0
         assert user.run("uninstall", agent).returncode == 0
     assert snapshot(tree) == before
@@ -281,7 +297,10 @@ def test_claude_config_dir_and_xdg_are_honoured(user: Home, tmp_path: Path) -> N
     assert (claude_dir / ".claude.json").is_file()
     assert user.run("install", "opencode", XDG_CONFIG_HOME=str(xdg)).returncode == 0
     assert json.loads((xdg / "opencode" / "opencode.json").read_text())["mcp"]["ssebench"] == {
-        "type": "remote", "url": "http://localhost:3000/mcp", "enabled": True, "timeout": 3600000,
+        "type": "remote",
+        "url": "http://localhost:3000/mcp",
+        "enabled": True,
+        "timeout": 3600000,
     }
     assert not (user.home / ".claude.json").exists()
     assert not (user.home / ".config").exists()
@@ -326,18 +345,37 @@ def test_list_shows_detection_registration_url_and_timeout(user: Home) -> None:
     # claude and cursor: no program on PATH, and their config files exist only because
     # ssebench wrote them, so they are not counted as present
     assert lines["claude"][:7] == ["claude", "no", "ssebench", "user", "yes", "http://127.0.0.1:3001/mcp", "3600"]
-    assert lines["cursor"][:9] == ["cursor", "no", "ssebench", "user", "yes", "http://localhost:3000/mcp",
-                                   "no", "timeout", "key"]
+    assert lines["cursor"][:9] == [
+        "cursor",
+        "no",
+        "ssebench",
+        "user",
+        "yes",
+        "http://localhost:3000/mcp",
+        "no",
+        "timeout",
+        "key",
+    ]
     assert lines["goose"][:5] == ["goose", "no", "yes", "user", "no"]
     assert lines["codex"][:5] == ["codex", "no", "no", "user", "no"]
     assert lines["claude-desktop"][:3] == ["claude-desktop", "-", "no"]  # no program to look for
     rows = json.loads(user.run("list", "--json").stdout)
     claude = next(r for r in rows if r["agent"] == "claude")
     assert claude == {
-        "agent": "claude", "title": "Claude Code", "scope": "user", "path": str(user.home / ".claude.json"),
-        "detected": False, "config_exists": True, "registered": True, "url": "http://127.0.0.1:3001/mcp",
-        "timeout_seconds": 3600.0, "has_timeout_key": True, "error": None,
-        "installed": False, "config_present": False, "created_by_ssebench": True,
+        "agent": "claude",
+        "title": "Claude Code",
+        "scope": "user",
+        "path": str(user.home / ".claude.json"),
+        "detected": False,
+        "config_exists": True,
+        "registered": True,
+        "url": "http://127.0.0.1:3001/mcp",
+        "timeout_seconds": 3600.0,
+        "has_timeout_key": True,
+        "error": None,
+        "installed": False,
+        "config_present": False,
+        "created_by_ssebench": True,
     }
 
 
@@ -380,10 +418,13 @@ def test_install_all_takes_the_detected_agents_only(user: Home) -> None:
     assert [r["agent"] for r in json.loads(done.stdout)] == ["codex", "goose"]
     done = user.run("uninstall", "--all")
     assert done.returncode == 0, done.stderr
-    assert [line.split(" from ")[1].split(" (")[0] for line in done.stdout.splitlines()
-            if line.startswith("Removed")] == [
-        str(user.home / ".codex" / "config.toml"), str(user.home / ".gemini" / "settings.json"),
-        str(user.home / ".config" / "goose" / "config.yaml")]
+    assert [
+        line.split(" from ")[1].split(" (")[0] for line in done.stdout.splitlines() if line.startswith("Removed")
+    ] == [
+        str(user.home / ".codex" / "config.toml"),
+        str(user.home / ".gemini" / "settings.json"),
+        str(user.home / ".config" / "goose" / "config.yaml"),
+    ]
 
 
 def test_uninstall_removes_the_folders_ssebench_created_and_keeps_the_users(user: Home) -> None:
@@ -392,7 +433,8 @@ def test_uninstall_removes_the_folders_ssebench_created_and_keeps_the_users(user
     done = user.run("uninstall", "gemini")
     assert done.stdout.splitlines()[1] == (
         f"Also removed what ssebench had created: {user.home / '.gemini' / 'settings.json.bak'}, "
-        f"{user.home / '.gemini'}.")
+        f"{user.home / '.gemini'}."
+    )
     assert not (user.home / ".gemini").exists()
     done = user.run("uninstall", "windsurf")
     assert done.returncode == 0, done.stderr
@@ -412,17 +454,22 @@ def test_a_folder_that_was_there_before_is_never_removed(user: Home) -> None:
     assert lines["gemini"][:3] == ["gemini", "no", "yes"]
 
 
-@pytest.mark.parametrize(("url", "problem"), [
-    ("ftp://localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
-    ("localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
-    ("http:///mcp", "has no host (e.g. http://localhost:3000/mcp)"),
-    ("http://localhost:99999/mcp", "is not a valid URL (Port out of range 0-65535)"),
-    ("http://localhost:x/mcp", "is not a valid URL (Port could not be cast to integer value as 'x')"),
-    ("http://localhost:3000", "has no path: the server's endpoint is its --path, /mcp by default "
-                              "(e.g. http://localhost:3000/mcp)"),
-    ("http://localhost:3000/mcp#x", "must not have a #fragment"),
-    ("http://local host/mcp", "must not contain spaces"),
-])
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ftp://localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
+        ("localhost:3000/mcp", "must start with http:// or https:// (the Streamable HTTP transport)"),
+        ("http:///mcp", "has no host (e.g. http://localhost:3000/mcp)"),
+        ("http://localhost:99999/mcp", "is not a valid URL (Port out of range 0-65535)"),
+        ("http://localhost:x/mcp", "is not a valid URL (Port could not be cast to integer value as 'x')"),
+        (
+            "http://localhost:3000",
+            "has no path: the server's endpoint is its --path, /mcp by default (e.g. http://localhost:3000/mcp)",
+        ),
+        ("http://localhost:3000/mcp#x", "must not have a #fragment"),
+        ("http://local host/mcp", "must not contain spaces"),
+    ],
+)
 @pytest.mark.parametrize("action", ["install", "show"])
 def test_a_bad_url_is_one_line_and_exit_2(user: Home, url: str, problem: str, action: str) -> None:
     done = user.run(action, "claude", "--url", url)
@@ -458,8 +505,10 @@ def test_show_prints_the_checked_in_example(user: Home, agent: str) -> None:
 
 def test_show_and_install_say_when_a_client_has_no_timeout_key(user: Home) -> None:
     shown = user.run("show", "vscode").stdout
-    note = ("Note: VS Code has no timeout key for MCP servers: nothing sets the limit for a test_patch call, "
-            "which can take up to 3600 s.")
+    note = (
+        "Note: VS Code has no timeout key for MCP servers: nothing sets the limit for a test_patch call, "
+        "which can take up to 3600 s."
+    )
     assert note in shown
     assert note in user.run("install", "vscode").stdout
 
@@ -476,7 +525,10 @@ def test_generic_prints_standard_json_or_writes_a_file(user: Home) -> None:
     assert user.run("uninstall", "generic", "--file", "client.json").returncode == 0
     assert target.read_text() == '{\n  "mcpServers": {\n    "a": {"url": "x"}\n  }\n}\n'
     refused = user.run("uninstall", "generic")
-    assert (refused.returncode, refused.stderr) == (2, "ssebench agents: generic has no config file of its own: give --file PATH\n")
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "ssebench agents: generic has no config file of its own: give --file PATH\n",
+    )
 
 
 def test_install_json_output(user: Home) -> None:
@@ -488,8 +540,10 @@ def test_install_json_output(user: Home) -> None:
     assert result["entry"] == {"url": "http://localhost:3000/mcp", "timeout": 600}
     assert (result["changed"], result["written"], result["dry_run"]) == (True, True, False)
     assert result["diff"].startswith(f"--- /dev/null\n+++ {path}\n")
-    assert result["notes"][-1] == ("Zed allows at most 600 s per server, so 7200 s is written as 600: "
-                                   "a test_patch call that takes longer fails in Zed.")
+    assert result["notes"][-1] == (
+        "Zed allows at most 600 s per server, so 7200 s is written as 600: "
+        "a test_patch call that takes longer fails in Zed."
+    )
 
 
 def test_bad_timeout_is_rejected_by_the_parser(user: Home) -> None:
@@ -506,8 +560,14 @@ def test_bad_timeout_is_rejected_by_the_parser(user: Home) -> None:
 def test_concurrent_installs_keep_every_entry(user: Home, agent: str) -> None:
     n = 8
     procs = [
-        subprocess.Popen([str(SSEBENCH), "agents", "install", agent, "--name", f"server{i}"], cwd=user.cwd,
-                         env=user.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [str(SSEBENCH), "agents", "install", agent, "--name", f"server{i}"],
+            cwd=user.cwd,
+            env=user.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(n)
     ]
     for proc in procs:
@@ -533,8 +593,9 @@ def test_dockerfile_prints_the_agent_layer(user: Home) -> None:
 
 
 def test_help_lists_the_actions() -> None:
-    done = subprocess.run([str(SSEBENCH), "agents", "--help"], capture_output=True, text=True, timeout=60,
-                          env={**os.environ})
+    done = subprocess.run(
+        [str(SSEBENCH), "agents", "--help"], capture_output=True, text=True, timeout=60, env={**os.environ}
+    )
     assert done.returncode == 0
     for action in ("install", "uninstall", "show", "list", "dockerfile"):
         assert action in done.stdout
@@ -544,5 +605,6 @@ def test_dockerfile_for_an_agent_without_a_layer(user: Home) -> None:
     done = user.run("dockerfile", "vscode")
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == ("ssebench agents: no agent layer for 'vscode': the bundled agents are "
-                           "claude, codex, gemini, opencode\n")
+    assert done.stderr == (
+        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode\n"
+    )

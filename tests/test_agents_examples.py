@@ -15,8 +15,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_examples_match_the_code() -> None:
     expected = render_examples.expected(REPO)
-    stale = [str(path.relative_to(REPO)) for path, content in expected.items()
-             if not path.exists() or path.read_text(encoding="utf-8") != content]
+    stale = [
+        str(path.relative_to(REPO))
+        for path, content in expected.items()
+        if not path.exists() or path.read_text(encoding="utf-8") != content
+    ]
     assert stale == [], "run: python -m ssebench.agents.render_examples"
 
 

@@ -19,11 +19,11 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_bom_is_kept_and_bak_holds_previous_bytes(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
-    original = "\ufeff{\n  \"a\": 1\n}\n".encode()
+    original = '\ufeff{\n  "a": 1\n}\n'.encode()
     path.write_bytes(original)
     change = files.edit(path, lambda text: formats.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
     assert change.changed
-    assert path.read_bytes().startswith("\ufeff{\n  \"a\": 1,\n".encode())
+    assert path.read_bytes().startswith('\ufeff{\n  "a": 1,\n'.encode())
     assert path.with_name("settings.json.bak").read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "settings.json", "settings.json.bak"]
 

@@ -38,8 +38,7 @@ def env(tmp_path: Path, bin_dir: Path) -> dict[str, str]:
 
 
 def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
 
 
 def install(agent: str, env: dict[str, str], cwd: Path, *extra: str) -> None:
@@ -54,8 +53,10 @@ def uninstall(agent: str, env: dict[str, str], cwd: Path) -> None:
 
 def test_claude_reads_url_and_timeout_in_ms(env: dict[str, str], tmp_path: Path) -> None:
     home = Path(env["HOME"])
-    (home / ".claude.json").write_text('{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": '
-                                       '{"type": "http", "url": "http://127.0.0.1:8/mcp"}\n  }\n}\n')
+    (home / ".claude.json").write_text(
+        '{\n  "numStartups": 3,\n  "mcpServers": {\n    "other": '
+        '{"type": "http", "url": "http://127.0.0.1:8/mcp"}\n  }\n}\n'
+    )
     install("claude", env, tmp_path)
     shown = run(["claude", "mcp", "get", "ssebench"], env, tmp_path).stdout
     assert f"URL: {URL}" in shown
@@ -84,8 +85,10 @@ def test_codex_reads_the_table_with_its_timeouts(env: dict[str, str], tmp_path: 
 def test_gemini_reads_a_commented_settings_file(env: dict[str, str], tmp_path: Path) -> None:
     settings = Path(env["HOME"]) / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text('// my settings\n{\n  "ui": {"hideBanner": true}, // trailing comment\n  /* block */\n'
-                        '  "mcpServers": {\n    "other": {"httpUrl": "http://127.0.0.1:8/mcp"}\n  }\n}\n')
+    settings.write_text(
+        '// my settings\n{\n  "ui": {"hideBanner": true}, // trailing comment\n  /* block */\n'
+        '  "mcpServers": {\n    "other": {"httpUrl": "http://127.0.0.1:8/mcp"}\n  }\n}\n'
+    )
     install("gemini", env, tmp_path)
     listed = run(["gemini", "mcp", "list"], env, tmp_path)
     assert f"ssebench: {URL} (http)" in listed.stdout + listed.stderr

@@ -37,19 +37,19 @@ JSON_FIXTURES = {
     ),
     "jsonc-comment-last": '{\n  "a": 1 // the last line has a comment\n}\n',
     "jsonc-comment-before-close": '{\n  "a": 1,\n  // commented-out: "b": 2\n}\n',
-    "json5-ish": "{\n  unquoted: 'single',\n  hex: 0x1F,\n  \"mcp\": {\"x\": {enabled: true,},},\n}\n",
+    "json5-ish": '{\n  unquoted: \'single\',\n  hex: 0x1F,\n  "mcp": {"x": {enabled: true,},},\n}\n',
 }
 
 TOML_FIXTURES = {
     "commented": (
-        "# top comment\nmodel = \"o3\"  # inline\n\n[profiles.a]\nmodel = \"x\"\n\n"
-        "[mcp_servers.docs]\ncommand = \"npx\"\nenv = { K = \"ü\" }\n\n# tail\n"
+        '# top comment\nmodel = "o3"  # inline\n\n[profiles.a]\nmodel = "x"\n\n'
+        '[mcp_servers.docs]\ncommand = "npx"\nenv = { K = "ü" }\n\n# tail\n'
     ),
     "empty-ish": "# only a comment\n",
     "explicit-parent": "[mcp_servers]\n\n[mcp_servers.other]\nurl = 'http://x'\n",
-    "after-array-of-tables": "[[hooks]]\nname = \"a\"\n\n[[hooks]]\nname = \"b\"\n",
+    "after-array-of-tables": '[[hooks]]\nname = "a"\n\n[[hooks]]\nname = "b"\n',
     "odd-spacing": "a=1\n[ profiles . x ]\nb  =  2   # spaced\n",
-    "crlf": "# windows\r\nmodel = \"x\"\r\n\r\n[mcp_servers.a]\r\nurl = \"u\"\r\n",
+    "crlf": '# windows\r\nmodel = "x"\r\n\r\n[mcp_servers.a]\r\nurl = "u"\r\n',
     "quoted-keys": '"mcp_servers".other = { url = "x" }\n["profile ü"]\nk = 1\n',
 }
 
@@ -57,7 +57,7 @@ YAML_FIXTURES = {
     "goose": (
         "# goose config\nGOOSE_PROVIDER: anthropic  # provider\nextensions:\n  developer:\n    bundled: true\n"
         "    enabled: true   # on\n    name: developer\n    timeout: 300\n    type: builtin\n"
-        "  memory:\n    enabled: false\n    type: builtin\n    name: memory\n    args:\n    - a\n    - \"b\"\n"
+        '  memory:\n    enabled: false\n    type: builtin\n    name: memory\n    args:\n    - a\n    - "b"\n'
         "GOOSE_MODEL: claude-x\n"
     ),
     "four-space": "extensions:\n    other:\n        enabled: true\n        uri: 'http://ü'\nGOOSE_MODE: auto\n",
@@ -99,8 +99,11 @@ def test_json_install_only_adds_lines(fixture: str) -> None:
         # every original line survives, in order (one may gain a comma)
         kept = iter(installed.splitlines())
         for line in original.splitlines():
-            assert any(candidate in (line, line.rstrip() + ",", line.replace(" //", ", //", 1))
-                       or candidate.startswith(line.rstrip() + ",") for candidate in kept), line
+            assert any(
+                candidate in (line, line.rstrip() + ",", line.replace(" //", ", //", 1))
+                or candidate.startswith(line.rstrip() + ",")
+                for candidate in kept
+            ), line
 
 
 def test_toml_install_appends_only_the_table() -> None:
@@ -112,7 +115,7 @@ def test_toml_install_appends_only_the_table() -> None:
 
 
 def test_toml_existing_entry_is_replaced_in_place() -> None:
-    original = TOML_FIXTURES["commented"].replace("# tail\n", "[mcp_servers.ssebench]\nurl = \"old\"\n\n# tail\n")
+    original = TOML_FIXTURES["commented"].replace("# tail\n", '[mcp_servers.ssebench]\nurl = "old"\n\n# tail\n')
     editor = formats.EDITORS["toml"]
     updated = editor.set(original, ("mcp_servers", "ssebench"), {"url": "new", "tool_timeout_sec": 5})
     assert updated == original.replace('url = "old"\n', 'url = "new"\ntool_timeout_sec = 5\n')
@@ -139,7 +142,7 @@ def test_json_duplicate_keys_last_one_wins() -> None:
 def test_json_empty_root_and_pruning() -> None:
     editor = formats.EDITORS["json"]
     assert editor.remove(editor.set("{}", ("mcpServers", "x"), {"url": "u"}), ("mcpServers", "x")) is None
-    kept = '{\n  // keep me\n}\n'
+    kept = "{\n  // keep me\n}\n"
     assert editor.remove(editor.set(kept, ("mcpServers", "x"), {"url": "u"}), ("mcpServers", "x")) == kept
 
 
@@ -154,20 +157,33 @@ def test_yaml_comment_only_file_keeps_its_comments() -> None:
 
 keys = st.text(alphabet=string.ascii_letters + "_-é✓", min_size=1, max_size=8)
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-10**6, 10**6),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
     st.text(alphabet=string.printable.replace("\r", "").replace("\x0b", "").replace("\x0c", "") + "üñ✓€", max_size=12),
 )
-json_values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)), max_leaves=8)
-servers = st.dictionaries(keys.filter(lambda k: k != "ssebench"),
-                          st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=8)}), min_size=1, max_size=3)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(keys, inner, max_size=3)),
+    max_leaves=8,
+)
+servers = st.dictionaries(
+    keys.filter(lambda k: k != "ssebench"),
+    st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=8)}),
+    min_size=1,
+    max_size=3,
+)
 
 
 def json_config(container: str):
-    return st.tuples(
-        st.dictionaries(keys.filter(lambda k: k != container), json_values, max_size=4),
-        st.one_of(st.none(), servers),
-    ).map(lambda t: {**t[0], **({container: t[1]} if t[1] else {})}).filter(bool)
+    return (
+        st.tuples(
+            st.dictionaries(keys.filter(lambda k: k != container), json_values, max_size=4),
+            st.one_of(st.none(), servers),
+        )
+        .map(lambda t: {**t[0], **({container: t[1]} if t[1] else {})})
+        .filter(bool)
+    )
 
 
 def render_jsonc(value: Any, data, indent: str, level: int = 0) -> str:
@@ -196,8 +212,9 @@ def test_json_install_uninstall_identity(config: dict[str, Any], indent) -> None
     path, entry = entry_for(CLIENTS["claude"])
     installed = editor.set(text, path, entry)
     assert json.loads(installed)["mcpServers"]["ssebench"] == entry
-    assert {k: v for k, v in json.loads(installed).items() if k != "mcpServers"} == \
-        {k: v for k, v in config.items() if k != "mcpServers"}
+    assert {k: v for k, v in json.loads(installed).items() if k != "mcpServers"} == {
+        k: v for k, v in config.items() if k != "mcpServers"
+    }
     assert editor.set(installed, path, entry) == installed
     assert editor.remove(installed, path) == text
 
@@ -215,17 +232,24 @@ def test_jsonc_install_uninstall_identity(config: dict[str, Any], data, indent: 
 
 
 toml_keys = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=6)
-toml_scalars = st.one_of(st.booleans(), st.integers(-1000, 1000),
-                         st.text(alphabet=string.ascii_letters + " üñ✓", max_size=10))
+toml_scalars = st.one_of(
+    st.booleans(), st.integers(-1000, 1000), st.text(alphabet=string.ascii_letters + " üñ✓", max_size=10)
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     top=st.dictionaries(toml_keys.filter(lambda k: k != "mcp_servers"), toml_scalars, max_size=3),
-    tables=st.dictionaries(toml_keys.filter(lambda k: k != "mcp_servers"),
-                           st.dictionaries(toml_keys, toml_scalars, min_size=1, max_size=3), max_size=3),
-    others=st.dictionaries(toml_keys.filter(lambda k: k != "ssebench"),
-                           st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=6)}), max_size=2),
+    tables=st.dictionaries(
+        toml_keys.filter(lambda k: k != "mcp_servers"),
+        st.dictionaries(toml_keys, toml_scalars, min_size=1, max_size=3),
+        max_size=3,
+    ),
+    others=st.dictionaries(
+        toml_keys.filter(lambda k: k != "ssebench"),
+        st.fixed_dictionaries({"url": st.text(string.ascii_letters, max_size=6)}),
+        max_size=2,
+    ),
     comments=st.lists(st.sampled_from(["# a comment ✓", "", "#"]), max_size=3),
 )
 def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
@@ -261,9 +285,11 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     top=st.dictionaries(toml_keys.filter(lambda k: k != "extensions"), toml_scalars, min_size=1, max_size=3),
-    others=st.dictionaries(toml_keys.filter(lambda k: k != "ssebench"),
-                           st.fixed_dictionaries({"enabled": st.booleans(), "type": st.just("builtin")}),
-                           max_size=2),
+    others=st.dictionaries(
+        toml_keys.filter(lambda k: k != "ssebench"),
+        st.fixed_dictionaries({"enabled": st.booleans(), "type": st.just("builtin")}),
+        max_size=2,
+    ),
     comment=st.sampled_from(["", "# goose ✓\n"]),
     between=st.lists(st.sampled_from(["# next ✓\n", "\n", "  # indented\n"]), max_size=3),
 )
@@ -292,13 +318,17 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
 
 
 def test_yaml_entry_goes_before_the_comments_of_the_next_key() -> None:
-    original = ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n\n"
-                "# the model comes next\nGOOSE_MODEL: claude-x\n")
+    original = (
+        "extensions:\n  developer:\n    enabled: true\n    type: builtin\n\n"
+        "# the model comes next\nGOOSE_MODEL: claude-x\n"
+    )
     editor = formats.EDITORS["yaml"]
     installed = editor.set(original, ("extensions", "ssebench"), {"uri": "u", "timeout": 5, "envs": {}})
-    assert installed == ("extensions:\n  developer:\n    enabled: true\n    type: builtin\n"
-                         "  ssebench:\n    uri: u\n    timeout: 5\n    envs: {}\n\n"
-                         "# the model comes next\nGOOSE_MODEL: claude-x\n")
+    assert installed == (
+        "extensions:\n  developer:\n    enabled: true\n    type: builtin\n"
+        "  ssebench:\n    uri: u\n    timeout: 5\n    envs: {}\n\n"
+        "# the model comes next\nGOOSE_MODEL: claude-x\n"
+    )
     assert editor.remove(installed, ("extensions", "ssebench")) == original
 
 

@@ -74,20 +74,44 @@ def test_a_registered_agent_is_in_every_list(toy) -> None:
 
 def test_the_toy_preflight_names_its_key(tmp_path: Path, task_factory) -> None:
     task = task_factory(build="true", functional="test -f fixed")
-    done = subprocess.run([*RUN, "run", "--task", str(task.file), "--agent", "toy"], env=toy_env(tmp_path),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*RUN, "run", "--task", str(task.file), "--agent", "toy"],
+        env=toy_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2, done.stderr
-    assert done.stderr == ("ssebench run: toy cannot run:\n  - no model API key: set TOY_API_KEY\n"
-                           "(--skip-preflight starts it anyway)\n")
+    assert done.stderr == (
+        "ssebench run: toy cannot run:\n  - no model API key: set TOY_API_KEY\n(--skip-preflight starts it anyway)\n"
+    )
 
 
 @pytest.mark.slow
 def test_ssebench_run_launches_the_toy_agent(tmp_path: Path, task_factory) -> None:
     task = task_factory(build="true", functional="test -f fixed")
     results = tmp_path / "run"
-    done = subprocess.run([*RUN, "run", "--task", str(task.file), "--agent", "toy", "--results", str(results),
-                           "--difficulty", "1", "--prompt", "Fix it.", "--json"],
-                          env=toy_env(tmp_path, TOY_API_KEY="k"), capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            *RUN,
+            "run",
+            "--task",
+            str(task.file),
+            "--agent",
+            "toy",
+            "--results",
+            str(results),
+            "--difficulty",
+            "1",
+            "--prompt",
+            "Fix it.",
+            "--json",
+        ],
+        env=toy_env(tmp_path, TOY_API_KEY="k"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["status"] == "passed" and data["passed"] is True
@@ -98,7 +122,12 @@ def test_ssebench_run_launches_the_toy_agent(tmp_path: Path, task_factory) -> No
     # the converter turned the CLI's stream into the dialog
     lines = [json.loads(line) for line in (results / "dialog.jsonl").read_text().splitlines()]
     assert [(e["type"], e.get("status")) for e in lines] == [
-        ("init", None), ("prompt", None), ("tool", "running"), ("tool", "success"), ("message", None),
-        ("complete", "success")]
+        ("init", None),
+        ("prompt", None),
+        ("tool", "running"),
+        ("tool", "success"),
+        ("message", None),
+        ("complete", "success"),
+    ]
     assert lines[0]["agent"] == "toy" and lines[1]["text"] == "Fix it."
     assert lines[3]["output"].startswith("test_patch result: every check that ran passed.")

@@ -22,8 +22,14 @@ def _trace(tmp_path: Path, script: str, **env: str) -> tracefile.Record:
     assert STRACE is not None
     trace = tmp_path / "trace"
     with open(trace, "wb") as f:
-        subprocess.run(tracefile.command(STRACE, ["bash", "-c", script], f.fileno()), cwd=tmp_path,
-                       pass_fds=(f.fileno(),), check=True, capture_output=True, env={**os.environ, **env})
+        subprocess.run(
+            tracefile.command(STRACE, ["bash", "-c", script], f.fileno()),
+            cwd=tmp_path,
+            pass_fds=(f.fileno(),),
+            check=True,
+            capture_output=True,
+            env={**os.environ, **env},
+        )
     return tracefile.parse_trace(trace, str(tmp_path), str(tmp_path))
 
 
@@ -36,8 +42,11 @@ def test_hostile_file_names_are_read_as_they_are(tmp_path):
     assert record.complete, record.problem
     cats = [s for s in record.steps.values() if s.program == "cat"]
     assert {r for s in cats for r in s.reads} == {name}  # the link counts as its target
-    shell = next(s for s in record.steps.values() if s.key.split("\0")[1:4] == ["bash", "-c", "cat link > out; "
-                                                                             'cat "$NAME" >/dev/null'])
+    shell = next(
+        s
+        for s in record.steps.values()
+        if s.key.split("\0")[1:4] == ["bash", "-c", 'cat link > out; cat "$NAME" >/dev/null']
+    )
     assert shell.writes == {"out"} and shell.orchestrator
 
 
@@ -69,10 +78,11 @@ def test_calls_split_across_lines_are_joined(tmp_path):
     trace.write_text(
         f'7 execve("{tree}", ["{tree}"], 0x1 /* 1 vars */) = 0\n'
         f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_RDONLY <unfinished ...>\n'
-        f'8 +++ exited with 0 +++\n'
-        f'7 <... openat resumed>) = 3<{hexed}>\n'
+        f"8 +++ exited with 0 +++\n"
+        f"7 <... openat resumed>) = 3<{hexed}>\n"
         f'7 openat(AT_FDCWD<{tree}>, "{hexed}", O_WRONLY|O_CREAT <unfinished ...>\n'
-        f')                = 4<{hexed}>\n')
+        f")                = 4<{hexed}>\n"
+    )
     record = tracefile.parse_trace(trace, "/t", "/t")
     assert record.complete, record.problem
     (step,) = record.steps.values()
@@ -92,7 +102,11 @@ def test_the_build_cannot_see_or_write_its_trace(tmp_path, mode):  # noqa: F811
 @needs_strace
 def test_a_build_that_runs_leaksanitizer_is_redone_untraced(tmp_path, mode):  # noqa: F811
     # LeakSanitizer refuses to run under ptrace; an untraced build (grade's) passes.
-    e = Engine(tmp_path, mode, build="cc -fsanitize=address -o ok ok.c && ./ok && echo ran",
-               tree_files={"ok.c": "int main(void) { return 0; }\n"})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="cc -fsanitize=address -o ok ok.c && ./ok && echo ran",
+        tree_files={"ok.c": "int main(void) { return 0; }\n"},
+    )
     assert e.run([Check.BUILD])["build"] == ("passed", "ran\n\n")
     assert e.runner.last_build == "clean: a program of the build cannot run under strace"

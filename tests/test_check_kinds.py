@@ -36,6 +36,7 @@ P, F, N = State.PASSED, State.FAILED, State.NOT_RUN
 
 # -- the table ------------------------------------------------------------------------------
 
+
 def test_the_levels_come_from_each_kinds_max_level() -> None:
     assert {n: [c.value for c in level.allowed] for n, level in LEVELS.items()} == {
         0: ["build", "pocs", "intent", "functional"],
@@ -72,9 +73,16 @@ def _spec_results(level: int) -> list[CheckResult]:
     return out
 
 
-@pytest.mark.parametrize(("level", "expected"), [
-    (0, SPEC_LEVEL_0), (1, SPEC_LEVEL_1), (2, SPEC_LEVEL_2), (3, SPEC_LEVEL_3), (4, SPEC_LEVEL_4),
-])
+@pytest.mark.parametrize(
+    ("level", "expected"),
+    [
+        (0, SPEC_LEVEL_0),
+        (1, SPEC_LEVEL_1),
+        (2, SPEC_LEVEL_2),
+        (3, SPEC_LEVEL_3),
+        (4, SPEC_LEVEL_4),
+    ],
+)
 def test_the_table_drives_the_spec_examples(level: int, expected: str) -> None:
     assert render(LEVELS[level], _spec_results(level)) == expected
 
@@ -91,13 +99,17 @@ def test_a_relabelled_kind_changes_every_text_that_names_it(monkeypatch: pytest.
 
 # -- the contract ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("result", [
-    CheckResult(Check.BUILD, F, True, 1.23456, has_log=True, log_bytes=9),
-    CheckResult(Check.POCS, P, False, 0.5, 0, 0),
-    CheckResult(Check.POCS, F, False, 0.5, 1, 3, has_log=True, log_bytes=2),
-    CheckResult(Check.POCS, N),
-    CheckResult(Check.FUNCTIONAL, P, covered_by_intent=True),
-])
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        CheckResult(Check.BUILD, F, True, 1.23456, has_log=True, log_bytes=9),
+        CheckResult(Check.POCS, P, False, 0.5, 0, 0),
+        CheckResult(Check.POCS, F, False, 0.5, 1, 3, has_log=True, log_bytes=2),
+        CheckResult(Check.POCS, N),
+        CheckResult(Check.FUNCTIONAL, P, covered_by_intent=True),
+    ],
+)
 def test_a_check_result_reads_back_as_written(result: CheckResult) -> None:
     line = contract.to_line(contract.CheckFinished(result))
     back = contract.parse_line(line.decode())
@@ -106,10 +118,25 @@ def test_a_check_result_reads_back_as_written(result: CheckResult) -> None:
 
 def test_the_wire_keeps_the_daemons_keys_and_nulls() -> None:
     assert contract.CheckResult(Check.POCS, N).to_json() == {
-        "check": "pocs", "state": "not_run", "timed_out": False, "elapsed": 0.0, "pocs_passed": None,
-        "pocs_total": None, "covered_by_intent": False, "has_log": False, "log_bytes": 0}
+        "check": "pocs",
+        "state": "not_run",
+        "timed_out": False,
+        "elapsed": 0.0,
+        "pocs_passed": None,
+        "pocs_total": None,
+        "covered_by_intent": False,
+        "has_log": False,
+        "log_bytes": 0,
+    }
     assert list(contract.CheckResult(Check.BUILD, P).to_json()) == [
-        "check", "state", "timed_out", "elapsed", "covered_by_intent", "has_log", "log_bytes"]
+        "check",
+        "state",
+        "timed_out",
+        "elapsed",
+        "covered_by_intent",
+        "has_log",
+        "log_bytes",
+    ]
     with pytest.raises(contract.ContractError):
         contract.CheckResult(Check.POCS, F, pocs_passed=3, pocs_total=2)
     with pytest.raises(contract.ContractError):
@@ -118,21 +145,25 @@ def test_the_wire_keeps_the_daemons_keys_and_nulls() -> None:
 
 # -- the server: a stand-in daemon on a real socket, the real client and call log --------------
 
+
 @asynccontextmanager
 async def stand_in_daemon(path: Path, lines: Sequence[str], log: bytes = b"") -> AsyncIterator[None]:
     """A Unix-socket HTTP peer that answers ``POST /runs`` with *lines* and any log GET with *log*."""
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
-        length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
-                       if h.lower().startswith(b"content-length:")), 0)
+        length = next(
+            (int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0
+        )
         await reader.readexactly(length)
         if head.startswith(b"POST /runs "):
             body = "".join(line + "\n" for line in lines).encode()
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n" + body)
         else:
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(log), log))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(log), log)
+            )
         await writer.drain()
         writer.close()
 
@@ -168,43 +199,60 @@ def _call_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "ssebench.server.calls"]
 
 
-BUILD_OK = '{"check": "build", "state": "passed", "timed_out": false, "elapsed": 0.1, ' \
-           '"covered_by_intent": false, "has_log": true, "log_bytes": 3}'
-FUNCTIONAL_FAILED = '{"check": "functional", "state": "failed", "timed_out": false, "elapsed": 0.2, ' \
-                    '"covered_by_intent": false, "has_log": true, "log_bytes": 4}'
+BUILD_OK = (
+    '{"check": "build", "state": "passed", "timed_out": false, "elapsed": 0.1, '
+    '"covered_by_intent": false, "has_log": true, "log_bytes": 3}'
+)
+FUNCTIONAL_FAILED = (
+    '{"check": "functional", "state": "failed", "timed_out": false, "elapsed": 0.2, '
+    '"covered_by_intent": false, "has_log": true, "log_bytes": 4}'
+)
 
 
-@pytest.mark.parametrize("bad", [
-    '{"event": "check_finished", "check": "build", "state": "passed", "surprise": 1}',
-    '{"event": "check_started", "check": "lint"}',
-    '{"event": "progress", "percent": 50}',
-    '{"event": "heartbeat", "check": "build", "elapsed": "soon"}',
-    '["started"]',
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        '{"event": "check_finished", "check": "build", "state": "passed", "surprise": 1}',
+        '{"event": "check_started", "check": "lint"}',
+        '{"event": "progress", "percent": 50}',
+        '{"event": "heartbeat", "check": "build", "elapsed": "soon"}',
+        '["started"]',
+    ],
+)
 def test_an_off_contract_daemon_event_is_the_internal_failure_text(
-        sock_dir: Path, caplog: pytest.LogCaptureFixture, bad: str) -> None:
+    sock_dir: Path, caplog: pytest.LogCaptureFixture, bad: str
+) -> None:
     caplog.set_level(logging.INFO, logger="ssebench.server")
-    lines = ['{"event": "started", "run_id": "r-1", "difficulty": 2}', bad,
-             f'{{"event": "result", "run_id": "r-1", "checks": [{BUILD_OK}], "difficulty": 2}}']
+    lines = [
+        '{"event": "started", "run_id": "r-1", "difficulty": 2}',
+        bad,
+        f'{{"event": "result", "run_id": "r-1", "checks": [{BUILD_OK}], "difficulty": 2}}',
+    ]
 
     async def scenario() -> str:
         async with stand_in_daemon(sock_dir / "d.sock", lines):
             return await call_once(served(sock_dir, 2))
 
     assert asyncio.run(scenario()) == INTERNAL_FAILURE
-    assert any("off-contract event from the daemon" in r.getMessage() or
-               "off-contract event from the daemon" in (r.exc_text or "") for r in caplog.records)
+    assert any(
+        "off-contract event from the daemon" in r.getMessage()
+        or "off-contract event from the daemon" in (r.exc_text or "")
+        for r in caplog.records
+    )
     assert [line.split(": ", 1)[1].rsplit(" in ", 1)[0] for line in _call_lines(caplog)] == ["internal failure"]
 
 
 def test_a_failed_run_is_told_and_logged_from_its_states(sock_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="ssebench.server")
-    lines = ['{"event": "started", "run_id": "r-1", "difficulty": 2}',
-             '{"event": "check_started", "check": "build"}', '{"event": "check_finished", ' + BUILD_OK[1:],
-             '{"event": "check_started", "check": "functional"}',
-             '{"event": "heartbeat", "check": "functional", "elapsed": 0.2}',
-             '{"event": "check_finished", ' + FUNCTIONAL_FAILED[1:],
-             f'{{"event": "result", "run_id": "r-1", "checks": [{BUILD_OK}, {FUNCTIONAL_FAILED}], "difficulty": 2}}']
+    lines = [
+        '{"event": "started", "run_id": "r-1", "difficulty": 2}',
+        '{"event": "check_started", "check": "build"}',
+        '{"event": "check_finished", ' + BUILD_OK[1:],
+        '{"event": "check_started", "check": "functional"}',
+        '{"event": "heartbeat", "check": "functional", "elapsed": 0.2}',
+        '{"event": "check_finished", ' + FUNCTIONAL_FAILED[1:],
+        f'{{"event": "result", "run_id": "r-1", "checks": [{BUILD_OK}, {FUNCTIONAL_FAILED}], "difficulty": 2}}',
+    ]
 
     async def scenario() -> str:
         # The log reads like another result: the call log must not take it for one.
@@ -213,8 +261,10 @@ def test_a_failed_run_is_told_and_logged_from_its_states(sock_dir: Path, caplog:
             return await call_once(served(sock_dir, 2))
 
     text = asyncio.run(scenario())
-    assert text.startswith(f"test_patch result: FAILED. {SPEC_REASONS[Check.FUNCTIONAL]}\n\nChecks:\n"
-                           "- build: passed\n- functional tests: FAILED\n\n")
+    assert text.startswith(
+        f"test_patch result: FAILED. {SPEC_REASONS[Check.FUNCTIONAL]}\n\nChecks:\n"
+        "- build: passed\n- functional tests: FAILED\n\n"
+    )
     assert text.endswith("Full log (functional tests):\ntest_patch result: every check passed.\n- build: FAILED")
     (line,) = _call_lines(caplog)
     assert line.startswith("test_patch call 1 (level 2): FAILED [build: passed, functional tests: FAILED] in ")

@@ -23,17 +23,25 @@ pytestmark = pytest.mark.timeout(180)
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-@pytest.mark.parametrize("args", [
-    ["completion", "bash"],
-    ["task", "check", str(DEMO_TASK)],
-    ["agents", "list"],
-    ["agents", "show", "claude"],
-    ["grade", "--task", str(DEMO_TASK), "--json"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["completion", "bash"],
+        ["task", "check", str(DEMO_TASK)],
+        ["agents", "list"],
+        ["agents", "show", "claude"],
+        ["grade", "--task", str(DEMO_TASK), "--json"],
+    ],
+)
 def test_a_closed_pipe_is_not_a_traceback(args: list[str], tmp_path: Path) -> None:
     """``ssebench ... | head -1``: the reader is gone before we write; no traceback, status 141."""
-    proc = subprocess.Popen([SSEBENCH, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, env={**os.environ, "HOME": str(tmp_path)})
+    proc = subprocess.Popen(
+        [SSEBENCH, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -42,17 +50,25 @@ def test_a_closed_pipe_is_not_a_traceback(args: list[str], tmp_path: Path) -> No
 
 
 def test_head_in_a_shell_pipeline(tmp_path: Path) -> None:
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", f"{SSEBENCH} completion bash | head -1"],
-                          capture_output=True, text=True, timeout=60)
-    assert done.stdout == "# ssebench completion for bash (and zsh through bashcompinit); made by `ssebench completion bash`\n"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{SSEBENCH} completion bash | head -1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        done.stdout
+        == "# ssebench completion for bash (and zsh through bashcompinit); made by `ssebench completion bash`\n"
+    )
     assert done.stderr == ""
 
 
 def _run_on_a_tty(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[int, str]:
     """Run ssebench with stdout and stderr on a pseudo-terminal; return (status, output)."""
     main, sub = pty.openpty()
-    proc = subprocess.Popen([SSEBENCH, *args], stdin=subprocess.DEVNULL, stdout=sub, stderr=sub,
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [SSEBENCH, *args], stdin=subprocess.DEVNULL, stdout=sub, stderr=sub, env=env, start_new_session=True
+    )
     os.close(sub)
     chunks = []
     deadline = time.monotonic() + timeout
@@ -111,10 +127,17 @@ def _complete(script: Path, *words: str) -> list[str]:
     """What bash's completion offers after ``words`` (the last one is being typed)."""
     quoted = " ".join(f"'{w}'" for w in words)
     done = subprocess.run(
-        ["bash", "--norc", "-c",
-         f'source "{script}"; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _ssebench; '
-         'printf "%s\\n" "${COMPREPLY[@]}"'],
-        capture_output=True, text=True, timeout=30)
+        [
+            "bash",
+            "--norc",
+            "-c",
+            f'source "{script}"; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _ssebench; '
+            'printf "%s\\n" "${COMPREPLY[@]}"',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 0, done.stderr
     return [line for line in done.stdout.splitlines() if line]
 
@@ -135,14 +158,18 @@ def test_bash_completion_completes_commands_agents_and_choices(tmp_path: Path) -
 
 def test_zsh_and_fish_scripts() -> None:
     zsh = run_ssebench("completion", "zsh").stdout
-    assert zsh.startswith("# ssebench completion for zsh: the bash script through zsh's bashcompinit\n"
-                          "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
-                          "autoload -U +X bashcompinit && bashcompinit\n")
+    assert zsh.startswith(
+        "# ssebench completion for zsh: the bash script through zsh's bashcompinit\n"
+        "(( $+functions[compdef] )) || { autoload -U +X compinit && compinit }\n"
+        "autoload -U +X bashcompinit && bashcompinit\n"
+    )
     assert zsh.endswith(run_ssebench("completion", "bash").stdout)
     fish = run_ssebench("completion", "fish").stdout.splitlines()
     assert fish[1] == "complete -c ssebench -f"
-    assert ("complete -c ssebench -n '__fish_seen_subcommand_from task; and not __fish_seen_subcommand_from "
-            "check new' -a check -d 'validate a task file and show what each difficulty level shows'") in fish
+    assert (
+        "complete -c ssebench -n '__fish_seen_subcommand_from task; and not __fish_seen_subcommand_from "
+        "check new' -a check -d 'validate a task file and show what each difficulty level shows'"
+    ) in fish
     done = run_ssebench("completion", "tcsh")
     assert done.returncode == 2
     assert "invalid choice: 'tcsh'" in done.stderr
@@ -152,8 +179,13 @@ def test_zsh_and_fish_scripts() -> None:
 def test_zsh_registers_the_completion(tmp_path: Path) -> None:
     script = tmp_path / "ssebench.zsh"
     script.write_text(run_ssebench("completion", "zsh").stdout)
-    done = subprocess.run(["zsh", "-f", "-c", f'source "{script}"; print -r -- "$_comps[ssebench]"'],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    done = subprocess.run(
+        ["zsh", "-f", "-c", f'source "{script}"; print -r -- "$_comps[ssebench]"'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert (done.returncode, done.stdout) == (0, "_bash_complete -o filenames -F _ssebench\n"), done.stderr
 
 
@@ -161,8 +193,13 @@ def test_zsh_registers_the_completion(tmp_path: Path) -> None:
 def test_fish_completes(tmp_path: Path) -> None:
     script = tmp_path / "ssebench.fish"
     script.write_text(run_ssebench("completion", "fish").stdout)
-    done = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C 'ssebench agents install co'"],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+    done = subprocess.run(
+        ["fish", "--no-config", "-c", f"source {script}; complete -C 'ssebench agents install co'"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert (done.returncode, done.stdout) == (0, "codex\n"), done.stderr
 
 
@@ -173,10 +210,25 @@ def test_a_skipped_stage_shows_no_negative_time(tmp_path: Path) -> None:
     task = make_task(tmp_path / "t", functional="true")
     ready = tmp_path / "agent-started"
     proc = subprocess.Popen(
-        [SSEBENCH, "run", "--task", str(task.file), "--results", str(tmp_path / "results"), "--",
-         "sh", "-c", f'touch "{ready}"; sleep 60'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-        env=_env(), start_new_session=True)
+        [
+            SSEBENCH,
+            "run",
+            "--task",
+            str(task.file),
+            "--results",
+            str(tmp_path / "results"),
+            "--",
+            "sh",
+            "-c",
+            f'touch "{ready}"; sleep 60',
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:

@@ -13,8 +13,13 @@ import pytest
 from tests.helpers.tasks import ADD_FILE_DIFF
 
 LEVEL_NAMES = {0: "FULL_ASSISTANCE", 1: "NO_INTENT_TEST", 2: "NO_FUTURE_TEST", 3: "BUILD_ONLY", 4: "NO_BUILD"}
-ENABLED = {0: ["build", "pocs", "intent", "functional"], 1: ["build", "pocs", "functional"],
-           2: ["build", "functional"], 3: ["build"], 4: []}
+ENABLED = {
+    0: ["build", "pocs", "intent", "functional"],
+    1: ["build", "pocs", "functional"],
+    2: ["build", "functional"],
+    3: ["build"],
+    4: [],
+}
 ALL = ["build", "pocs", "intent", "functional"]
 
 
@@ -43,22 +48,37 @@ def tree_hash(root: Path) -> str:
 
 def test_health(task_factory, daemon_factory):
     d = daemon_factory(task_factory().file, difficulty="3")
-    assert d.get("/health").json() == {"status": "ok", "version": "0.1.0", "difficulty": 3,
-                                       "busy": False, "queued": 0, "sandbox": "bwrap 0.11.0",
-                                       "build_trace": "not probed yet",
-                                       "builds": {"incremental": 0, "clean": 0, "last": ""}}
+    assert d.get("/health").json() == {
+        "status": "ok",
+        "version": "0.1.0",
+        "difficulty": 3,
+        "busy": False,
+        "queued": 0,
+        "sandbox": "bwrap 0.11.0",
+        "build_trace": "not probed yet",
+        "builds": {"incremental": 0, "clean": 0, "last": ""},
+    }
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
 def test_task_view_shows_only_what_the_level_allows(task_factory, daemon_factory, level):
-    t = task_factory(task_id="view-1", description="Fix the parser.", pocs=["SECRET-POC-1", "SECRET-POC-2"],
-                     intent="true", intent_diff=ADD_FILE_DIFF)
+    t = task_factory(
+        task_id="view-1",
+        description="Fix the parser.",
+        pocs=["SECRET-POC-1", "SECRET-POC-2"],
+        intent="true",
+        intent_diff=ADD_FILE_DIFF,
+    )
     d = daemon_factory(t.file, difficulty=str(level))
     r = d.get("/task")
     view = r.json()
-    expected = {"id": "view-1", "description": "Fix the parser.",
-                "difficulty": {"level": level, "name": LEVEL_NAMES[level]},
-                "checks": ENABLED[level], "withheld": [c for c in ALL if c not in ENABLED[level]]}
+    expected = {
+        "id": "view-1",
+        "description": "Fix the parser.",
+        "difficulty": {"level": level, "name": LEVEL_NAMES[level]},
+        "checks": ENABLED[level],
+        "withheld": [c for c in ALL if c not in ENABLED[level]],
+    }
     if level in (0, 1):
         expected["poc_count"] = 2
     assert view == expected
@@ -82,25 +102,49 @@ def test_everything_passes_at_level_0(task_factory, daemon_factory):
     d = daemon_factory(t.file, difficulty="0")
     events = d.run()
     kinds = [e["event"] for e in events if e["event"] != "heartbeat"]  # heartbeats: every 0.2 s here
-    assert kinds == ["started", "check_started", "check_finished", "check_started", "check_finished",
-                     "check_started", "check_finished", "check_finished", "result"]
+    assert kinds == [
+        "started",
+        "check_started",
+        "check_finished",
+        "check_started",
+        "check_finished",
+        "check_started",
+        "check_finished",
+        "check_finished",
+        "result",
+    ]
     result = events[-1]
     assert result["difficulty"] == 0
     assert [c["check"] for c in result["checks"]] == ALL
     build, pocs, intent, functional = result["checks"]
-    assert build == {"check": "build", "state": "passed", "timed_out": False, "elapsed": build["elapsed"],
-                     "covered_by_intent": False, "has_log": True, "log_bytes": 1}
+    assert build == {
+        "check": "build",
+        "state": "passed",
+        "timed_out": False,
+        "elapsed": build["elapsed"],
+        "covered_by_intent": False,
+        "has_log": True,
+        "log_bytes": 1,
+    }
     assert pocs["pocs_passed"] == 2 and pocs["pocs_total"] == 2 and pocs["state"] == "passed"
     assert intent["state"] == "passed"
     # Functional ("false") would fail: intent passing covers it, so it never ran.
-    assert functional == {"check": "functional", "state": "passed", "timed_out": False, "elapsed": 0.0,
-                          "covered_by_intent": True, "has_log": False, "log_bytes": 0}
+    assert functional == {
+        "check": "functional",
+        "state": "passed",
+        "timed_out": False,
+        "elapsed": 0.0,
+        "covered_by_intent": True,
+        "has_log": False,
+        "log_bytes": 0,
+    }
     assert events[-2] == {"event": "check_finished", **functional}
 
 
 def test_failed_build_stops_everything(task_factory, daemon_factory):
-    t = task_factory(build="echo compiling; echo 'error: boom' >&2; exit 3", pocs=["fixed"],
-                     intent="true", functional="true")
+    t = task_factory(
+        build="echo compiling; echo 'error: boom' >&2; exit 3", pocs=["fixed"], intent="true", functional="true"
+    )
     d = daemon_factory(t.file, difficulty="0")
     r = d.result()
     assert states(r) == {"build": "failed", "pocs": "not_run", "intent": "not_run", "functional": "not_run"}
@@ -111,11 +155,14 @@ def test_failed_build_stops_everything(task_factory, daemon_factory):
 
 def test_pocs_run_in_order_and_stop_at_the_first_that_triggers(task_factory, daemon_factory, tmp_path):
     order = tmp_path / "order.txt"
-    t = task_factory(build="touch built.flag",
-                     pocs=["fixed", "fixed", "crash", "fixed"],
-                     poc_run='test -f built.flag && basename "$SSE_POC" >> "$ORDER_FILE" && '
-                             'echo "ran $(basename "$SSE_POC")" && test "$(cat "$SSE_POC")" = fixed',
-                     intent="true", functional="true")
+    t = task_factory(
+        build="touch built.flag",
+        pocs=["fixed", "fixed", "crash", "fixed"],
+        poc_run='test -f built.flag && basename "$SSE_POC" >> "$ORDER_FILE" && '
+        'echo "ran $(basename "$SSE_POC")" && test "$(cat "$SSE_POC")" = fixed',
+        intent="true",
+        functional="true",
+    )
     # Without the sandbox: the checks write ORDER_FILE on the host, which a sandbox forbids.
     d = daemon_factory(t.file, difficulty="0", env={"ORDER_FILE": str(order)}, args=("--no-sandbox",))
     r = d.result()
@@ -129,9 +176,12 @@ def test_pocs_run_in_order_and_stop_at_the_first_that_triggers(task_factory, dae
 
 def test_pocs_and_functional_run_in_views_of_the_built_tree(task_factory, daemon_factory):
     # Each later check sees what the build made, and none sees another's side effects.
-    t = task_factory(build="echo built > artefact", pocs=["fixed"],
-                     functional='test "$(cat artefact)" = built && test ! -e poc-was-here',
-                     poc_run='test "$(cat artefact)" = built && touch poc-was-here')
+    t = task_factory(
+        build="echo built > artefact",
+        pocs=["fixed"],
+        functional='test "$(cat artefact)" = built && test ! -e poc-was-here',
+        poc_run='test "$(cat artefact)" = built && touch poc-was-here',
+    )
     r = daemon_factory(t.file, difficulty="1").result()
     assert states(r) == {"build": "passed", "pocs": "passed", "functional": "passed"}
 
@@ -139,9 +189,17 @@ def test_pocs_and_functional_run_in_views_of_the_built_tree(task_factory, daemon
 def test_task_without_pocs_passes_that_step(task_factory, daemon_factory):
     t = task_factory(pocs=None)
     r = daemon_factory(t.file, difficulty="0").result()
-    assert r["pocs"] == {"check": "pocs", "state": "passed", "timed_out": False, "elapsed": r["pocs"]["elapsed"],
-                         "pocs_passed": 0, "pocs_total": 0, "covered_by_intent": False,
-                         "has_log": False, "log_bytes": 0}
+    assert r["pocs"] == {
+        "check": "pocs",
+        "state": "passed",
+        "timed_out": False,
+        "elapsed": r["pocs"]["elapsed"],
+        "pocs_passed": 0,
+        "pocs_total": 0,
+        "covered_by_intent": False,
+        "has_log": False,
+        "log_bytes": 0,
+    }
     assert list(states(r)) == ["build", "pocs", "functional"]  # no [intent]: left out
 
 
@@ -152,8 +210,11 @@ def test_checks_the_task_lacks_are_left_out(task_factory, daemon_factory):
 
 
 def test_intent_failing_runs_functional_in_a_fresh_view(task_factory, daemon_factory):
-    t = task_factory(build="touch built.flag", intent="test -f intent-added.txt && echo intent-ran && exit 1",
-                     functional="test ! -e intent-added.txt && test -e built.flag && echo functional-ran")
+    t = task_factory(
+        build="touch built.flag",
+        intent="test -f intent-added.txt && echo intent-ran && exit 1",
+        functional="test ! -e intent-added.txt && test -e built.flag && echo functional-ran",
+    )
     d = daemon_factory(t.file, difficulty="0")
     r = d.result()
     assert states(r) == {"build": "passed", "pocs": "passed", "intent": "failed", "functional": "passed"}
@@ -179,8 +240,7 @@ def test_functional_runs_when_intent_is_withheld(task_factory, daemon_factory, t
 
 
 def test_intent_diff_that_does_not_apply(task_factory, daemon_factory):
-    bad_diff = ("diff --git a/missing.c b/missing.c\n--- a/missing.c\n+++ b/missing.c\n"
-                "@@ -1 +1 @@\n-old\n+new\n")
+    bad_diff = "diff --git a/missing.c b/missing.c\n--- a/missing.c\n+++ b/missing.c\n@@ -1 +1 @@\n-old\n+new\n"
     t = task_factory(intent="echo never", intent_diff=bad_diff, functional="echo functional-ran")
     d = daemon_factory(t.file, difficulty="0")
     events = d.run()
@@ -195,7 +255,7 @@ def test_intent_diff_that_does_not_apply(task_factory, daemon_factory):
 def test_intent_diff_applies_to_a_tree_that_is_a_git_repository(task_factory, daemon_factory):
     import subprocess
 
-    t = task_factory(intent="test \"$(cat intent-added.txt)\" = added")
+    t = task_factory(intent='test "$(cat intent-added.txt)" = added')
     subprocess.run(["git", "init", "-q", str(t.tree)], check=True)
     r = daemon_factory(t.file, difficulty="0").result()
     assert r["intent"]["state"] == "passed"
@@ -207,12 +267,14 @@ def test_intent_diff_applies_to_a_tree_that_is_a_git_repository(task_factory, da
 def test_environment_and_stdin_without_sandbox(task_factory, daemon_factory):
     t = task_factory(
         build='test "$SSE_TREE" = "$PWD" && test "$SSE_TASK_DIR" = "$EXPECT_TASK_DIR" && '
-              'test "$SSE_TREE" != "$EXPECT_TREE" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
+        'test "$SSE_TREE" != "$EXPECT_TREE" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
         pocs=["fixed"],
         poc_run='test "$SSE_POC" = "$EXPECT_TASK_DIR/pocs/poc-1" && test "$SSE_TREE" = "$PWD" && test -z "$(cat)"',
-        functional='test "$SSE_TREE" = "$PWD" && test -z "${SSE_POC+x}" && test -z "$(cat)"')
-    d = daemon_factory(t.file, difficulty="1", env={"EXPECT_TASK_DIR": str(t.dir), "EXPECT_TREE": str(t.tree)},
-                       args=("--no-sandbox",))
+        functional='test "$SSE_TREE" = "$PWD" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
+    )
+    d = daemon_factory(
+        t.file, difficulty="1", env={"EXPECT_TASK_DIR": str(t.dir), "EXPECT_TREE": str(t.tree)}, args=("--no-sandbox",)
+    )
     assert states(d.result()) == {"build": "passed", "pocs": "passed", "functional": "passed"}
 
 
@@ -221,11 +283,12 @@ def test_environment_and_stdin_in_the_sandbox(task_factory, daemon_factory):
     # that holds only the PoC being run, at its place relative to the task folder.
     t = task_factory(
         build='test "$SSE_TREE" = /sse/tree && test "$PWD" = /sse/tree && test "$SSE_TASK_DIR" = /sse/task && '
-              'test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
+        'test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
         pocs=["fixed"],
         poc_run='test "$SSE_POC" = /sse/task/pocs/poc-1 && test "$(cat "$SSE_POC")" = fixed && '
-                'test "$(cd /sse/task && find . -type f)" = ./pocs/poc-1 && test -z "$(cat)"',
-        functional='test "$SSE_TREE" = "$PWD" && test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"')
+        'test "$(cd /sse/task && find . -type f)" = ./pocs/poc-1 && test -z "$(cat)"',
+        functional='test "$SSE_TREE" = "$PWD" && test -z "$(ls -A /sse/task)" && test -z "${SSE_POC+x}" && test -z "$(cat)"',
+    )
     d = daemon_factory(t.file, difficulty="1")
     assert states(d.result()) == {"build": "passed", "pocs": "passed", "functional": "passed"}
 
@@ -275,8 +338,11 @@ def test_withheld_checks_get_403(task_factory, daemon_factory, level):
             assert run.status_code == 200
             assert log.status_code == 404
         else:
-            error = {"error": f"check '{check}' is not available at difficulty level {level} "
-                              f"({LEVEL_NAMES[level]})", "level": level, "name": LEVEL_NAMES[level]}
+            error = {
+                "error": f"check '{check}' is not available at difficulty level {level} ({LEVEL_NAMES[level]})",
+                "level": level,
+                "name": LEVEL_NAMES[level],
+            }
             assert (run.status_code, run.json()) == (403, error)
             assert (log.status_code, log.json()) == (403, error)
 
@@ -297,13 +363,16 @@ def test_logs_of_withheld_checks_are_refused_even_for_a_real_run(task_factory, d
     assert d.get(f"/runs/{r['_run']}/logs/functional").status_code == 200
 
 
-@pytest.mark.parametrize(("body", "status", "message"), [
-    (b"{not json", 400, "the request body is not valid JSON"),
-    (b"[]", 400, 'the request body must be an object with only the key "checks"'),
-    (b'{"checks": ["build"], "level": 0}', 400, 'the request body must be an object with only the key "checks"'),
-    (b'{"checks": "build"}', 400, '"checks" must be an array of check names'),
-    (b'{"checks": ["lint"]}', 400, "unknown check 'lint' (known: build, pocs, intent, functional)"),
-])
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        (b"{not json", 400, "the request body is not valid JSON"),
+        (b"[]", 400, 'the request body must be an object with only the key "checks"'),
+        (b'{"checks": ["build"], "level": 0}', 400, 'the request body must be an object with only the key "checks"'),
+        (b'{"checks": "build"}', 400, '"checks" must be an array of check names'),
+        (b'{"checks": ["lint"]}', 400, "unknown check 'lint' (known: build, pocs, intent, functional)"),
+    ],
+)
 def test_bad_run_requests(task_factory, daemon_factory, body, status, message):
     d = daemon_factory(task_factory().file, difficulty="0")
     r = d.client().post("/runs", content=body)
@@ -325,11 +394,17 @@ def test_unknown_paths_and_runs(task_factory, daemon_factory):
 
 def test_agents_tree_is_byte_identical_after_a_run(task_factory, daemon_factory):
     t = task_factory(
-        tree_files={"main.c": "int main(void){return 0;}\n", "sub/data.bin": bytes(range(256)),
-                    "Makefile": "all:\n\techo built > out.o\n\trm -f main.c\n"},
+        tree_files={
+            "main.c": "int main(void){return 0;}\n",
+            "sub/data.bin": bytes(range(256)),
+            "Makefile": "all:\n\techo built > out.o\n\trm -f main.c\n",
+        },
         build="make && chmod 000 sub && echo x >> Makefile",
-        pocs=["fixed"], poc_run="rm -rf ./*; true",
-        intent="echo more >> intent-added.txt", functional="touch new-file")
+        pocs=["fixed"],
+        poc_run="rm -rf ./*; true",
+        intent="echo more >> intent-added.txt",
+        functional="touch new-file",
+    )
     (t.tree / "link").symlink_to("main.c")
     before = tree_hash(t.tree)
     r = daemon_factory(t.file, difficulty="0", tree=t.tree).result()

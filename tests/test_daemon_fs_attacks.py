@@ -31,15 +31,20 @@ from tests.helpers.tasks import make_task
 
 pytestmark = pytest.mark.timeout(300)
 
-LEVEL_CHECKS = {0: ["build", "pocs", "intent", "functional"], 1: ["build", "pocs", "functional"],
-                2: ["build", "functional"], 3: ["build"]}
+LEVEL_CHECKS = {
+    0: ["build", "pocs", "intent", "functional"],
+    1: ["build", "pocs", "functional"],
+    2: ["build", "functional"],
+    3: ["build"],
+}
 # Prints everything the check's tree holds (so whatever the snapshot took is in the log).
 DUMP = "ls -laR . 2>&1; find . -type f -not -path './.git/*' -exec cat {} + 2>&1; true"
 
 
 def _git(tree: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(tree), "-c", "user.email=a@b", "-c", "user.name=n", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(tree), "-c", "user.email=a@b", "-c", "user.name=n", *args], check=True, capture_output=True
+    )
 
 
 def _events_text(d: Any, events: list[dict[str, Any]]) -> str:
@@ -85,8 +90,12 @@ class Swapper:
 
     def __init__(self, tree: Path, task_dir: Path, host: Path) -> None:
         pairs = []
-        for name, target in (("sub", task_dir), ("deep/er", host), ("file.txt", host / "secret.txt"),
-                             ("pocsdir", task_dir / "pocs")):
+        for name, target in (
+            ("sub", task_dir),
+            ("deep/er", host),
+            ("file.txt", host / "secret.txt"),
+            ("pocsdir", task_dir / "pocs"),
+        ):
             link = tree / f"{name}.alt"
             link.symlink_to(target)
             pairs.append(f"{tree / name}={link}")
@@ -104,12 +113,21 @@ def _race_task(root: Path) -> tuple[Any, dict[str, str], Path]:
     (host / "secret.txt").write_text(marks["host"] + "\n")
     (host / "nested").mkdir()
     (host / "nested" / "more.txt").write_text(marks["host"] + "\n")
-    diff = ("diff --git a/intent-added.txt b/intent-added.txt\nnew file mode 100644\n--- /dev/null\n"
-            f"+++ b/intent-added.txt\n@@ -0,0 +1 @@\n+{marks['intent']}\n")
-    task = make_task(root / "task", pocs=[marks["poc1"], marks["poc2"]], poc_run=DUMP, build=DUMP,
-                     functional=DUMP, intent=DUMP, intent_diff=diff, top_toml=f"# {marks['taskfile']}",
-                     tree_files={"sub/a.txt": "a\n", "deep/er/b.txt": "b\n", "file.txt": "f\n",
-                                 "pocsdir/c.txt": "c\n"})
+    diff = (
+        "diff --git a/intent-added.txt b/intent-added.txt\nnew file mode 100644\n--- /dev/null\n"
+        f"+++ b/intent-added.txt\n@@ -0,0 +1 @@\n+{marks['intent']}\n"
+    )
+    task = make_task(
+        root / "task",
+        pocs=[marks["poc1"], marks["poc2"]],
+        poc_run=DUMP,
+        build=DUMP,
+        functional=DUMP,
+        intent=DUMP,
+        intent_diff=diff,
+        top_toml=f"# {marks['taskfile']}",
+        tree_files={"sub/a.txt": "a\n", "deep/er/b.txt": "b\n", "file.txt": "f\n", "pocsdir/c.txt": "c\n"},
+    )
     return task, marks, host
 
 
@@ -128,8 +146,9 @@ def _tree_state(root: Path) -> dict[str, tuple[int, int, bytes | str]]:
         for name in [*dirs, *files]:
             path = Path(folder) / name
             st = path.lstat()
-            body: bytes | str = os.readlink(path) if path.is_symlink() else (
-                path.read_bytes() if path.is_file() else "")
+            body: bytes | str = (
+                os.readlink(path) if path.is_symlink() else (path.read_bytes() if path.is_file() else "")
+            )
             out[str(path.relative_to(root))] = (st.st_mode, st.st_mtime_ns, body)
     return out
 
@@ -165,8 +184,7 @@ def test_a_tree_swapped_for_symlinks_under_grade_leaks_nothing(tmp_path):
     swapper = Swapper(task.tree, task.dir, host)
     try:
         for _ in range(2):
-            done = run_ssebench("grade", "--task", str(task.file), "--json", env={"SSE_DIFFICULTY": "4"},
-                                timeout=240)
+            done = run_ssebench("grade", "--task", str(task.file), "--json", env={"SSE_DIFFICULTY": "4"}, timeout=240)
             assert done.returncode in (0, 1), done.stderr
             _assert_clean(done.stdout + done.stderr, marks, "grade's output")
     finally:
@@ -209,9 +227,20 @@ def _victim(root: Path) -> Path:
 def test_a_mirror_full_of_symlinks_to_the_host_is_never_written_through(tmp_path, daemon_factory, sandbox):
     victim = _victim(tmp_path)
     before = _tree_state(victim)
-    task = make_task(tmp_path / "task", build=PLANT.format(victim=victim),
-                     tree_files={"d/x.c": "x\n", "d/y.c": "y\n", "d/sub/z.c": "z\n", "f.txt": "f\n",
-                                 "m.txt": "m\n", "keep/x.c": "keep\n", "e/gone/y.c": "g\n", "e/k": "k\n"})
+    task = make_task(
+        tmp_path / "task",
+        build=PLANT.format(victim=victim),
+        tree_files={
+            "d/x.c": "x\n",
+            "d/y.c": "y\n",
+            "d/sub/z.c": "z\n",
+            "f.txt": "f\n",
+            "m.txt": "m\n",
+            "keep/x.c": "keep\n",
+            "e/gone/y.c": "g\n",
+            "e/k": "k\n",
+        },
+    )
     env = {"SSE_NO_SANDBOX": "1"} if sandbox == "no sandbox" else {}
     d = daemon_factory(task.file, difficulty="3", env=env)
     assert d.result()["build"]["state"] == "passed"
@@ -234,6 +263,7 @@ def test_a_mirror_full_of_symlinks_to_the_host_is_never_written_through(tmp_path
 
 
 # -- a hostile .git ----------------------------------------------------------------------------
+
 
 def _marker_program(folder: Path, name: str) -> tuple[Path, Path]:
     marker = folder / f"MARK-{name}"
@@ -267,8 +297,9 @@ def _hostile_repo(tree: Path, kind: str, variant: int, outside: Path) -> list[Pa
             helper.write_text(prog.read_text())
             helper.chmod(0o755)
             _git(tree, "config", "remote.origin.url", "evil::somewhere")
-        tree_id = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True,
-                                 capture_output=True, text=True).stdout.strip()
+        tree_id = subprocess.run(
+            ["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         (git / "objects" / tree_id[:2] / tree_id[2:]).unlink()  # missing: a lazy fetch is due
     elif kind == "fsmonitor":
         if variant == 0:
@@ -281,23 +312,33 @@ def _hostile_repo(tree: Path, kind: str, variant: int, outside: Path) -> list[Pa
         inc = outside / f"include-{variant}.cfg"
         _git(tree, "config", "core.repositoryformatversion", "1")
         if variant == 0:  # a promisor remote whose upload-pack is the program, by include.path
-            inc.write_text(f"[core]\n\tfsmonitor = {prog}\n\tpager = {prog}\n[extensions]\n"
-                           f"\tpartialClone = origin\n[remote \"origin\"]\n\tpromisor = true\n"
-                           f"\turl = file://{outside}\n\tuploadpack = {prog}\n")
+            inc.write_text(
+                f"[core]\n\tfsmonitor = {prog}\n\tpager = {prog}\n[extensions]\n"
+                f'\tpartialClone = origin\n[remote "origin"]\n\tpromisor = true\n'
+                f"\turl = file://{outside}\n\tuploadpack = {prog}\n"
+            )
             _git(tree, "config", "include.path", str(inc))
         else:  # the same by includeIf, with an ext:: remote
-            inc.write_text(f"[core]\n\tfsmonitor = {prog}\n[remote \"origin\"]\n\tpromisor = true\n"
-                           f"\turl = ext::{prog} %S\n")
+            inc.write_text(
+                f'[core]\n\tfsmonitor = {prog}\n[remote "origin"]\n\tpromisor = true\n\turl = ext::{prog} %S\n'
+            )
             _git(tree, "config", "extensions.partialClone", "origin")
             _git(tree, "config", f"includeIf.gitdir:{git}/.path", str(inc))
-        tree_id = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True,
-                                 capture_output=True, text=True).stdout.strip()
+        tree_id = subprocess.run(
+            ["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         (git / "objects" / tree_id[:2] / tree_id[2:]).unlink()
     elif kind == "hooks":
         hooks = git / "hooks" if variant == 0 else outside / "hooks"
         hooks.mkdir(exist_ok=True)
-        for hook in ("pre-commit", "post-checkout", "post-index-change", "reference-transaction",
-                     "fsmonitor-watchman", "pre-auto-gc"):
+        for hook in (
+            "pre-commit",
+            "post-checkout",
+            "post-index-change",
+            "reference-transaction",
+            "fsmonitor-watchman",
+            "pre-auto-gc",
+        ):
             (hooks / hook).write_text(prog.read_text())
             (hooks / hook).chmod(0o755)
         if variant == 1:
@@ -312,15 +353,18 @@ def _hostile_repo(tree: Path, kind: str, variant: int, outside: Path) -> list[Pa
         _git(tree, "config", "extensions.partialClone", "origin")
         _git(tree, "config", "remote.origin.promisor", "true")
         _git(tree, "config", "remote.origin.url", f"ext::{prog} %S" if variant == 0 else "evil::x")
-        tree_id = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True,
-                                 capture_output=True, text=True).stdout.strip()
+        tree_id = subprocess.run(
+            ["git", "-C", str(tree), "rev-parse", "HEAD^{tree}"], check=True, capture_output=True, text=True
+        ).stdout.strip()
         (git / "objects" / tree_id[:2] / tree_id[2:]).unlink()
     return [marker]
 
 
-HOSTILE = [(kind, v) for kind, n in (("promisor", 3), ("fsmonitor", 2), ("hooks", 2), ("include", 2),
-                                      ("alternates", 2))
-           for v in range(n)]
+HOSTILE = [
+    (kind, v)
+    for kind, n in (("promisor", 3), ("fsmonitor", 2), ("hooks", 2), ("include", 2), ("alternates", 2))
+    for v in range(n)
+]
 
 
 @pytest.mark.slow
@@ -334,8 +378,7 @@ def test_a_hostile_git_repository_never_runs_its_program_outside_the_sandbox(tmp
     if sandbox == "no sandbox":
         env_base["SSE_NO_SANDBOX"] = "1"
     for kind, variant in HOSTILE:
-        task = make_task(tmp_path / f"task-{kind}-{variant}", build="true",
-                         tree_files={"a.c": "int a;\n"})
+        task = make_task(tmp_path / f"task-{kind}-{variant}", build="true", tree_files={"a.c": "int a;\n"})
         markers += _hostile_repo(task.tree, kind, variant, outside)
         # Plain git does run these (the attack is real): checked for the promisor variants.
         d = daemon_factory(task.file, difficulty="3", env=env_base)
@@ -357,16 +400,25 @@ def test_the_promisor_attack_is_real_with_plain_git(tmp_path):
         (tree / "a.c").write_text("int a;\n")
         (marker,) = _hostile_repo(tree, kind, variant, outside)
         env = {**os.environ, "PATH": f"{outside / 'bin'}:{os.environ['PATH']}"}
-        subprocess.run(["git", "-C", str(tree), "ls-tree", "-r", "HEAD"], env=env, capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=60)
+        subprocess.run(
+            ["git", "-C", str(tree), "ls-tree", "-r", "HEAD"],
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
         assert marker.exists()
 
 
 # -- workspace faults ------------------------------------------------------------------------
 
+
 def _workspace_of(d: Any, tmp: Path) -> Path:
-    (ws,) = [p for p in tmp.iterdir() if p.name.startswith("ssebench-daemon-")
-             and json.loads((p / "owner.json").read_text())["pid"] == d.proc.pid]
+    (ws,) = [
+        p
+        for p in tmp.iterdir()
+        if p.name.startswith("ssebench-daemon-") and json.loads((p / "owner.json").read_text())["pid"] == d.proc.pid
+    ]
     return ws
 
 
@@ -374,8 +426,9 @@ def _workspace_of(d: Any, tmp: Path) -> Path:
 def test_the_workspace_removed_under_the_daemon_is_made_again(tmp_path, daemon_factory):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    task = make_task(tmp_path / "task", build="cat a.c > built && cat built", functional="cat built",
-                     tree_files={"a.c": "int a;\n"})
+    task = make_task(
+        tmp_path / "task", build="cat a.c > built && cat built", functional="cat built", tree_files={"a.c": "int a;\n"}
+    )
     d = daemon_factory(task.file, difficulty="2", env={"TMPDIR": str(tmp)})
     first = d.result()
     assert first["build"]["state"] == "passed" and first["functional"]["state"] == "passed"
@@ -404,8 +457,13 @@ def test_a_removed_workspace_whose_name_is_taken_is_one_clear_line(tmp_path, dae
     elsewhere.mkdir()
     ws.symlink_to(elsewhere)  # someone else took the name
     events = d.run()
-    assert events == [{"event": "error", "message": "the daemon's workspace was removed and cannot be "
-                                                    "made again: its name is taken by something not ours"}]
+    assert events == [
+        {
+            "event": "error",
+            "message": "the daemon's workspace was removed and cannot be "
+            "made again: its name is taken by something not ours",
+        }
+    ]
     assert list(elsewhere.iterdir()) == []
     ws.unlink()
     assert d.result()["build"]["state"] == "passed"
@@ -426,8 +484,12 @@ def _disk_use(folder: Path) -> int:
 def test_a_5_gib_sparse_file_costs_next_to_nothing(tmp_path, daemon_factory):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    task = make_task(tmp_path / "task", build="stat -c '%s' big.bin && head -c 5 big.bin | od -An -c",
-                     functional="tail -c 4 big.bin", tree_files={"a.c": "int a;\n"})
+    task = make_task(
+        tmp_path / "task",
+        build="stat -c '%s' big.bin && head -c 5 big.bin | od -An -c",
+        functional="tail -c 4 big.bin",
+        tree_files={"a.c": "int a;\n"},
+    )
     with open(task.tree / "big.bin", "wb") as f:
         f.write(b"head")
         f.seek(5 << 30)

@@ -22,11 +22,13 @@ from tests.helpers.daemon import marked_processes, run_ssebench, short_tempdir, 
 NOTE = "[ssebench] timed out after 1 s: the command and every process it started were killed.\n"
 
 # Starts processes that leave the check's process group in every usual way, then hangs.
-ESCAPES = ("sleep 300 & "                                  # plain background child
-           "setsid sleep 301 & "                           # new session
-           "(setsid sh -c 'sleep 302 & sleep 303' &) ; "   # daemonized (double fork + setsid)
-           "nohup sleep 304 >/dev/null 2>&1 & "
-           "echo started; sleep 1000")
+ESCAPES = (
+    "sleep 300 & "  # plain background child
+    "setsid sleep 301 & "  # new session
+    "(setsid sh -c 'sleep 302 & sleep 303' &) ; "  # daemonized (double fork + setsid)
+    "nohup sleep 304 >/dev/null 2>&1 & "
+    "echo started; sleep 1000"
+)
 
 
 def wait_until(predicate, timeout: float = 5.0) -> bool:
@@ -82,8 +84,10 @@ def test_poc_timeout(task_factory, daemon_factory):
 @pytest.mark.slow
 def test_concurrent_runs_serialize_in_arrival_order(task_factory, daemon_factory, tmp_path):
     order = tmp_path / "order.txt"
-    t = task_factory(build='v=$(cat VALUE); echo "start $v" >> "$ORDER_FILE"; sleep 1; '
-                           'echo "end $v" >> "$ORDER_FILE"; echo "value $v"')
+    t = task_factory(
+        build='v=$(cat VALUE); echo "start $v" >> "$ORDER_FILE"; sleep 1; '
+        'echo "end $v" >> "$ORDER_FILE"; echo "value $v"'
+    )
     # Without the sandbox: the checks write ORDER_FILE on the host, which a sandbox forbids.
     d = daemon_factory(t.file, difficulty="3", env={"ORDER_FILE": str(order)}, args=("--no-sandbox",))
     results: dict[int, list[dict]] = {}
@@ -96,6 +100,7 @@ def test_concurrent_runs_serialize_in_arrival_order(task_factory, daemon_factory
             first_lines[n] = next(lines)
             ready.set()  # the daemon has snapshotted this request's tree
             import json
+
             results[n] = [json.loads(first_lines[n])] + [json.loads(x) for x in lines if x]
 
     for n in range(1, 5):
@@ -131,8 +136,15 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
         th.join(10)
     health = d.get("/health").json()
     assert health | {"version": None, "builds": None, "build_trace": None} == {
-        "status": "ok", "version": None, "difficulty": 3, "busy": False, "queued": 0,
-        "sandbox": "bwrap 0.11.0", "builds": None, "build_trace": None}
+        "status": "ok",
+        "version": None,
+        "difficulty": 3,
+        "busy": False,
+        "queued": 0,
+        "sandbox": "bwrap 0.11.0",
+        "builds": None,
+        "build_trace": None,
+    }
     assert health["build_trace"].startswith("strace ")  # probed once, at the first build
     assert health["builds"]["incremental"] + health["builds"]["clean"] == len(threads)
 
@@ -143,7 +155,7 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
 def test_client_disconnect_kills_the_running_check_and_frees_the_daemon(task_factory, daemon_factory):
     mark = uuid.uuid4().hex
     # The switch is a file in the tree: the sandboxed check sees nothing of the task folder.
-    t = task_factory(build='if [ -e slow ]; then ' + ESCAPES + "; fi; echo quick")
+    t = task_factory(build="if [ -e slow ]; then " + ESCAPES + "; fi; echo quick")
     (t.tree / "slow").touch()
     d = daemon_factory(t.file, difficulty="3", env={"SSE_TEST_MARK": mark})
     with d.client().stream("POST", "/runs") as r:
@@ -226,8 +238,9 @@ def test_bad_difficulty_is_reported_before_a_bad_task(tmp_path):
 
 def test_tree_that_is_not_a_folder(task_factory, tmp_path):
     t = task_factory()
-    proc = run_ssebench("daemon", "--task", str(t.file), "--tree", str(tmp_path / "nope"),
-                        "--socket", str(short_tempdir() / "d.sock"))
+    proc = run_ssebench(
+        "daemon", "--task", str(t.file), "--tree", str(tmp_path / "nope"), "--socket", str(short_tempdir() / "d.sock")
+    )
     assert (proc.returncode, proc.stderr) == (2, f"ssebench daemon: --tree {tmp_path / 'nope'}: is not a folder\n")
 
 
@@ -376,8 +389,7 @@ def test_bad_heartbeat_setting(task_factory, raw):
     sock = short_tempdir() / "d.sock"
     proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock), env={"SSE_DAEMON_HEARTBEAT": raw})
     assert proc.returncode == 2
-    assert proc.stderr == (f"ssebench daemon: SSE_DAEMON_HEARTBEAT must be a positive number of seconds, "
-                           f"got '{raw}'\n")
+    assert proc.stderr == (f"ssebench daemon: SSE_DAEMON_HEARTBEAT must be a positive number of seconds, got '{raw}'\n")
     assert not sock.exists()
 
 
@@ -387,4 +399,6 @@ def test_socket_path_too_long(task_factory, tmp_path):
     path = folder / "x.sock"
     proc = run_ssebench("daemon", "--task", str(task_factory().file), "--socket", str(path))
     assert (proc.returncode, proc.stderr) == (
-        1, f"ssebench daemon: {path}: too long for a Unix socket path (at most 107 bytes)\n")
+        1,
+        f"ssebench daemon: {path}: too long for a Unix socket path (at most 107 bytes)\n",
+    )

@@ -16,9 +16,11 @@ from ssebench.dialog.writer import DialogWriter
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 PROMPT = "Fix the bug. Use test_patch."
-RESULT = ("test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n- functional tests: passed\n\n"
-          "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. "
-          "Without the PoCs, this result does not show whether the vulnerability is fixed.")
+RESULT = (
+    "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n- functional tests: passed\n\n"
+    "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. "
+    "Without the PoCs, this result does not show whether the vulnerability is fixed."
+)
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -47,16 +49,31 @@ def test_claude_stream():
     tools = events[0].pop("tools")
     assert "mcp__ssebench__test_patch" in tools and "Bash" in tools
     assert events == [
-        {"type": "init", "agent": "claude", "session": "3b1efa67-bd63-4d81-8ff6-9a3900c4da6b",
-         "model": "claude-opus-5-5"},
+        {
+            "type": "init",
+            "agent": "claude",
+            "session": "3b1efa67-bd63-4d81-8ff6-9a3900c4da6b",
+            "model": "claude-opus-5-5",
+        },
         {"type": "prompt", "text": PROMPT},
         {"type": "tool", "id": "toolu_0002", "name": "mcp__ssebench__test_patch", "status": "running", "input": {}},
-        {"type": "tool", "id": "toolu_0002", "name": "mcp__ssebench__test_patch", "status": "success",
-         "output": RESULT},
+        {
+            "type": "tool",
+            "id": "toolu_0002",
+            "name": "mcp__ssebench__test_patch",
+            "status": "success",
+            "output": RESULT,
+        },
         {"type": "message", "role": "assistant", "text": "I ran test_patch."},
         # duration is Claude's own duration_ms of the captured run
-        {"type": "complete", "status": "success", "turns": 2, "duration": events[-1]["duration"],
-         "tokens": {"input": 200, "output": 20, "cached": 0}, "exit_code": 0},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "duration": events[-1]["duration"],
+            "tokens": {"input": 200, "output": 20, "cached": 0},
+            "exit_code": 0,
+        },
     ]
     result = json.loads(fixture("claude")[-1])
     assert events[-1]["duration"] == result["duration_ms"] / 1000
@@ -70,8 +87,13 @@ def test_codex_stream():
         {"type": "tool", "id": "item_1", "name": "ssebench.test_patch", "status": "running", "input": {}},
         {"type": "tool", "id": "item_1", "name": "ssebench.test_patch", "status": "success", "output": RESULT},
         {"type": "message", "role": "assistant", "text": "I ran test_patch."},
-        {"type": "complete", "status": "success", "turns": 2,
-         "tokens": {"input": 200, "output": 20, "cached": 0}, "exit_code": 0},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "tokens": {"input": 200, "output": 20, "cached": 0},
+            "exit_code": 0,
+        },
     ]
 
 
@@ -80,13 +102,29 @@ def test_gemini_stream():
     assert events == [
         {"type": "init", "agent": "gemini", "session": "67e9a28f-ac89-456a-accd-813e2b5b71b2", "model": "auto"},
         {"type": "prompt", "text": PROMPT},  # Gemini's own user message, not a second copy
-        {"type": "tool", "id": "mcp_ssebench_test_patch__call_0002", "name": "mcp_ssebench_test_patch",
-         "status": "running", "input": {}},
-        {"type": "tool", "id": "mcp_ssebench_test_patch__call_0002", "name": "mcp_ssebench_test_patch",
-         "status": "success", "output": RESULT},
+        {
+            "type": "tool",
+            "id": "mcp_ssebench_test_patch__call_0002",
+            "name": "mcp_ssebench_test_patch",
+            "status": "running",
+            "input": {},
+        },
+        {
+            "type": "tool",
+            "id": "mcp_ssebench_test_patch__call_0002",
+            "name": "mcp_ssebench_test_patch",
+            "status": "success",
+            "output": RESULT,
+        },
         {"type": "message", "role": "assistant", "text": "I ran test_patch."},
-        {"type": "complete", "status": "success", "turns": 2, "duration": 0.17,
-         "tokens": {"input": 300, "output": 30, "cached": 0}, "exit_code": 0},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "duration": 0.17,
+            "tokens": {"input": 300, "output": 30, "cached": 0},
+            "exit_code": 0,
+        },
     ]
 
 
@@ -99,17 +137,25 @@ def test_opencode_stream():
         {"type": "tool", "id": "toolu_0002", "name": "ssebench_test_patch", "status": "running", "input": {}},
         {"type": "tool", "id": "toolu_0002", "name": "ssebench_test_patch", "status": "success", "output": RESULT},
         {"type": "message", "role": "assistant", "text": "I ran test_patch."},
-        {"type": "complete", "status": "success", "turns": 2,
-         "tokens": {"input": 200, "output": 20, "cached": 0}, "exit_code": 0},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "tokens": {"input": 200, "output": 20, "cached": 0},
+            "exit_code": 0,
+        },
     ]
 
 
 def test_gemini_deltas_are_merged_into_one_message():
-    lines = [json.dumps(e) for e in (
-        {"type": "init", "session_id": "s", "model": "m"},
-        {"type": "message", "role": "assistant", "content": "Hel", "delta": True},
-        {"type": "message", "role": "assistant", "content": "lo.", "delta": True},
-    )]
+    lines = [
+        json.dumps(e)
+        for e in (
+            {"type": "init", "session_id": "s", "model": "m"},
+            {"type": "message", "role": "assistant", "content": "Hel", "delta": True},
+            {"type": "message", "role": "assistant", "content": "lo.", "delta": True},
+        )
+    ]
     events = convert("gemini", lines, prompt=None)
     assert [e for e in events if e["type"] == "message"] == [{"type": "message", "role": "assistant", "text": "Hello."}]
 
@@ -118,43 +164,96 @@ def test_a_session_cut_short_closes_open_calls_and_says_timeout():
     # the captured Claude stream up to the tool call, then the CLI was killed
     events = convert("claude", fixture("claude")[:2], exit_code=143, timed_out=True)
     assert events[-2:] == [
-        {"type": "tool", "id": "toolu_0002", "name": "mcp__ssebench__test_patch", "status": "error",
-         "output": "(the session ended before the tool returned)"},
-        {"type": "complete", "status": "timeout", "turns": 1, "duration": events[-1]["duration"],
-         "tokens": {"input": 0, "output": 0, "cached": 0}, "exit_code": 143,
-         "error": "the agent ran out of time and was stopped"},
+        {
+            "type": "tool",
+            "id": "toolu_0002",
+            "name": "mcp__ssebench__test_patch",
+            "status": "error",
+            "output": "(the session ended before the tool returned)",
+        },
+        {
+            "type": "complete",
+            "status": "timeout",
+            "turns": 1,
+            "duration": events[-1]["duration"],
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 143,
+            "error": "the agent ran out of time and was stopped",
+        },
     ]
 
 
 def test_claude_error_result_and_tool_error():
-    lines = [json.dumps(e) for e in (
-        {"type": "assistant",
-         "message": {"content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}]}},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
-                                                  "content": "boom"}]}},
-        {"type": "result", "subtype": "error_max_turns", "is_error": True, "duration_ms": 1500, "usage": {}},
-    )]
+    lines = [
+        json.dumps(e)
+        for e in (
+            {
+                "type": "assistant",
+                "message": {"content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {"a": 1}}]},
+            },
+            {
+                "type": "user",
+                "message": {
+                    "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "boom"}]
+                },
+            },
+            {"type": "result", "subtype": "error_max_turns", "is_error": True, "duration_ms": 1500, "usage": {}},
+        )
+    ]
     events = convert("claude", lines, prompt=None)
     assert events == [
         {"type": "tool", "id": "t1", "name": "x", "status": "running", "input": {"a": 1}},
         {"type": "tool", "id": "t1", "name": "x", "status": "error", "output": "boom"},
-        {"type": "complete", "status": "error", "turns": 1, "duration": 1.5,
-         "tokens": {"input": 0, "output": 0, "cached": 0}, "exit_code": 0, "error": "error_max_turns"},
+        {
+            "type": "complete",
+            "status": "error",
+            "turns": 1,
+            "duration": 1.5,
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 0,
+            "error": "error_max_turns",
+        },
     ]
 
 
 def test_codex_failed_call_and_turn_failed():
-    lines = [json.dumps(e) for e in (
-        {"type": "item.started", "item": {"id": "i1", "type": "mcp_tool_call", "server": "ssebench",
-                                          "tool": "test_patch", "arguments": {}, "status": "in_progress"}},
-        {"type": "item.completed", "item": {"id": "i1", "type": "mcp_tool_call", "server": "ssebench",
-                                            "tool": "test_patch", "arguments": {}, "status": "failed",
-                                            "error": {"message": "tool call timed out"}}},
-        {"type": "turn.failed", "error": {"message": "stream disconnected"}},
-    )]
+    lines = [
+        json.dumps(e)
+        for e in (
+            {
+                "type": "item.started",
+                "item": {
+                    "id": "i1",
+                    "type": "mcp_tool_call",
+                    "server": "ssebench",
+                    "tool": "test_patch",
+                    "arguments": {},
+                    "status": "in_progress",
+                },
+            },
+            {
+                "type": "item.completed",
+                "item": {
+                    "id": "i1",
+                    "type": "mcp_tool_call",
+                    "server": "ssebench",
+                    "tool": "test_patch",
+                    "arguments": {},
+                    "status": "failed",
+                    "error": {"message": "tool call timed out"},
+                },
+            },
+            {"type": "turn.failed", "error": {"message": "stream disconnected"}},
+        )
+    ]
     events = convert("codex", lines, prompt=None, exit_code=1)
-    assert events[1] == {"type": "tool", "id": "i1", "name": "ssebench.test_patch", "status": "error",
-                         "output": "tool call timed out"}
+    assert events[1] == {
+        "type": "tool",
+        "id": "i1",
+        "name": "ssebench.test_patch",
+        "status": "error",
+        "output": "tool call timed out",
+    }
     assert events[-1]["status"] == "error" and events[-1]["error"] == "stream disconnected"
 
 
@@ -190,6 +289,7 @@ def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
 
 # -- properties of the pipeline, whatever the converter emits ----------------------------
 
+
 class Scripted(StreamConverter):
     """Passes pre-built dialog events through: lets hypothesis drive the pipeline."""
 
@@ -204,8 +304,11 @@ _events = st.one_of(
     st.builds(lambda t: {"type": "message", "role": "assistant", "text": t}, st.text(max_size=5)),
     st.builds(lambda t: {"type": "thinking", "text": t}, st.text(max_size=5)),
     st.builds(lambda i: {"type": "tool", "id": i, "name": "n", "status": "running", "input": {}}, _tool_ids),
-    st.builds(lambda i, ok: {"type": "tool", "id": i, "name": "n", "status": "success" if ok else "error",
-                             "output": "o"}, _tool_ids, st.booleans()),
+    st.builds(
+        lambda i, ok: {"type": "tool", "id": i, "name": "n", "status": "success" if ok else "error", "output": "o"},
+        _tool_ids,
+        st.booleans(),
+    ),
 )
 
 
@@ -246,14 +349,57 @@ _json = st.recursive(
     max_leaves=12,
 )
 # events shaped like each CLI's, with any values in their fields
-_TYPES = ["system", "assistant", "user", "result", "thread.started", "item.started", "item.completed",
-          "turn.completed", "turn.failed", "error", "init", "message", "tool_use", "tool_result", "step_start",
-          "text", "reasoning", "step_finish"]
-_KEYS = ["subtype", "message", "content", "tools", "session_id", "model", "item", "usage", "error", "role",
-         "delta", "tool_id", "tool_name", "parameters", "status", "output", "stats", "part", "sessionID",
-         "duration_ms", "is_error", "result", "thread_id", "severity"]
-_cli_event = st.builds(lambda t, extra: {"type": t, **extra}, st.sampled_from(_TYPES),
-                       st.dictionaries(st.sampled_from(_KEYS), _json, max_size=6))
+_TYPES = [
+    "system",
+    "assistant",
+    "user",
+    "result",
+    "thread.started",
+    "item.started",
+    "item.completed",
+    "turn.completed",
+    "turn.failed",
+    "error",
+    "init",
+    "message",
+    "tool_use",
+    "tool_result",
+    "step_start",
+    "text",
+    "reasoning",
+    "step_finish",
+]
+_KEYS = [
+    "subtype",
+    "message",
+    "content",
+    "tools",
+    "session_id",
+    "model",
+    "item",
+    "usage",
+    "error",
+    "role",
+    "delta",
+    "tool_id",
+    "tool_name",
+    "parameters",
+    "status",
+    "output",
+    "stats",
+    "part",
+    "sessionID",
+    "duration_ms",
+    "is_error",
+    "result",
+    "thread_id",
+    "severity",
+]
+_cli_event = st.builds(
+    lambda t, extra: {"type": t, **extra},
+    st.sampled_from(_TYPES),
+    st.dictionaries(st.sampled_from(_KEYS), _json, max_size=6),
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -21,16 +21,20 @@ def _task(folder: Path) -> Path:
 
 def test_folder_without_task_file_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
     with pytest.raises(DockerRunError) as error:
-        run_in_docker(task_dir=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r",
-                      difficulty=2)
+        run_in_docker(task_dir=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r", difficulty=2)
     assert str(error.value) == f"{tmp_path}: no task.toml in this folder"
     assert not (tmp_path / "r").exists()
 
 
 def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
     with pytest.raises(DockerRunError) as error:
-        run_in_docker(task_dir=_task(tmp_path / "task"), agent="cursor", agent_command=[],
-                      results_dir=tmp_path / "r", difficulty=2)
+        run_in_docker(
+            task_dir=_task(tmp_path / "task"),
+            agent="cursor",
+            agent_command=[],
+            results_dir=tmp_path / "r",
+            difficulty=2,
+        )
     assert str(error.value) == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode"
     assert not (tmp_path / "r").exists()
 
@@ -47,8 +51,13 @@ def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.Mon
             DockerEngine.locate()
         return
     with pytest.raises(DockerRunError) as error:
-        run_in_docker(task_dir=_task(tmp_path / "task"), agent=None, agent_command=["true"],
-                      results_dir=tmp_path / "r", difficulty=2)
+        run_in_docker(
+            task_dir=_task(tmp_path / "task"),
+            agent=None,
+            agent_command=["true"],
+            results_dir=tmp_path / "r",
+            difficulty=2,
+        )
     assert str(error.value) == (
         f"no Docker engine answers at unix://{path}; start ssebench's own with "
         f"{docker.script('docker-engine.sh')} start, or set DOCKER_HOST"
@@ -59,11 +68,14 @@ def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.Mon
 def test_requirements_come_from_the_wheel_metadata_without_extras(tmp_path: Path) -> None:
     wheel = tmp_path / "x-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("x-1.0.dist-info/METADATA", (
-            "Metadata-Version: 2.3\nName: x\nVersion: 1.0\n"
-            "Requires-Dist: httpx>=0.27\nRequires-Dist: fastmcp<5,>=4.2\n"
-            "Provides-Extra: test\nRequires-Dist: pytest>=8; extra == 'test'\n"
-        ))
+        archive.writestr(
+            "x-1.0.dist-info/METADATA",
+            (
+                "Metadata-Version: 2.3\nName: x\nVersion: 1.0\n"
+                "Requires-Dist: httpx>=0.27\nRequires-Dist: fastmcp<5,>=4.2\n"
+                "Provides-Extra: test\nRequires-Dist: pytest>=8; extra == 'test'\n"
+            ),
+        )
     assert images._requirements(wheel) == ["fastmcp<5,>=4.2", "httpx>=0.27"]
 
 
@@ -88,8 +100,13 @@ def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkey
         pytest.skip("port 3000 is already in use here (the test needs to hold it)")
     try:
         with pytest.raises(DockerRunError) as error:
-            run_in_docker(task_dir=_task(tmp_path / "task"), agent=None, agent_command=["true"],
-                          results_dir=tmp_path / "r", difficulty=2)
+            run_in_docker(
+                task_dir=_task(tmp_path / "task"),
+                agent=None,
+                agent_command=["true"],
+                results_dir=tmp_path / "r",
+                difficulty=2,
+            )
     finally:
         holder.close()
     assert str(error.value) == (

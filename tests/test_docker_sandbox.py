@@ -22,15 +22,26 @@ CHECKS_NEED = {"ptrace", "personality", "process_vm_readv", "prctl", "execve", "
 
 def test_sidecar_options_are_exactly_what_bwrap_needs() -> None:
     assert docker.sandbox_options(1000, 1001) == [
-        "--user", "1000:1001",
-        "--cap-drop", "ALL",
-        "--security-opt", "no-new-privileges",
-        "--security-opt", "systempaths=unconfined",
-        "--security-opt", "apparmor=unconfined",
-        "--security-opt", f"seccomp={sidecar.SANDBOX_SECCOMP_PROFILE}",
-        "--mount", "type=volume,dst=/tmp",
-        "--pids-limit", "2048",  # 2 x the per-check default (1024)
-        "--memory", str(6 << 30), "--memory-swap", str(6 << 30),  # the per-check 4 GiB + 2 GiB
+        "--user",
+        "1000:1001",
+        "--cap-drop",
+        "ALL",
+        "--security-opt",
+        "no-new-privileges",
+        "--security-opt",
+        "systempaths=unconfined",
+        "--security-opt",
+        "apparmor=unconfined",
+        "--security-opt",
+        f"seccomp={sidecar.SANDBOX_SECCOMP_PROFILE}",
+        "--mount",
+        "type=volume,dst=/tmp",
+        "--pids-limit",
+        "2048",  # 2 x the per-check default (1024)
+        "--memory",
+        str(6 << 30),
+        "--memory-swap",
+        str(6 << 30),  # the per-check 4 GiB + 2 GiB
     ]
     assert sidecar.SANDBOX_SECCOMP_PROFILE.is_absolute()  # the docker CLI reads it wherever it runs
 
@@ -42,9 +53,23 @@ def test_seccomp_profile_denies_a_list_and_lets_bwrap_through() -> None:
     assert (rule["action"], rule["errnoRet"]) == ("SCMP_ACT_ERRNO", 1)  # EPERM
     denied = set(rule["names"])
     assert not denied & (BWRAP_NEEDS | CHECKS_NEED)
-    assert {"keyctl", "add_key", "bpf", "perf_event_open", "userfaultfd", "kexec_load", "init_module",
-            "finit_module", "open_by_handle_at", "setns", "io_uring_setup", "fsopen", "reboot",
-            "swapon", "settimeofday"} <= denied
+    assert {
+        "keyctl",
+        "add_key",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "kexec_load",
+        "init_module",
+        "finit_module",
+        "open_by_handle_at",
+        "setns",
+        "io_uring_setup",
+        "fsopen",
+        "reboot",
+        "swapon",
+        "settimeofday",
+    } <= denied
     assert {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86"} <= set(profile["architectures"])  # 32-bit entry filtered too
 
 
@@ -83,14 +108,21 @@ def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: in
     monkeypatch.setattr(os, "getgid", lambda: uid)
     owners: list[tuple[str, int]] = []
     monkeypatch.setattr(docker, "chown_tree", lambda root, u, g: owners.append((root.name, u)))
-    space = docker._Workspace(task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets",
-                              results=tmp_path / "private")
+    space = docker._Workspace(
+        task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets", results=tmp_path / "private"
+    )
     space.results.mkdir()
     results = tmp_path / "results"
     code = docker._run_one_container(
-        docker.DockerEngine("unix:///nowhere"), space, image="img", command=["claude", "-p", "x"],
-        results_dir=results, env={"SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results"}, network="host",
-        timeout=None, log_path=results / "container.log",
+        docker.DockerEngine("unix:///nowhere"),
+        space,
+        image="img",
+        command=["claude", "-p", "x"],
+        results_dir=results,
+        env={"SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results"},
+        network="host",
+        timeout=None,
+        log_path=results / "container.log",
     )
     assert code == 1
     assert (results / "results.json").read_text(encoding="utf-8") == "{}\n"  # copied to the user's folder
@@ -106,8 +138,12 @@ def test_one_container_gets_the_sandbox_options_and_never_runs_as_root(
     assert call["owners"] == [("task", 65534), ("private", 65534)]  # its copies handed to that user
     assert call["command"] == ["--", "claude", "-p", "x"]
     assert call["mounts"] == {tmp_path / "task": "/task", tmp_path / "private": "/results"}
-    assert call["env"] == {"HOME": "/root", "SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results",
-                           "SSE_TASK": "/task/task.toml"}  # no SSE_NO_SANDBOX: the checks are sandboxed
+    assert call["env"] == {
+        "HOME": "/root",
+        "SSE_DIFFICULTY": "2",
+        "SSE_RESULTS_DIR": "/results",
+        "SSE_TASK": "/task/task.toml",
+    }  # no SSE_NO_SANDBOX: the checks are sandboxed
 
 
 def test_one_container_runs_as_the_host_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

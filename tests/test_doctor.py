@@ -32,8 +32,9 @@ def user_env(home: Path, path: str, **extra: str) -> dict[str, str]:
 
 
 def doctor(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SSEBENCH, "doctor", *args], env=env, capture_output=True, text=True, timeout=90,
-                          cwd=env["HOME"])
+    return subprocess.run(
+        [*SSEBENCH, "doctor", *args], env=env, capture_output=True, text=True, timeout=90, cwd=env["HOME"]
+    )
 
 
 def findings(result: subprocess.CompletedProcess[str]) -> dict[str, dict[str, str]]:
@@ -70,22 +71,32 @@ def test_clis_against_their_pins_and_a_busy_port(home: Path, tmp_path: Path) -> 
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["ok"] is False
     found = findings(result)
-    assert found[f"port {port}"] == {"check": f"port {port}", "status": "fail",
-                                     "detail": f"port {port} is in use (by PID {os.getpid()})",
-                                     "fix": "stop that program, or serve on another port with --port"}
+    assert found[f"port {port}"] == {
+        "check": f"port {port}",
+        "status": "fail",
+        "detail": f"port {port} is in use (by PID {os.getpid()})",
+        "fix": "stop that program, or serve on another port with --port",
+    }
     assert found["claude"]["status"] == "ok"
-    assert found["claude"]["detail"] == (f"{pinned_version('@anthropic-ai/claude-code')} (pinned) at "
-                                         f"{claude / 'claude'}; model API variables set")
+    assert found["claude"]["detail"] == (
+        f"{pinned_version('@anthropic-ai/claude-code')} (pinned) at {claude / 'claude'}; model API variables set"
+    )
     pin = pinned_version("@openai/codex")
-    assert found["codex"] == {"check": "codex", "status": "fail",
-                              "detail": f"{codex / 'codex'} is version 0.1.0, ssebench runs {pin}",
-                              "fix": f"npm install -g @openai/codex@{pin}"}
+    assert found["codex"] == {
+        "check": "codex",
+        "status": "fail",
+        "detail": f"{codex / 'codex'} is version 0.1.0, ssebench runs {pin}",
+        "fix": f"npm install -g @openai/codex@{pin}",
+    }
     assert found["gemini"]["status"] == "warn"
     assert found["gemini"]["detail"] == "not installed (gemini is not on PATH)"
     assert found["python"]["status"] == "ok"
-    assert found["clients"] == {"check": "clients", "status": "warn",
-                                "detail": "no client has the ssebench server registered",
-                                "fix": "ssebench agents install claude (or codex, gemini, ...)"}
+    assert found["clients"] == {
+        "check": "clients",
+        "status": "warn",
+        "detail": "no client has the ssebench server registered",
+        "fix": "ssebench agents install claude (or codex, gemini, ...)",
+    }
 
 
 def test_plain_text_lines_without_colour(home: Path) -> None:
@@ -96,7 +107,9 @@ def test_plain_text_lines_without_colour(home: Path) -> None:
     words = [" ".join(line.split()) for line in lines]
     at = words.index("warn claude not installed (claude is not on PATH)")
     assert lines[at + 1].startswith(" " * 10)
-    assert words[at + 1] == f"fix: npm install -g @anthropic-ai/claude-code@{pinned_version('@anthropic-ai/claude-code')}"
+    assert (
+        words[at + 1] == f"fix: npm install -g @anthropic-ai/claude-code@{pinned_version('@anthropic-ai/claude-code')}"
+    )
     assert lines[-1].endswith(" warnings") or lines[-1] == "everything ssebench needs is here"
 
 
@@ -112,9 +125,14 @@ def test_an_unreadable_client_config_fails(home: Path) -> None:
 def test_registered_urls_are_probed_with_a_real_mcp_initialize(home: Path, tmp_path: Path) -> None:
     env = user_env(home, os.environ["PATH"])
     port, dead = free_port(), free_port()
-    server = subprocess.Popen([*SSEBENCH, "serve", "--port", str(port), "--daemon-socket", str(tmp_path / "no.sock")],
-                              env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [*SSEBENCH, "serve", "--port", str(port), "--daemon-socket", str(tmp_path / "no.sock")],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -124,8 +142,13 @@ def test_registered_urls_are_probed_with_a_real_mcp_initialize(home: Path, tmp_p
             assert server.poll() is None and time.monotonic() < deadline, "ssebench serve did not start"
             time.sleep(0.1)
         for agent, url in (("claude", f"http://127.0.0.1:{port}/mcp"), ("codex", f"http://127.0.0.1:{dead}/mcp")):
-            installed = subprocess.run([*SSEBENCH, "agents", "install", agent, "--url", url], env=env,
-                                       capture_output=True, text=True, timeout=60)
+            installed = subprocess.run(
+                [*SSEBENCH, "agents", "install", agent, "--url", url],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert installed.returncode == 0, installed.stderr
         result = doctor("--json", "--port", str(port), env=env)
     finally:
@@ -134,28 +157,43 @@ def test_registered_urls_are_probed_with_a_real_mcp_initialize(home: Path, tmp_p
         server.wait(timeout=30)
     found = findings(result)
     assert found["claude config"] == {
-        "check": "claude config", "status": "ok", "fix": "",
-        "detail": f"{home / '.claude.json'} (user scope): http://127.0.0.1:{port}/mcp reaches a running ssebench server"}
+        "check": "claude config",
+        "status": "ok",
+        "fix": "",
+        "detail": f"{home / '.claude.json'} (user scope): http://127.0.0.1:{port}/mcp reaches a running ssebench server",
+    }
     assert found["codex config"] == {
-        "check": "codex config", "status": "warn",
+        "check": "codex config",
+        "status": "warn",
         "detail": f"{home / '.codex' / 'config.toml'} (user scope): no server answers at http://127.0.0.1:{dead}/mcp",
-        "fix": "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"}
-    assert found[f"port {port}"] == {"check": f"port {port}", "status": "ok", "fix": "",
-                                     "detail": f"in use by a running ssebench server (by PID {server.pid})"}
+        "fix": "start one: ssebench up --task FILE (the agent cannot call test_patch until then)",
+    }
+    assert found[f"port {port}"] == {
+        "check": f"port {port}",
+        "status": "ok",
+        "fix": "",
+        "detail": f"in use by a running ssebench server (by PID {server.pid})",
+    }
 
 
 def test_build_trace_warns_without_strace(home: Path, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
     without = findings(doctor("--json", "--port", str(free_port()), env=user_env(home, str(empty))))
-    assert without["build trace"] == {"check": "build trace", "status": "warn",
-                                      "detail": "no strace: every build in the daemon is clean (slower)",
-                                      "fix": "install strace (Debian: apt-get install strace)"}
+    assert without["build trace"] == {
+        "check": "build trace",
+        "status": "warn",
+        "detail": "no strace: every build in the daemon is clean (slower)",
+        "fix": "install strace (Debian: apt-get install strace)",
+    }
     strace = "/usr/bin/strace"
     if not os.access(strace, os.X_OK):
         pytest.skip("no /usr/bin/strace here")
     version = subprocess.run([strace, "-V"], capture_output=True, text=True).stdout.split()[3]
     found = findings(doctor("--json", "--port", str(free_port()), env=user_env(home, "/usr/bin:/bin")))
-    assert found["build trace"] == {"check": "build trace", "status": "ok", "fix": "",
-                                    "detail": f"strace {version} at {strace}: incremental builds are "
-                                              "checked against a clean build"}
+    assert found["build trace"] == {
+        "check": "build trace",
+        "status": "ok",
+        "fix": "",
+        "detail": f"strace {version} at {strace}: incremental builds are checked against a clean build",
+    }

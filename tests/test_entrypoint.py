@@ -58,18 +58,23 @@ class Runner:
         self.results = tmp_path / "results"
         self.marker = uuid.uuid4().hex
         self.port = free_port()
-        self.env = {**os.environ, "SSE_TASK": str(task_file), "SSE_RESULTS_DIR": str(self.results),
-                    "SSE_MCP_PORT": str(self.port), "SSE_TEST_MARKER": self.marker,
-                    "MCP_LOG_DIR": str(tmp_path / "mcp-logs")}
+        self.env = {
+            **os.environ,
+            "SSE_TASK": str(task_file),
+            "SSE_RESULTS_DIR": str(self.results),
+            "SSE_MCP_PORT": str(self.port),
+            "SSE_TEST_MARKER": self.marker,
+            "MCP_LOG_DIR": str(tmp_path / "mcp-logs"),
+        }
         self.env.pop("SSE_DIFFICULTY", None)
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([*ENTRY, *args], env={**self.env, **env}, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [*ENTRY, *args], env={**self.env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def run(self, *args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*ENTRY, *args], env={**self.env, **env}, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run([*ENTRY, *args], env={**self.env, **env}, capture_output=True, text=True, timeout=timeout)
 
     def results_json(self) -> dict:
         return json.loads((self.results / "results.json").read_text())
@@ -137,7 +142,8 @@ def test_level_comes_from_sse_difficulty(runner: Runner):
     assert (runner.results / "agent-stdout.log").read_text() == (
         "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n\n"
         "Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. Nothing is "
-        "reported about them. Without the PoCs, this result does not show whether the vulnerability is fixed.\n")
+        "reported about them. Without the PoCs, this result does not show whether the vulnerability is fixed.\n"
+    )
     assert runner.results_json()["difficulty"] == {"level": 3, "name": "BUILD_ONLY"}
 
 
@@ -168,8 +174,9 @@ def test_bad_mcp_timeout_stops_before_anything_starts(runner: Runner, value: str
     assert time.monotonic() - started < 10
     assert result.returncode == 2
     assert result.stdout == ""
-    assert result.stderr == (f"ssebench entrypoint: SSE_MCP_TIMEOUT must be a whole number of seconds (1 or more), "
-                             f"got '{value}'\n")
+    assert result.stderr == (
+        f"ssebench entrypoint: SSE_MCP_TIMEOUT must be a whole number of seconds (1 or more), got '{value}'\n"
+    )
     assert not runner.results.exists() or not any(runner.results.iterdir())
 
 
@@ -182,17 +189,22 @@ def test_good_mcp_timeout_with_spaces_is_accepted(runner: Runner):
 def test_bad_agent_timeout_and_difficulty(runner: Runner):
     result = runner.run(*agent(), SSE_AGENT_TIMEOUT="10m")
     assert (result.returncode, result.stderr) == (
-        2, "ssebench entrypoint: SSE_AGENT_TIMEOUT must be a whole number of seconds (1 or more), got '10m'\n")
+        2,
+        "ssebench entrypoint: SSE_AGENT_TIMEOUT must be a whole number of seconds (1 or more), got '10m'\n",
+    )
     result = runner.run(*agent(), SSE_DIFFICULTY="5")
     assert (result.returncode, result.stderr) == (
-        2, "ssebench entrypoint: SSE_DIFFICULTY must be an integer from 0 to 4, got '5'\n")
+        2,
+        "ssebench entrypoint: SSE_DIFFICULTY must be an integer from 0 to 4, got '5'\n",
+    )
 
 
 def test_no_agent_command(runner: Runner):
     result = runner.run()
     assert result.returncode == 2
-    assert result.stderr == ("ssebench entrypoint: no agent command: give it after '--', "
-                             "e.g. ssebench entrypoint -- claude -p ...\n")
+    assert result.stderr == (
+        "ssebench entrypoint: no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...\n"
+    )
 
 
 def test_results_folder_with_old_results_is_refused(runner: Runner):
@@ -201,8 +213,10 @@ def test_results_folder_with_old_results_is_refused(runner: Runner):
     old.write_text('{"old": true}\n')
     result = runner.run(*agent())
     assert result.returncode == 2
-    assert result.stderr == (f"ssebench entrypoint: SSE_RESULTS_DIR: {runner.results} already holds results.json; "
-                             "use an empty folder for each run\n")
+    assert result.stderr == (
+        f"ssebench entrypoint: SSE_RESULTS_DIR: {runner.results} already holds results.json; "
+        "use an empty folder for each run\n"
+    )
     assert old.read_text() == '{"old": true}\n'
 
 
@@ -262,7 +276,7 @@ def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
 def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
     marker = tmp_path / "got-signal"
     ready = tmp_path / "agent-ready"
-    script = (f"trap 'echo TERM > {marker}; exit 0' TERM; sleep 300 & touch {ready}; wait")
+    script = f"trap 'echo TERM > {marker}; exit 0' TERM; sleep 300 & touch {ready}; wait"
     proc = runner.popen("--", "bash", "-c", script)
     try:
         deadline = time.monotonic() + 60
@@ -288,12 +302,19 @@ def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
 def test_dialog_from_the_agent_stream(runner: Runner):
     """--dialog: the agent's stdout (here a replayed real Codex stream) becomes dialog.jsonl."""
     replay = f"import sys; sys.stdout.write(open({str(STREAMS / 'codex.jsonl')!r}).read())"
-    result = runner.run("--dialog", "codex", "--prompt", "Fix the bug. Use test_patch.", "--",
-                        sys.executable, "-c", replay)
+    result = runner.run(
+        "--dialog", "codex", "--prompt", "Fix the bug. Use test_patch.", "--", sys.executable, "-c", replay
+    )
     assert result.returncode == 1, result.stderr  # the tree was not fixed
     lines = [json.loads(x) for x in (runner.results / "dialog.jsonl").read_text().splitlines()]
     assert [(e["seq"], e["type"]) for e in lines] == [
-        (1, "init"), (2, "prompt"), (3, "tool"), (4, "tool"), (5, "message"), (6, "complete")]
+        (1, "init"),
+        (2, "prompt"),
+        (3, "tool"),
+        (4, "tool"),
+        (5, "message"),
+        (6, "complete"),
+    ]
     assert lines[-1]["status"] == "success" and lines[-1]["exit_code"] == 0
     assert (runner.results / "agent-stdout.log").read_text() == (STREAMS / "codex.jsonl").read_text()
     assert runner.results_json()["dialog"] == "dialog.jsonl"
@@ -305,8 +326,12 @@ def test_sidecar_uses_the_running_daemon_and_leaves_grading_to_it(tmp_path: Path
     daemon = daemon_factory(fixable_task.file, difficulty="2", tree=fixable_task.tree)
     r = Runner(tmp_path, fixable_task.file)
     r.env.pop("SSE_TASK")
-    result = r.run("--sidecar", *agent("--write", "fixed", "yes"), SSE_DAEMON_SOCKET=str(daemon.socket),
-                   SSE_TREE=str(fixable_task.tree))
+    result = r.run(
+        "--sidecar",
+        *agent("--write", "fixed", "yes"),
+        SSE_DAEMON_SOCKET=str(daemon.socket),
+        SSE_TREE=str(fixable_task.tree),
+    )
     r.assert_nothing_left()
     assert result.returncode == 0, result.stderr
     assert (r.results / "agent-stdout.log").read_text() == LEVEL2_FIXED
@@ -315,8 +340,10 @@ def test_sidecar_uses_the_running_daemon_and_leaves_grading_to_it(tmp_path: Path
     data = r.results_json()
     assert (data["mode"], data["status"], data["passed"], data["grading"]) == ("sidecar", "passed", None, None)
     assert data["task"] == {"id": None, "file": None, "tree": str(fixable_task.tree)}
-    assert data["stages"]["grading"] == {"state": "skipped",
-                                         "detail": "sidecar mode without SSE_TASK: the sidecar grades"}
+    assert data["stages"]["grading"] == {
+        "state": "skipped",
+        "detail": "sidecar mode without SSE_TASK: the sidecar grades",
+    }
 
 
 @pytest.mark.slow
@@ -325,13 +352,16 @@ def test_sidecar_daemon_that_never_answers_times_out(tmp_path: Path, fixable_tas
     r.env.pop("SSE_TASK")
     nowhere = tmp_path / "nobody.sock"
     started = time.monotonic()
-    result = r.run("--sidecar", *agent(), SSE_DAEMON_SOCKET=str(nowhere), SSE_TREE=str(fixable_task.tree),
-                   SSE_MCP_TIMEOUT="2")
+    result = r.run(
+        "--sidecar", *agent(), SSE_DAEMON_SOCKET=str(nowhere), SSE_TREE=str(fixable_task.tree), SSE_MCP_TIMEOUT="2"
+    )
     assert 2 <= time.monotonic() - started < 20
     r.assert_nothing_left()
     assert result.returncode == 3
-    assert f"ssebench entrypoint: daemon: failed: the daemon (socket {nowhere}) did not answer within 2 s\n" \
+    assert (
+        f"ssebench entrypoint: daemon: failed: the daemon (socket {nowhere}) did not answer within 2 s\n"
         in result.stderr
+    )
     assert r.results_json()["status"] == "daemon_failed"
 
 
@@ -339,7 +369,9 @@ def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
     r = Runner(tmp_path, fixable_task.file)
     result = r.run("--sidecar", *agent())
     assert (result.returncode, result.stderr) == (
-        2, "ssebench entrypoint: --sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves\n")
+        2,
+        "ssebench entrypoint: --sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves\n",
+    )
 
 
 def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monkeypatch):
@@ -349,8 +381,14 @@ def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monk
     from ssebench.supervise import Child
 
     monkeypatch.setattr(ep, "MAX_EVENT_BYTES", 100)
-    settings = from_environment({}, results_dir=str(tmp_path), dialog="gemini", sidecar=True,
-                                daemon_socket=str(tmp_path / "d.sock"), tree=str(tmp_path))
+    settings = from_environment(
+        {},
+        results_dir=str(tmp_path),
+        dialog="gemini",
+        sidecar=True,
+        daemon_socket=str(tmp_path / "d.sock"),
+        tree=str(tmp_path),
+    )
     big = json.dumps({"type": "message", "role": "assistant", "content": "A" * 500})
     small = json.dumps({"type": "message", "role": "assistant", "content": "ok"})
     proc = subprocess.Popen([sys.executable, "-c", f"print({big!r}); print({small!r})"], stdout=subprocess.PIPE)
@@ -370,9 +408,11 @@ def test_a_process_that_leaves_the_agents_group_is_stopped_too(runner: Runner, t
     """setsid escapes killpg; the entrypoint adopts such orphans and stops them before grading."""
     # Wait until the background job is "sleep 300" (setsid done): if bash exits first, the
     # job dies with the agent's group and nothing is left to escape.
-    script = ("setsid sleep 300 </dev/null >/dev/null 2>&1 & "
-              "until [ \"$(tr '\\0' ' ' </proc/$!/cmdline 2>/dev/null)\" = 'sleep 300 ' ]; do sleep 0.01; done; "
-              "echo started")
+    script = (
+        "setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+        "until [ \"$(tr '\\0' ' ' </proc/$!/cmdline 2>/dev/null)\" = 'sleep 300 ' ]; do sleep 0.01; done; "
+        "echo started"
+    )
     result = runner.run("--", "bash", "-c", script)
     assert result.returncode == 1, result.stderr  # the agent did not fix the tree
     assert not survivors(runner.marker)

@@ -42,7 +42,8 @@ def test_demo_unfixed_fails(tmp_path):
         "- build: passed (T s)\n"
         "- PoCs: FAILED (passed 0 of 2; stopped at the first that still triggers the bug; T s)\n"
         "- intent tests: FAILED (T s)\n"
-        "- functional tests: passed (T s)")
+        "- functional tests: passed (T s)"
+    )
     assert "\nSUMMARY: AddressSanitizer: stack-buffer-overflow " in proc.stdout
     assert "Log (intent tests), last 40 lines at most:\n" in proc.stdout
     assert "FAIL tests/cases/long-name.in" in proc.stdout
@@ -59,7 +60,8 @@ def test_demo_fixed_passes(fixed_tree):
         "- build: passed (T s)\n"
         "- PoCs: passed (2 of 2; T s)\n"
         "- intent tests: passed (T s)\n"
-        "- functional tests: passed (covered by the intent tests)\n")
+        "- functional tests: passed (covered by the intent tests)\n"
+    )
 
 
 def test_json_output(fixed_tree):
@@ -68,7 +70,11 @@ def test_json_output(fixed_tree):
     data = json.loads(proc.stdout)
     assert data["task"] == "demo-overflow" and data["tree"] == str(fixed_tree) and data["passed"] is True
     assert [(c["check"], c["state"]) for c in data["checks"]] == [
-        ("build", "passed"), ("pocs", "passed"), ("intent", "passed"), ("functional", "passed")]
+        ("build", "passed"),
+        ("pocs", "passed"),
+        ("intent", "passed"),
+        ("functional", "passed"),
+    ]
     assert (data["checks"][1]["pocs_passed"], data["checks"][1]["pocs_total"]) == (2, 2)
     assert data["checks"][3]["covered_by_intent"] is True
 
@@ -97,7 +103,8 @@ def test_failed_build(task_factory):
         f"Grade of task 'test-task' on {t.tree}: FAILED (1 of 3 checks failed)\n\nChecks:\n"
         "- build: FAILED (T s)\n- PoCs: not run (the build failed)\n"
         "- functional tests: not run (the build failed)\n\n"
-        "Log (build), last 40 lines at most:\n\nnope\n")
+        "Log (build), last 40 lines at most:\n\nnope\n"
+    )
 
 
 def test_task_without_pocs_and_timeouts(task_factory):
@@ -106,8 +113,9 @@ def test_task_without_pocs_and_timeouts(task_factory):
     assert proc.returncode == 1
     assert "- PoCs: passed (the task has none; T s)\n" in no_times(proc.stdout)
     assert "- functional tests: FAILED (timed out; T s)\n" in no_times(proc.stdout)
-    assert proc.stdout.endswith("[ssebench] timed out after 0.5 s: the command and every process "
-                                "it started were killed.\n")
+    assert proc.stdout.endswith(
+        "[ssebench] timed out after 0.5 s: the command and every process it started were killed.\n"
+    )
 
 
 def test_bad_task_exits_2(tmp_path):

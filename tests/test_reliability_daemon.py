@@ -85,11 +85,13 @@ def test_a_200_mb_post_is_refused_without_reading_it(task_factory, daemon_factor
 # -- item 2: kill -9 of the daemon during a check ------------------------------------------------
 
 # Starts processes that leave the check's process group in every usual way, then hangs.
-ESCAPES = ("sleep 300 & "                                  # plain background child
-           "setsid sleep 301 & "                           # new session
-           "(setsid sh -c 'sleep 302 & sleep 303' &) ; "   # daemonized (double fork + setsid)
-           "nohup sleep 304 >/dev/null 2>&1 & "
-           "echo started; sleep 1000")
+ESCAPES = (
+    "sleep 300 & "  # plain background child
+    "setsid sleep 301 & "  # new session
+    "(setsid sh -c 'sleep 302 & sleep 303' &) ; "  # daemonized (double fork + setsid)
+    "nohup sleep 304 >/dev/null 2>&1 & "
+    "echo started; sleep 1000"
+)
 
 
 def wait_until(predicate, timeout: float = 10.0) -> bool:
@@ -108,7 +110,8 @@ def workspaces(tmp: Path) -> list[Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["sandbox", "no sandbox"])
 def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_workspace(
-        task_factory, daemon_factory, tmp_path, sandbox):
+    task_factory, daemon_factory, tmp_path, sandbox
+):
     mark = uuid.uuid4().hex
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -200,8 +203,9 @@ def test_a_new_workspace_records_its_owner(tmp_path):
 # -- item 1: a full disk -----------------------------------------------------------------------
 
 # BIG: print that many MiB of words, then fail (a build whose log fills the disk).
-BIG_BUILD = ('if [ -e BIG ]; then yes "word word word word word" | head -c "$(( $(cat BIG) * 1048576 ))"; '
-             'exit 1; fi; echo built')
+BIG_BUILD = (
+    'if [ -e BIG ]; then yes "word word word word word" | head -c "$(( $(cat BIG) * 1048576 ))"; exit 1; fi; echo built'
+)
 
 
 def run_dirs(tmp: Path) -> list[str]:
@@ -211,7 +215,8 @@ def run_dirs(tmp: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_build_that_fills_the_disk_is_an_internal_error_and_the_next_run_works(
-        task_factory, daemon_factory, tmp_path):
+    task_factory, daemon_factory, tmp_path
+):
     with small_tmpfs(tmp_path / "disk", "20m") as disk:
         t = task_factory(build=BIG_BUILD, functional="echo functional")
         d = daemon_factory(t.file, difficulty="2", env={"TMPDIR": str(disk)})
@@ -222,8 +227,10 @@ def test_a_build_that_fills_the_disk_is_an_internal_error_and_the_next_run_works
         # Where the disk ran out decides the words (the log, or the clean copy for the
         # retry of a failed incremental build): an error of the run either way.
         assert events[-1]["event"] == "error"
-        assert events[-1]["message"] in ("the daemon's disk is full",
-                                         "could not copy the source tree: [Errno 28] No space left on device")
+        assert events[-1]["message"] in (
+            "the daemon's disk is full",
+            "could not copy the source tree: [Errno 28] No space left on device",
+        )
         assert "result" not in [e["event"] for e in events]  # never reported as the patch's failure
         assert used_bytes(disk) < 4 * MiB  # freed before the answer
         assert "the disk is full, freeing it" in d.stderr()
@@ -236,8 +243,7 @@ def test_a_build_that_fills_the_disk_is_an_internal_error_and_the_next_run_works
 
 
 @pytest.mark.slow
-def test_a_snapshot_that_fills_the_disk_leaves_nothing_and_the_next_run_works(
-        task_factory, daemon_factory, tmp_path):
+def test_a_snapshot_that_fills_the_disk_leaves_nothing_and_the_next_run_works(task_factory, daemon_factory, tmp_path):
     with small_tmpfs(tmp_path / "disk", "20m") as disk:
         t = task_factory(build="echo built", functional="true")
         d = daemon_factory(t.file, difficulty="3", env={"TMPDIR": str(disk)})
@@ -266,7 +272,8 @@ def test_old_runs_are_kept_by_the_total_size_of_their_logs(task_factory, daemon_
     statuses = [d.get(f"/runs/{run}/logs/build").status_code for run in runs]
     assert statuses == [404, 404, 200, 200, 200]
     assert d.get(f"/runs/{runs[0]}/logs/build").json() == {
-        "error": "no such run (logs are kept for the most recent runs only)"}
+        "error": "no such run (logs are kept for the most recent runs only)"
+    }
 
 
 def test_old_runs_within_the_budget_are_kept(task_factory, daemon_factory):
@@ -277,12 +284,19 @@ def test_old_runs_within_the_budget_are_kept(task_factory, daemon_factory):
     assert statuses == [404, 200, 200, 200, 200, 200, 200]  # 5 old logs of 0.4 MB fit in 2 MiB, 6 do not
 
 
-@pytest.mark.parametrize("how, message", [
-    ({"args": ["--log-budget", "0"]},
-     "ssebench daemon: --log-budget must be a size in bytes (e.g. 1073741824, 512M, 1G), got '0'\n"),
-    ({"env": {"SSE_DAEMON_LOG_BUDGET": "lots"}},
-     "ssebench daemon: SSE_DAEMON_LOG_BUDGET must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'\n"),
-])
+@pytest.mark.parametrize(
+    "how, message",
+    [
+        (
+            {"args": ["--log-budget", "0"]},
+            "ssebench daemon: --log-budget must be a size in bytes (e.g. 1073741824, 512M, 1G), got '0'\n",
+        ),
+        (
+            {"env": {"SSE_DAEMON_LOG_BUDGET": "lots"}},
+            "ssebench daemon: SSE_DAEMON_LOG_BUDGET must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'\n",
+        ),
+    ],
+)
 def test_a_bad_log_budget_stops_the_daemon_before_it_listens(task_factory, tmp_path, how, message):
     t = task_factory()
     argv = ["daemon", "--task", str(t.file), "--socket", str(tmp_path / "d.sock"), *how.get("args", [])]

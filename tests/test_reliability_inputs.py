@@ -38,18 +38,30 @@ def survivors(marker: str) -> list[psutil.Process]:
 
 
 def entry_env(tmp_path: Path, task_file: Path, marker: str, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "SSE_TASK": str(task_file), "SSE_RESULTS_DIR": str(tmp_path / "results"),
-           "SSE_MCP_PORT": str(free_port()), "SSE_TEST_MARKER": marker, "MCP_LOG_DIR": str(tmp_path / "mcp-logs")}
+    env = {
+        **os.environ,
+        "SSE_TASK": str(task_file),
+        "SSE_RESULTS_DIR": str(tmp_path / "results"),
+        "SSE_MCP_PORT": str(free_port()),
+        "SSE_TEST_MARKER": marker,
+        "MCP_LOG_DIR": str(tmp_path / "mcp-logs"),
+    }
     env.pop("SSE_DIFFICULTY", None)
     env.update(extra)
     return env
 
 
-def run_entry(tmp_path: Path, task_file: Path, *args: str, timeout: float = 60,
-              **extra: str) -> subprocess.CompletedProcess[str]:
+def run_entry(
+    tmp_path: Path, task_file: Path, *args: str, timeout: float = 60, **extra: str
+) -> subprocess.CompletedProcess[str]:
     marker = uuid.uuid4().hex
-    result = subprocess.run([*ENTRY, *args], env=entry_env(tmp_path, task_file, marker, **extra),
-                            capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        [*ENTRY, *args],
+        env=entry_env(tmp_path, task_file, marker, **extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert not survivors(marker)
     return result
 
@@ -66,33 +78,62 @@ def assert_refused_before_start(result: subprocess.CompletedProcess[str], tmp_pa
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("variable", "value", "message"), [
-    ("SSE_MCP_HOST", "256.1.1.1",
-     "SSE_MCP_HOST must be an IPv4 address (four numbers from 0 to 255) or a host name, got '256.1.1.1'"),
-    ("SSE_MCP_HOST", "[::1", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, got '[::1'"),
-    ("SSE_MCP_HOST", "localhost:99",
-     "SSE_MCP_HOST must be an address without a port (give the port in SSE_MCP_PORT), got 'localhost:99'"),
-    ("SSE_MCP_HOST", "local host", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, got 'local host'"),
-    ("SSE_MCP_HOST", "fe80::1%eth0", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, "
-                                     "got 'fe80::1%eth0'"),
-    ("SSE_MCP_PORT", "99999", "SSE_MCP_PORT must be a TCP port from 1 to 65535, got '99999'"),
-    ("SSE_MCP_TIMEOUT", "9" * 400, "SSE_MCP_TIMEOUT must be at most 1000000000 seconds (about 31 years), "
-                                   "got a 400-digit number"),
-    ("SSE_AGENT_TIMEOUT", "1000000001", "SSE_AGENT_TIMEOUT must be at most 1000000000 seconds (about 31 years), "
-                                        "got '1000000001'"),
-    ("SSE_MCP_PATH", "/mcp\nX-Evil: 1", "SSE_MCP_PATH must hold only URL path characters (letters, digits, "
-                                        "-._~!$&'()*+,;=:@/ and %XX), got '/mcp\\nX-Evil: 1'"),
-    ("SSE_MCP_PATH", "/a?b", "SSE_MCP_PATH must hold only URL path characters (letters, digits, "
-                             "-._~!$&'()*+,;=:@/ and %XX), got '/a?b'"),
-    ("SSE_MCP_PATH", "mcp", "SSE_MCP_PATH must start with '/', got 'mcp'"),
-    ("SSE_TREE", "/tmp/a\nb", "SSE_TREE must be a path without control characters, got '/tmp/a\\nb'"),
-    ("SSE_RESULTS_DIR", "/tmp/r\tx", "SSE_RESULTS_DIR must be a path without control characters, got '/tmp/r\\tx'"),
-    ("MCP_LOG_DIR", "/tmp/l\nx", "MCP_LOG_DIR must be a path without control characters, got '/tmp/l\\nx'"),
-    ("SSE_DAEMON_SOCKET", "/tmp/" + "s" * 120, "SSE_DAEMON_SOCKET is 125 bytes long; a Unix socket path may have "
-                                               f"at most 107, got '/tmp/{'s' * 120}'"),
-])
-def test_malformed_setting_stops_before_anything_starts(tmp_path: Path, task_factory, variable: str, value: str,
-                                                        message: str) -> None:
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "SSE_MCP_HOST",
+            "256.1.1.1",
+            "SSE_MCP_HOST must be an IPv4 address (four numbers from 0 to 255) or a host name, got '256.1.1.1'",
+        ),
+        ("SSE_MCP_HOST", "[::1", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, got '[::1'"),
+        (
+            "SSE_MCP_HOST",
+            "localhost:99",
+            "SSE_MCP_HOST must be an address without a port (give the port in SSE_MCP_PORT), got 'localhost:99'",
+        ),
+        ("SSE_MCP_HOST", "local host", "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, got 'local host'"),
+        (
+            "SSE_MCP_HOST",
+            "fe80::1%eth0",
+            "SSE_MCP_HOST must be an IPv4 or IPv6 address or a host name, got 'fe80::1%eth0'",
+        ),
+        ("SSE_MCP_PORT", "99999", "SSE_MCP_PORT must be a TCP port from 1 to 65535, got '99999'"),
+        (
+            "SSE_MCP_TIMEOUT",
+            "9" * 400,
+            "SSE_MCP_TIMEOUT must be at most 1000000000 seconds (about 31 years), got a 400-digit number",
+        ),
+        (
+            "SSE_AGENT_TIMEOUT",
+            "1000000001",
+            "SSE_AGENT_TIMEOUT must be at most 1000000000 seconds (about 31 years), got '1000000001'",
+        ),
+        (
+            "SSE_MCP_PATH",
+            "/mcp\nX-Evil: 1",
+            "SSE_MCP_PATH must hold only URL path characters (letters, digits, "
+            "-._~!$&'()*+,;=:@/ and %XX), got '/mcp\\nX-Evil: 1'",
+        ),
+        (
+            "SSE_MCP_PATH",
+            "/a?b",
+            "SSE_MCP_PATH must hold only URL path characters (letters, digits, -._~!$&'()*+,;=:@/ and %XX), got '/a?b'",
+        ),
+        ("SSE_MCP_PATH", "mcp", "SSE_MCP_PATH must start with '/', got 'mcp'"),
+        ("SSE_TREE", "/tmp/a\nb", "SSE_TREE must be a path without control characters, got '/tmp/a\\nb'"),
+        ("SSE_RESULTS_DIR", "/tmp/r\tx", "SSE_RESULTS_DIR must be a path without control characters, got '/tmp/r\\tx'"),
+        ("MCP_LOG_DIR", "/tmp/l\nx", "MCP_LOG_DIR must be a path without control characters, got '/tmp/l\\nx'"),
+        (
+            "SSE_DAEMON_SOCKET",
+            "/tmp/" + "s" * 120,
+            f"SSE_DAEMON_SOCKET is 125 bytes long; a Unix socket path may have at most 107, got '/tmp/{'s' * 120}'",
+        ),
+    ],
+)
+def test_malformed_setting_stops_before_anything_starts(
+    tmp_path: Path, task_factory, variable: str, value: str, message: str
+) -> None:
     task = task_factory()
     result = run_entry(tmp_path, task.file, "--", "true", **{variable: value})
     assert_refused_before_start(result, tmp_path, message)
@@ -114,7 +155,9 @@ def test_results_folder_that_cannot_be_created_is_a_setting_error(tmp_path: Path
     blocker.write_text("not a folder\n")
     result = run_entry(tmp_path, task.file, "--", "true", SSE_RESULTS_DIR=str(blocker / "results"))
     assert (result.returncode, result.stderr) == (
-        2, f"ssebench entrypoint: SSE_RESULTS_DIR: cannot create '{blocker / 'results'}': Not a directory\n")
+        2,
+        f"ssebench entrypoint: SSE_RESULTS_DIR: cannot create '{blocker / 'results'}': Not a directory\n",
+    )
     assert blocker.read_text() == "not a folder\n"
 
 
@@ -145,19 +188,30 @@ def test_bom_task_is_accepted(tmp_path: Path) -> None:
     assert (task.id, task.build.run) == ("t", "true")
 
 
-@pytest.mark.parametrize(("body", "fault"), [
-    (b"a = " + b"[" * 5000, "not valid TOML for a task: arrays or tables nested too deeply"),
-    (b"a = " + b"{b = " * 3000, "not valid TOML for a task: arrays or tables nested too deeply"),
-    (GOOD.replace(b'run = "true"', b'run = "true\\u0000; rm -rf x"'),
-     "key 'build.run': a string must not contain control characters, found U+0000"),
-    (GOOD.replace(b'run = "true"', b'run = """\ntrue\nmake\\u001b[2J\n"""'),
-     "key 'build.run': a string must not contain control characters, found U+001B (line 2 of the value)"),
-    (GOOD.replace(b'source = "src"', b'source = "s\\nrc"'),
-     "key 'source': a path must not contain control characters, found U+000A"),
-    (GOOD + b"timeout = 1" + b"0" * 400 + b"\n",
-     "key 'build.timeout': must be at most 604800 seconds (a week), got a 401-digit number"),
-    (b"\xef\xbb\xbf\xef\xbb\xbf" + GOOD, "not valid TOML: Invalid statement (at line 1, column 1)"),
-])
+@pytest.mark.parametrize(
+    ("body", "fault"),
+    [
+        (b"a = " + b"[" * 5000, "not valid TOML for a task: arrays or tables nested too deeply"),
+        (b"a = " + b"{b = " * 3000, "not valid TOML for a task: arrays or tables nested too deeply"),
+        (
+            GOOD.replace(b'run = "true"', b'run = "true\\u0000; rm -rf x"'),
+            "key 'build.run': a string must not contain control characters, found U+0000",
+        ),
+        (
+            GOOD.replace(b'run = "true"', b'run = """\ntrue\nmake\\u001b[2J\n"""'),
+            "key 'build.run': a string must not contain control characters, found U+001B (line 2 of the value)",
+        ),
+        (
+            GOOD.replace(b'source = "src"', b'source = "s\\nrc"'),
+            "key 'source': a path must not contain control characters, found U+000A",
+        ),
+        (
+            GOOD + b"timeout = 1" + b"0" * 400 + b"\n",
+            "key 'build.timeout': must be at most 604800 seconds (a week), got a 401-digit number",
+        ),
+        (b"\xef\xbb\xbf\xef\xbb\xbf" + GOOD, "not valid TOML: Invalid statement (at line 1, column 1)"),
+    ],
+)
 def test_bad_task_gives_one_line(tmp_path: Path, body: bytes, fault: str) -> None:
     file = write_task(tmp_path, body)
     with pytest.raises(TaskError) as err:
@@ -182,16 +236,22 @@ def test_oversized_task_file_is_refused_without_reading_it_all(tmp_path: Path) -
     file = write_task(tmp_path, GOOD + b"# " + b"x" * (2 * 1024 * 1024) + b"\n")
     with pytest.raises(TaskError) as err:
         load_task(file)
-    assert str(err.value) == (f"{file}: the task file is larger than 1024 KiB; a task file names its PoCs and "
-                              "diffs, it does not hold them")
+    assert str(err.value) == (
+        f"{file}: the task file is larger than 1024 KiB; a task file names its PoCs and diffs, it does not hold them"
+    )
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("body", "fault"), [
-    (b"a = " + b"[" * 5000, "not valid TOML for a task: arrays or tables nested too deeply"),
-    (GOOD.replace(b'run = "true"', b'run = "tr\\u0000ue"'),
-     "key 'build.run': a string must not contain control characters, found U+0000"),
-])
+@pytest.mark.parametrize(
+    ("body", "fault"),
+    [
+        (b"a = " + b"[" * 5000, "not valid TOML for a task: arrays or tables nested too deeply"),
+        (
+            GOOD.replace(b'run = "true"', b'run = "tr\\u0000ue"'),
+            "key 'build.run': a string must not contain control characters, found U+0000",
+        ),
+    ],
+)
 def test_entrypoint_refuses_bad_task_with_exit_2(tmp_path: Path, body: bytes, fault: str) -> None:
     file = write_task(tmp_path / "task", body)
     result = run_entry(tmp_path, file, "--", "true")
@@ -204,20 +264,59 @@ def test_entrypoint_runs_a_bom_task_past_the_loader(tmp_path: Path) -> None:
     file = write_task(tmp_path / "task", b"\xef\xbb\xbf" + GOOD)
     result = run_entry(tmp_path, file)
     assert (result.returncode, result.stderr) == (
-        2, "ssebench entrypoint: no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...\n")
+        2,
+        "ssebench entrypoint: no agent command: give it after '--', e.g. ssebench entrypoint -- claude -p ...\n",
+    )
 
 
-toml_fragments = st.sampled_from([
-    b'id = "t"\n', b'source = "src"\n', b"[build]\n", b'run = "true"\n', b"timeout = 5\n", b"[pocs]\n",
-    b'files = ["x"]\n', b"[intent]\n", b'diff = "d"\n', b"[functional]\n", b"network = true\n", b"[", b"]",
-    b"{", b"}", b'"', b"'''", b'"""', b"=", b"\x00", b"\xef\xbb\xbf", b"\xff", b"\n", b"1e999", b"-0",
-    b"1979-05-27T07:32:00Z", b"\\u0000", b"\\uD800", b"a.b.c", b"#", b"\r\n", b"[[x]]\n", b"inf", b"nan",
-])
+toml_fragments = st.sampled_from(
+    [
+        b'id = "t"\n',
+        b'source = "src"\n',
+        b"[build]\n",
+        b'run = "true"\n',
+        b"timeout = 5\n",
+        b"[pocs]\n",
+        b'files = ["x"]\n',
+        b"[intent]\n",
+        b'diff = "d"\n',
+        b"[functional]\n",
+        b"network = true\n",
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b'"',
+        b"'''",
+        b'"""',
+        b"=",
+        b"\x00",
+        b"\xef\xbb\xbf",
+        b"\xff",
+        b"\n",
+        b"1e999",
+        b"-0",
+        b"1979-05-27T07:32:00Z",
+        b"\\u0000",
+        b"\\uD800",
+        b"a.b.c",
+        b"#",
+        b"\r\n",
+        b"[[x]]\n",
+        b"inf",
+        b"nan",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=st.one_of(st.binary(max_size=300), st.lists(toml_fragments, max_size=25).map(b"".join),
-                      st.lists(toml_fragments, max_size=12).map(lambda parts: GOOD + b"".join(parts))))
+@given(
+    body=st.one_of(
+        st.binary(max_size=300),
+        st.lists(toml_fragments, max_size=25).map(b"".join),
+        st.lists(toml_fragments, max_size=12).map(lambda parts: GOOD + b"".join(parts)),
+    )
+)
 def test_fuzzed_task_files_give_a_task_or_one_line(body: bytes) -> None:
     with tempfile.TemporaryDirectory() as root:
         file = write_task(Path(root), body)
@@ -243,8 +342,13 @@ def test_sigterm_with_an_agent_ignoring_term_finishes_inside_docker_stops_10s(tm
     ready = tmp_path / "agent-ready"
     marker = uuid.uuid4().hex
     script = f"trap '' TERM; sleep 300 & touch {ready}; while :; do wait; done"
-    proc = subprocess.Popen([*ENTRY, "--", "bash", "-c", script], env=entry_env(tmp_path, task.file, marker),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*ENTRY, "--", "bash", "-c", script],
+        env=entry_env(tmp_path, task.file, marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     killed_by_docker = False
     try:
         deadline = time.monotonic() + 120
@@ -289,8 +393,9 @@ class User:
         self.env = {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
     def agents(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(SSEBENCH), "agents", *args], cwd=self.home, env=self.env, capture_output=True,
-                              text=True, timeout=60)
+        return subprocess.run(
+            [str(SSEBENCH), "agents", *args], cwd=self.home, env=self.env, capture_output=True, text=True, timeout=60
+        )
 
     def listing(self, folder: Path) -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
@@ -302,18 +407,21 @@ def user(tmp_path: Path) -> User:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("agent", "name", "original"), [
-    ("claude", "c.json", '{"mcpServers": {}}\n'),
-    ("claude", "c.json", "{}"),
-    ("claude", "c.json", "{}\n"),
-    ("claude", "c.json", "   \n"),
-    ("claude", "c.json", ""),
-    ("claude", "c.json", '{\n  "a": 1,\n  "mcpServers": {}\n}\n'),
-    ("zed", "settings.json", '// zed\n{\n  "context_servers": {},\n}\n'),
-    ("goose", "config.yaml", "extensions: {}\n"),
-    ("goose", "config.yaml", "GOOSE_MODE: auto\nextensions:\n"),
-    ("codex", "config.toml", "[mcp_servers]\n"),
-])
+@pytest.mark.parametrize(
+    ("agent", "name", "original"),
+    [
+        ("claude", "c.json", '{"mcpServers": {}}\n'),
+        ("claude", "c.json", "{}"),
+        ("claude", "c.json", "{}\n"),
+        ("claude", "c.json", "   \n"),
+        ("claude", "c.json", ""),
+        ("claude", "c.json", '{\n  "a": 1,\n  "mcpServers": {}\n}\n'),
+        ("zed", "settings.json", '// zed\n{\n  "context_servers": {},\n}\n'),
+        ("goose", "config.yaml", "extensions: {}\n"),
+        ("goose", "config.yaml", "GOOSE_MODE: auto\nextensions:\n"),
+        ("codex", "config.toml", "[mcp_servers]\n"),
+    ],
+)
 def test_uninstall_gives_back_the_original_bytes(user: User, agent: str, name: str, original: str) -> None:
     config = user.home / name
     config.write_text(original)
@@ -325,12 +433,16 @@ def test_uninstall_gives_back_the_original_bytes(user: User, agent: str, name: s
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("agent", "name", "original", "container"), [
-    ("claude", "c.json", '{"mcpServers": {}}\n', "mcpServers"),
-    ("zed", "settings.json", '{\n  "context_servers": {}\n}\n', "context_servers"),
-])
-def test_a_container_the_user_had_survives_later_rewrites(user: User, agent: str, name: str, original: str,
-                                                          container: str) -> None:
+@pytest.mark.parametrize(
+    ("agent", "name", "original", "container"),
+    [
+        ("claude", "c.json", '{"mcpServers": {}}\n', "mcpServers"),
+        ("zed", "settings.json", '{\n  "context_servers": {}\n}\n', "context_servers"),
+    ],
+)
+def test_a_container_the_user_had_survives_later_rewrites(
+    user: User, agent: str, name: str, original: str, container: str
+) -> None:
     """The client rewrote the file after install (no byte-exact undo possible): the entry goes,
     the empty container the user had stays, the client's change stays."""
     config = user.home / name
@@ -369,8 +481,12 @@ def test_read_only_config_is_refused(user: User) -> None:
     config.chmod(0o444)
     before = user.listing(user.home)
     for action in ("install", "uninstall"):  # each would change it
-        refused(user.agents(action, "claude"), config, ": is read-only (mode 0444); ssebench does not replace a "
-                                                       "read-only config (chmod u+w lets it edit the file)")
+        refused(
+            user.agents(action, "claude"),
+            config,
+            ": is read-only (mode 0444); ssebench does not replace a "
+            "read-only config (chmod u+w lets it edit the file)",
+        )
         assert user.listing(user.home) == before  # no .bak, no temp file
     assert config.stat().st_mode & 0o777 == 0o444
 
@@ -401,8 +517,11 @@ def test_immutable_config_is_refused_and_nothing_is_left_behind(user: User, immu
     (user.home / ".claude.json.bak").write_text("an older backup\n")
     immutable(config)
     before = user.listing(user.home)
-    refused(user.agents("install", "claude"), config,
-            ": is immutable (chattr +i); ssebench leaves it so (chattr -i lets it edit the file)")
+    refused(
+        user.agents("install", "claude"),
+        config,
+        ": is immutable (chattr +i); ssebench leaves it so (chattr -i lets it edit the file)",
+    )
     assert user.listing(user.home) == before
     assert not (user.home / ".claude.json.lock").exists()
 
@@ -414,9 +533,12 @@ def test_a_folder_that_refuses_new_files_leaves_nothing_behind(user: User, immut
     config = folder / "c.json"
     config.write_text('{"a": 1}\n')
     immutable(folder)
-    refused(user.agents("install", "claude", "--file", str(config)), config,
-            f": cannot be written: cannot create a file in {folder}: Operation not permitted "
-            "(an immutable file or folder? lsattr shows an 'i')")
+    refused(
+        user.agents("install", "claude", "--file", str(config)),
+        config,
+        f": cannot be written: cannot create a file in {folder}: Operation not permitted "
+        "(an immutable file or folder? lsattr shows an 'i')",
+    )
     assert user.listing(folder) == {"c.json": b'{"a": 1}\n'}
 
 
@@ -443,11 +565,32 @@ def test_a_config_on_a_read_only_mount_is_refused(user: User) -> None:
     folder.mkdir()
     config = folder / "c.json"
     config.write_text('{"a": 1}\n')
-    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && touch "$1/probe" 2>/dev/null; '
-              '[ -e "$1/probe" ] && exit 99; shift; exec "$@"')
-    done = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(folder), str(SSEBENCH), "agents", "install",
-                           "claude", "--file", str(config)], cwd=user.home, env=user.env, capture_output=True,
-                          text=True, timeout=60)
+    script = (
+        'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && touch "$1/probe" 2>/dev/null; '
+        '[ -e "$1/probe" ] && exit 99; shift; exec "$@"'
+    )
+    done = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(folder),
+            str(SSEBENCH),
+            "agents",
+            "install",
+            "claude",
+            "--file",
+            str(config),
+        ],
+        cwd=user.home,
+        env=user.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if done.returncode != 1 and "ssebench agents:" not in done.stderr:
         pytest.skip(f"no private read-only bind mount here: {done.stderr.strip()[:200]}")
     refused(done, config, ": is on a read-only file system; ssebench cannot change it there")
@@ -462,9 +605,12 @@ def test_a_backup_that_cannot_be_replaced_undoes_the_change(user: User, immutabl
     bak = user.home / "c.json.bak"
     bak.write_text("an older backup\n")
     immutable(bak)
-    refused(user.agents("install", "claude", "--file", "c.json"), config,
-            f": its backup {bak} cannot be written: Operation not permitted "
-            "(an immutable file or folder? lsattr shows an 'i')")
+    refused(
+        user.agents("install", "claude", "--file", "c.json"),
+        config,
+        f": its backup {bak} cannot be written: Operation not permitted "
+        "(an immutable file or folder? lsattr shows an 'i')",
+    )
     assert user.listing(user.home) == {"c.json": b'{"a": 1}\n', "c.json.bak": b"an older backup\n"}
 
 
@@ -473,8 +619,11 @@ def test_a_fifo_in_place_of_the_config_is_refused_not_waited_on(user: User) -> N
     config = user.home / "c.json"
     os.mkfifo(config)
     for action in ("install", "uninstall"):
-        refused(user.agents(action, "claude", "--file", "c.json"), config,
-                ": is not a regular file (a FIFO, socket or device), not a config file")
+        refused(
+            user.agents(action, "claude", "--file", "c.json"),
+            config,
+            ": is not a regular file (a FIFO, socket or device), not a config file",
+        )
     import stat
 
     assert stat.S_ISFIFO(config.stat().st_mode) and not (user.home / "c.json.bak").exists()
@@ -483,18 +632,21 @@ def test_a_fifo_in_place_of_the_config_is_refused_not_waited_on(user: User) -> N
 @pytest.mark.timeout(120)
 def test_doubly_bommed_file_is_refused(user: User) -> None:
     config = user.home / "c.json"
-    original = "\ufeff\ufeff{\"a\": 1}\n".encode()
+    original = '\ufeff\ufeff{"a": 1}\n'.encode()
     config.write_bytes(original)
     for action in ("install", "uninstall"):
-        refused(user.agents(action, "claude", "--file", "c.json"), config,
-                ", line 1: starts with two byte-order marks (U+FEFF); no client reads it so, remove one and try again")
+        refused(
+            user.agents(action, "claude", "--file", "c.json"),
+            config,
+            ", line 1: starts with two byte-order marks (U+FEFF); no client reads it so, remove one and try again",
+        )
     assert user.listing(user.home) == {"c.json": original}
 
 
 @pytest.mark.timeout(120)
 def test_a_single_bom_is_kept(user: User) -> None:
     config = user.home / "c.json"
-    original = "\ufeff{\"a\": 1}\n".encode()
+    original = '\ufeff{"a": 1}\n'.encode()
     config.write_bytes(original)
     assert user.agents("install", "claude", "--file", "c.json").returncode == 0
     assert config.read_bytes().startswith("\ufeff{".encode())
@@ -503,12 +655,15 @@ def test_a_single_bom_is_kept(user: User) -> None:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize(("agent", "name", "text"), [
-    ("claude", "c.json", '{"a": ' + "[" * 3000 + "]" * 3000 + "}\n"),
-    ("zed", "c.json", '// jsonc\n{"a": ' + "[" * 3000 + "]" * 3000 + ",}\n"),
-    ("codex", "c.toml", "a = " + "[" * 3000 + "]" * 3000 + "\n"),
-    ("goose", "c.yaml", "a: " + "[" * 3000 + "]" * 3000 + "\n"),
-])
+@pytest.mark.parametrize(
+    ("agent", "name", "text"),
+    [
+        ("claude", "c.json", '{"a": ' + "[" * 3000 + "]" * 3000 + "}\n"),
+        ("zed", "c.json", '// jsonc\n{"a": ' + "[" * 3000 + "]" * 3000 + ",}\n"),
+        ("codex", "c.toml", "a = " + "[" * 3000 + "]" * 3000 + "\n"),
+        ("goose", "c.yaml", "a: " + "[" * 3000 + "]" * 3000 + "\n"),
+    ],
+)
 def test_deep_nesting_is_a_clear_error(user: User, agent: str, name: str, text: str) -> None:
     config = user.home / name
     config.write_text(text)
@@ -542,8 +697,9 @@ os.rmdir(lock)
 
 
 def hold_claude_lock(config: Path, seconds: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(config), str(seconds)], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(config), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
     return proc
 
@@ -576,8 +732,10 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
     try:
         with pytest.raises(files.ConfigError) as err:
             files.edit(config, lambda text: formats.EDITORS["json"].set(text, ("mcpServers", "s"), {"url": "u"}))
-        assert str(err.value) == (f"{config}: is locked by Claude Code ({config}.lock has been held for more than "
-                                  "1 s, refreshed by a running claude); try again when Claude Code is idle")
+        assert str(err.value) == (
+            f"{config}: is locked by Claude Code ({config}.lock has been held for more than "
+            "1 s, refreshed by a running claude); try again when Claude Code is idle"
+        )
         assert config.read_text() == '{"a": 1}\n'
         assert (tmp_path / ".claude.json.lock").is_dir()  # still the holder's
     finally:
@@ -586,8 +744,9 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
 
 
 @pytest.mark.timeout(60)
-def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ssebench.agents import files, formats
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -609,15 +768,31 @@ def test_a_stale_claude_lock_is_taken_over_and_the_lock_is_held_while_writing(tm
     assert not lock.exists()
 
 
-SETTING_VARS = ["SSE_MCP_HOST", "SSE_MCP_PORT", "SSE_MCP_PATH", "SSE_MCP_TIMEOUT", "SSE_AGENT_TIMEOUT", "SSE_TASK",
-                "SSE_TREE", "SSE_RESULTS_DIR", "SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "SSE_DIALOG"]
+SETTING_VARS = [
+    "SSE_MCP_HOST",
+    "SSE_MCP_PORT",
+    "SSE_MCP_PATH",
+    "SSE_MCP_TIMEOUT",
+    "SSE_AGENT_TIMEOUT",
+    "SSE_TASK",
+    "SSE_TREE",
+    "SSE_RESULTS_DIR",
+    "SSE_DAEMON_SOCKET",
+    "MCP_LOG_DIR",
+    "SSE_DIALOG",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(values=st.dictionaries(st.sampled_from(SETTING_VARS),
-                              st.one_of(st.text(max_size=40), st.sampled_from(["::1", "[::1]", "1.2.3.4", "/mcp",
-                                                                               "300", "a:b", "[", "%", "/%4"])),
-                              max_size=4))
+@given(
+    values=st.dictionaries(
+        st.sampled_from(SETTING_VARS),
+        st.one_of(
+            st.text(max_size=40), st.sampled_from(["::1", "[::1]", "1.2.3.4", "/mcp", "300", "a:b", "[", "%", "/%4"])
+        ),
+        max_size=4,
+    )
+)
 def test_fuzzed_settings_give_settings_or_one_line(values: dict[str, str]) -> None:
     from urllib.parse import urlsplit
 
@@ -640,10 +815,53 @@ FUZZ_BASES = {
     "codex": 'model = "x"\n[mcp_servers.ssebench]\nurl = "u"\n\n[mcp_servers.o]\nurl = "v"\n',
     "goose": "extensions:\n  ssebench:\n    uri: u\n  o:\n    enabled: true\nGOOSE: 1\n",
 }
-FUZZ_FRAGMENTS = st.sampled_from([
-    "{", "}", "[", "]", '"', "'", ":", ",", "\n", " ", "//", "/*", "*/", "#", "a", "1", "mcpServers", "ssebench",
-    "\ufeff", "null", "-", "? ", "&a", "*a", "!!", "|", ">", "\t", "=", "[[", "]]", ".", '"""', "{}", "[]", "\r\n",
-    "\x00", "---\n", "inf", "    ", "x:", "x = 1", "[x]"])
+FUZZ_FRAGMENTS = st.sampled_from(
+    [
+        "{",
+        "}",
+        "[",
+        "]",
+        '"',
+        "'",
+        ":",
+        ",",
+        "\n",
+        " ",
+        "//",
+        "/*",
+        "*/",
+        "#",
+        "a",
+        "1",
+        "mcpServers",
+        "ssebench",
+        "\ufeff",
+        "null",
+        "-",
+        "? ",
+        "&a",
+        "*a",
+        "!!",
+        "|",
+        ">",
+        "\t",
+        "=",
+        "[[",
+        "]]",
+        ".",
+        '"""',
+        "{}",
+        "[]",
+        "\r\n",
+        "\x00",
+        "---\n",
+        "inf",
+        "    ",
+        "x:",
+        "x = 1",
+        "[x]",
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -693,11 +911,18 @@ def test_sigterm_while_waiting_for_the_daemon_ends_inside_docker_stops_10s(tmp_p
     wait, and results.json says so, well before docker stop's kill."""
     task = task_factory()
     marker = uuid.uuid4().hex
-    env = entry_env(tmp_path, task.file, marker, SSE_DAEMON_SOCKET=str(tmp_path / "nobody.sock"),
-                    SSE_TREE=str(task.tree), SSE_MCP_TIMEOUT="600")
+    env = entry_env(
+        tmp_path,
+        task.file,
+        marker,
+        SSE_DAEMON_SOCKET=str(tmp_path / "nobody.sock"),
+        SSE_TREE=str(task.tree),
+        SSE_MCP_TIMEOUT="600",
+    )
     env.pop("SSE_TASK")
-    proc = subprocess.Popen([*ENTRY, "--sidecar", "--", "true"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*ENTRY, "--sidecar", "--", "true"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "results").is_dir():  # made once every setting was checked

@@ -65,8 +65,10 @@ def write_task(root: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "README").write_text("tree\n")
     task = root / "task.toml"
-    task.write_text('id = "reliability"\nsource = "src"\ndescription = "A test task."\n\n'
-                    f"[build]\nrun = '''{BUILD}'''\ntimeout = 120\n\n[functional]\nrun = \"true\"\n")
+    task.write_text(
+        'id = "reliability"\nsource = "src"\ndescription = "A test task."\n\n'
+        f"[build]\nrun = '''{BUILD}'''\ntimeout = 120\n\n[functional]\nrun = \"true\"\n"
+    )
     return task
 
 
@@ -197,8 +199,9 @@ def test_an_old_log_is_removed_at_start_up(tmp_path):
 
 def test_limits_from_the_environment():
     assert ServerLimits.from_env({}) == ServerLimits(600.0, 1 << 30, 7 * 86400.0)
-    limits = ServerLimits.from_env({"SSE_MCP_SESSION_IDLE": "90s", "SSE_MCP_LOG_MAX_SIZE": "256M",
-                                    "SSE_MCP_LOG_MAX_AGE": "2d"})
+    limits = ServerLimits.from_env(
+        {"SSE_MCP_SESSION_IDLE": "90s", "SSE_MCP_LOG_MAX_SIZE": "256M", "SSE_MCP_LOG_MAX_AGE": "2d"}
+    )
     assert limits == ServerLimits(90.0, 256 << 20, 2 * 86400.0)
     assert parse_duration("X", "1.5") == 1.5 and parse_duration("X", "10m") == 600
     for bad in ("0", "-1", "ten", "5w", "inf", "nan"):
@@ -206,14 +209,26 @@ def test_limits_from_the_environment():
             parse_duration("X", bad)
 
 
-@pytest.mark.parametrize("var, value, message", [
-    ("SSE_MCP_SESSION_IDLE", "soon",
-     "ssebench: SSE_MCP_SESSION_IDLE must be a positive duration (e.g. 600, 10m, 2h, 7d), got 'soon'"),
-    ("SSE_MCP_LOG_MAX_SIZE", "lots",
-     "ssebench: SSE_MCP_LOG_MAX_SIZE must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'"),
-    ("SSE_MCP_LOG_MAX_AGE", "-3d",
-     "ssebench: SSE_MCP_LOG_MAX_AGE must be a positive duration (e.g. 600, 10m, 2h, 7d), got '-3d'"),
-])
+@pytest.mark.parametrize(
+    "var, value, message",
+    [
+        (
+            "SSE_MCP_SESSION_IDLE",
+            "soon",
+            "ssebench: SSE_MCP_SESSION_IDLE must be a positive duration (e.g. 600, 10m, 2h, 7d), got 'soon'",
+        ),
+        (
+            "SSE_MCP_LOG_MAX_SIZE",
+            "lots",
+            "ssebench: SSE_MCP_LOG_MAX_SIZE must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'",
+        ),
+        (
+            "SSE_MCP_LOG_MAX_AGE",
+            "-3d",
+            "ssebench: SSE_MCP_LOG_MAX_AGE must be a positive duration (e.g. 600, 10m, 2h, 7d), got '-3d'",
+        ),
+    ],
+)
 def test_a_bad_limit_stops_serve_before_anything_starts(var, value, message):
     port = free_port()
     done = run_ssebench("serve", "--port", str(port), env={var: value}, timeout=60)
@@ -265,9 +280,12 @@ def test_serve_creates_a_missing_default_socket_folder_0700(tmp_path):
 
 # -- item 9: idle MCP sessions expire ------------------------------------------------------------
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                         "clientInfo": {"name": "many", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "many", "version": "1"}},
+}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -276,6 +294,7 @@ async def open_sessions(url: str, count: int, concurrency: int = 16) -> list[str
     ids: list[str] = []
     limit = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=60) as http:
+
         async def one() -> None:
             async with limit:
                 r = await http.post(url, json=INITIALIZE, headers=HEADERS)
@@ -290,10 +309,12 @@ async def statuses(url: str, ids: list[str], concurrency: int = 16) -> set[int]:
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     limit = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=60) as http:
+
         async def one(sid: str) -> int:
             async with limit:
-                r = await http.post(url, json=ping, headers={**HEADERS, "mcp-session-id": sid,
-                                                             "mcp-protocol-version": "2025-06-18"})
+                r = await http.post(
+                    url, json=ping, headers={**HEADERS, "mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+                )
             return r.status_code
 
         return set(await asyncio.gather(*(one(sid) for sid in ids)))
@@ -334,5 +355,4 @@ def test_a_call_longer_than_the_idle_timeout_keeps_its_session(tmp_path):
 
 
 def test_internal_failure_text_is_the_spec_sentence():
-    assert INTERNAL_FAILURE == ("An internal testing failure occurred. Your patch is not responsible "
-                                "for this failure.")
+    assert INTERNAL_FAILURE == ("An internal testing failure occurred. Your patch is not responsible for this failure.")

@@ -160,8 +160,13 @@ def test_poc_details() -> None:
     )
     assert "- PoCs: FAILED (passed 1 of 3; stopped at the first that still triggers the bug)" in text
     # A failed result adds no "Without the PoCs" sentence.
-    assert "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about them.\n" in text
-    none = render(LEVELS[0], [r(Check.BUILD, P), r(Check.POCS, P), r(Check.INTENT, P), r(Check.FUNCTIONAL, P, covered_by_intent=True)])
+    assert (
+        "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about them.\n" in text
+    )
+    none = render(
+        LEVELS[0],
+        [r(Check.BUILD, P), r(Check.POCS, P), r(Check.INTENT, P), r(Check.FUNCTIONAL, P, covered_by_intent=True)],
+    )
     assert "- PoCs: passed (the task has none)" in none
 
 

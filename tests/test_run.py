@@ -17,8 +17,9 @@ RUN = [sys.executable, "-c", "from ssebench.cli import main; main()", "run"]
 
 def run(*args: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("SSE_")}
-    return subprocess.run([*RUN, *args], env={**base, "COLUMNS": "120", **env}, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [*RUN, *args], env={**base, "COLUMNS": "120", **env}, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def tree_digest(tree: Path) -> str:
@@ -39,8 +40,21 @@ def task(task_factory):
 def test_run_a_command_end_to_end(task, tmp_path: Path):
     results = tmp_path / "run"
     before = tree_digest(task.tree)
-    result = run("--task", str(task.file), "--results", str(results), "--difficulty", "1", "--json", "--",
-                 sys.executable, str(AGENT), "--write", "fixed", "yes")
+    result = run(
+        "--task",
+        str(task.file),
+        "--results",
+        str(results),
+        "--difficulty",
+        "1",
+        "--json",
+        "--",
+        sys.executable,
+        str(AGENT),
+        "--write",
+        "fixed",
+        "yes",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)  # --json: stdout is results.json, nothing else
     assert data == json.loads((results / "results.json").read_text())
@@ -54,7 +68,8 @@ def test_run_a_command_end_to_end(task, tmp_path: Path):
     assert (results / "agent-stdout.log").read_text() == (
         "test_patch result: every check that ran passed.\n\nChecks:\n- build: passed\n"
         "- PoCs: passed (the task has none)\n- functional tests: passed\n\n"
-        "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about them.\n")
+        "Not available at difficulty level 1 (NO_INTENT_TEST): intent tests. Nothing is reported about them.\n"
+    )
     # the live display went to stderr, with the final stage table and the summary
     for stage in ("setup", "daemon", "server", "agent", "grading"):
         assert f"│ {stage}" in result.stderr
@@ -67,8 +82,9 @@ def test_run_reports_a_failed_check_in_the_table(task, tmp_path: Path):
     result = run("--task", str(task.file), "--results", str(results), "--", sys.executable, str(AGENT))
     assert result.returncode == 1, result.stderr
     assert "checks_failed (exit 1)" in result.stdout
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines()
-            if line.startswith("│")]
+    rows = [
+        [cell.strip() for cell in line.split("│")[1:-1]] for line in result.stdout.splitlines() if line.startswith("│")
+    ]
     assert ["passed", "no"] in rows
     assert ["build", "passed"] in rows and ["PoCs", "passed"] in rows and ["functional tests", "failed"] in rows
     assert ["agent", "exit 0"] not in rows and any(r[0] == "agent" and r[1].startswith("exit 0, ") for r in rows)
@@ -96,8 +112,10 @@ def test_run_refuses_a_results_folder_in_use(task, tmp_path: Path):
 
 def test_run_refuses_a_bad_difficulty_and_a_bad_task(task, tmp_path: Path):
     result = run("--task", str(task.file), "--difficulty", "02", "--results", str(tmp_path / "r"), "--", "true")
-    assert (result.returncode, result.stderr) == (2, "ssebench run: SSE_DIFFICULTY must be an integer from 0 to 4, "
-                                                     "got '02'\n")
+    assert (result.returncode, result.stderr) == (
+        2,
+        "ssebench run: SSE_DIFFICULTY must be an integer from 0 to 4, got '02'\n",
+    )
     assert not (tmp_path / "r").exists()
     bad = tmp_path / "bad.toml"
     bad.write_text('id = "x"\n')
@@ -112,12 +130,17 @@ def test_run_refuses_a_bad_difficulty_and_a_bad_task(task, tmp_path: Path):
 @pytest.mark.slow
 def test_a_relative_agent_path_is_from_where_run_was_started(task, tmp_path: Path):
     script = tmp_path / "agent.sh"
-    script.write_text("#!/bin/sh\necho \"ran in $(pwd)\"\n")
+    script.write_text('#!/bin/sh\necho "ran in $(pwd)"\n')
     script.chmod(0o755)
     results = tmp_path / "run"
-    proc = subprocess.run([*RUN, "--task", str(task.file), "--results", str(results), "--", "./agent.sh"],
-                          cwd=tmp_path, env={**os.environ, "COLUMNS": "120"}, capture_output=True, text=True,
-                          timeout=180)
+    proc = subprocess.run(
+        [*RUN, "--task", str(task.file), "--results", str(results), "--", "./agent.sh"],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "120"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 1, proc.stderr  # ran, did not fix the tree
     assert (results / "agent-stdout.log").read_text() == f"ran in {results / 'tree'}\n"
 
@@ -127,11 +150,24 @@ def test_run_a_command_with_a_dialog(task, tmp_path: Path):
     """--dialog with '-- CMD': the command's stream (a replayed real Gemini stream) becomes dialog.jsonl."""
     stream = Path(__file__).parent / "fixtures" / "streams" / "gemini.jsonl"
     results = tmp_path / "run"
-    result = run("--task", str(task.file), "--results", str(results), "--dialog", "gemini", "--prompt", "Go.",
-                 "--", "cat", str(stream))
+    result = run(
+        "--task",
+        str(task.file),
+        "--results",
+        str(results),
+        "--dialog",
+        "gemini",
+        "--prompt",
+        "Go.",
+        "--",
+        "cat",
+        str(stream),
+    )
     assert result.returncode == 1, result.stderr
     lines = [json.loads(x) for x in (results / "dialog.jsonl").read_text().splitlines()]
     # Gemini's own user message is the prompt line: the --prompt text is not added a second time
     assert [(e["type"], e.get("text")) for e in lines[:2]] == [
-        ("init", None), ("prompt", "Fix the bug. Use test_patch.")]
+        ("init", None),
+        ("prompt", "Fix the bug. Use test_patch."),
+    ]
     assert [e["type"] for e in lines] == ["init", "prompt", "tool", "tool", "message", "complete"]

@@ -26,8 +26,12 @@ LEVEL2_PASSED = (
     "Not available at difficulty level 2 (NO_FUTURE_TEST): PoCs, intent tests. Nothing is reported about them. "
     "Without the PoCs, this result does not show whether the vulnerability is fixed."
 )
-TOOL_NAMES = {"claude": "mcp__ssebench__test_patch", "codex": "ssebench.test_patch",
-              "gemini": "mcp_ssebench_test_patch", "opencode": "ssebench_test_patch"}
+TOOL_NAMES = {
+    "claude": "mcp__ssebench__test_patch",
+    "codex": "ssebench.test_patch",
+    "gemini": "mcp_ssebench_test_patch",
+    "opencode": "ssebench_test_patch",
+}
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +50,18 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
     with for_cli(cli) as model:
         env = {**clean_env(tmp_path / "user-home", bin_dir), **MODEL_ENV[cli](model.url), "COLUMNS": "120"}
         (tmp_path / "user-home").mkdir()
-        proc = subprocess.run([*RUN, "--task", str(task.file), "--agent", cli, "--difficulty", "2",
-                               "--results", str(results), "--json"],
-                              env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [*RUN, "--task", str(task.file), "--agent", cli, "--difficulty", "2", "--results", str(results), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         tool_calls = model.tool_calls_sent()
         requests = [(r.method, r.path, r.kind, r.answer) for r in model.requests]
     assert proc.returncode == 0, f"{proc.stderr}\n--- agent stderr:\n" + (
-        (results / "agent-stderr.log").read_text()[-3000:] if (results / "agent-stderr.log").exists() else "")
+        (results / "agent-stderr.log").read_text()[-3000:] if (results / "agent-stderr.log").exists() else ""
+    )
     data = json.loads(proc.stdout)
     assert data == json.loads((results / "results.json").read_text())
     assert (data["status"], data["exit_code"], data["passed"]) == ("passed", 0, True)
@@ -60,8 +69,11 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
     assert data["dialog"] == "dialog.jsonl"
     assert tool_calls == 1, f"requests the model saw: {requests}"
     # the agent's config went into the run's private HOME, none into the user's
-    user_files = [p.relative_to(tmp_path / "user-home").parts[0] for p in (tmp_path / "user-home").rglob("*")
-                  if p.is_file() and not p.name.endswith(".lock")]
+    user_files = [
+        p.relative_to(tmp_path / "user-home").parts[0]
+        for p in (tmp_path / "user-home").rglob("*")
+        if p.is_file() and not p.name.endswith(".lock")
+    ]
     assert user_files == []
     assert any(p.is_file() for p in (results / "home").rglob("*"))
 
@@ -70,8 +82,9 @@ def test_run_each_cli(cli: str, bin_dir: Path, task_factory, tmp_path: Path):
     assert [e["type"] for e in lines] == ["init", "prompt", "tool", "tool", "message", "complete"]
     init, prompt, running, finished, message, complete = lines
     assert init["agent"] == cli
-    assert prompt["text"].startswith("Fix this vulnerability in the source tree in the current directory: "
-                                     "A stack overflow in parse_name.")
+    assert prompt["text"].startswith(
+        "Fix this vulnerability in the source tree in the current directory: A stack overflow in parse_name."
+    )
     assert (running["name"], running["status"]) == (TOOL_NAMES[cli], "running")
     assert (finished["id"], finished["status"]) == (running["id"], "success")
     assert finished["output"] == LEVEL2_PASSED

@@ -25,11 +25,14 @@ def states(result: dict) -> dict[str, str]:
 
 def test_a_check_sees_only_its_tree_the_system_and_a_private_tmp(task_factory, daemon_factory, tmp_path):
     (tmp_path / "host-file").write_text("host\n")
-    t = task_factory(build=(
-        'set -e; test "$(id -u)" = 65534; test "$(ls /)" = "$(printf "bin\\ndev\\netc\\nlib\\nlib64\\nproc\\nsbin\\nsse\\ntmp\\nusr")"; '
-        'test ! -e /etc/shadow; test -r /etc/passwd; test -z "$(ls -A /tmp)"; '
-        f'test ! -e {tmp_path}/host-file; test "$(ls /proc | grep -cE "^[0-9]+$")" -lt 10; '
-        'echo built > artefact; cc --version >/dev/null; echo ok'))
+    t = task_factory(
+        build=(
+            'set -e; test "$(id -u)" = 65534; test "$(ls /)" = "$(printf "bin\\ndev\\netc\\nlib\\nlib64\\nproc\\nsbin\\nsse\\ntmp\\nusr")"; '
+            'test ! -e /etc/shadow; test -r /etc/passwd; test -z "$(ls -A /tmp)"; '
+            f'test ! -e {tmp_path}/host-file; test "$(ls /proc | grep -cE "^[0-9]+$")" -lt 10; '
+            "echo built > artefact; cc --version >/dev/null; echo ok"
+        )
+    )
     d = daemon_factory(t.file, difficulty="3")
     r = d.result()
     assert states(r) == {"build": "passed"}, d.log(r["_run"], "build")
@@ -39,11 +42,13 @@ def test_a_check_sees_only_its_tree_the_system_and_a_private_tmp(task_factory, d
 
 def test_intent_diff_comes_through_a_pipe_and_git_runs_in_the_sandbox(task_factory, daemon_factory):
     # The tree's own .git/config would run core.fsmonitor on the host if git ran there.
-    t = task_factory(intent='test "$(cat intent-added.txt)" = added && test -z "$(ls -A "$SSE_TASK_DIR")" && '
-                            'echo intent-ok')
+    t = task_factory(
+        intent='test "$(cat intent-added.txt)" = added && test -z "$(ls -A "$SSE_TASK_DIR")" && echo intent-ok'
+    )
     (t.tree / ".git").mkdir()
-    (t.tree / ".git" / "config").write_text("[core]\n\tfsmonitor = touch fsmonitor-ran; touch /tmp/escaped-" +
-                                          t.dir.name + "; false\n")
+    (t.tree / ".git" / "config").write_text(
+        "[core]\n\tfsmonitor = touch fsmonitor-ran; touch /tmp/escaped-" + t.dir.name + "; false\n"
+    )
     (t.tree / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (t.tree / ".git" / "objects").mkdir()
     (t.tree / ".git" / "refs").mkdir()
@@ -63,14 +68,14 @@ def test_network_is_off_unless_the_check_asks(tmp_path, daemon_factory):
     port = server.getsockname()[1]
     try:
         connect = f"(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo connected"
-        t = make_task(tmp_path / "t", build=connect, functional=connect,
-                      extra_toml="network = true\n")  # appended to the last table: [functional]
+        t = make_task(
+            tmp_path / "t", build=connect, functional=connect, extra_toml="network = true\n"
+        )  # appended to the last table: [functional]
         d = daemon_factory(t.file, difficulty="2")
         r = d.result()
         assert r["build"]["state"] == "failed"
         assert "connected" not in d.log(r["_run"], "build")
-        t2 = make_task(tmp_path / "t2", build=connect, top_toml="", functional=None,
-                       extra_toml="network = true\n")
+        t2 = make_task(tmp_path / "t2", build=connect, top_toml="", functional=None, extra_toml="network = true\n")
         r2 = daemon_factory(t2.file, difficulty="3").result()
         assert r2["build"]["state"] == "passed"
     finally:
@@ -83,8 +88,10 @@ def test_output_limit_cuts_the_log_and_the_daemon_answers_again(task_factory, da
     r = d.result()
     assert r["build"]["state"] == "failed"
     log = d.log(r["_run"], "build")
-    note = ("[ssebench] output limit reached: the check wrote more than 1 MiB of output; it was "
-            "killed and its log was cut here.\n")
+    note = (
+        "[ssebench] output limit reached: the check wrote more than 1 MiB of output; it was "
+        "killed and its log was cut here.\n"
+    )
     assert log.endswith(note)
     assert "never-here" not in log
     assert len(log.encode()) <= (1 << 20) + 2 + len(note)
@@ -104,8 +111,10 @@ def test_no_sandbox_is_logged_and_shown_by_health(task_factory, daemon_factory):
 
 def _failing_bwrap(tmp_path: Path) -> Path:
     fake = tmp_path / "bwrap"
-    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.11.0'; exit 0; }\n"
-                    "echo 'bwrap: No permissions to create a new namespace' >&2; exit 1\n")
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.11.0'; exit 0; }\n"
+        "echo 'bwrap: No permissions to create a new namespace' >&2; exit 1\n"
+    )
     fake.chmod(0o755)  # like a real bwrap: run by the checks' uid when the daemon is root
     return fake
 
@@ -113,11 +122,18 @@ def _failing_bwrap(tmp_path: Path) -> Path:
 def test_daemon_refuses_to_start_where_namespaces_are_not_permitted(task_factory, tmp_path):
     t = task_factory()
     sock = short_tempdir() / "d.sock"
-    proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock),
-                        env={"SSE_BWRAP": str(_failing_bwrap(tmp_path)), "SSE_DIFFICULTY": "2"})
+    proc = run_ssebench(
+        "daemon",
+        "--task",
+        str(t.file),
+        "--socket",
+        str(sock),
+        env={"SSE_BWRAP": str(_failing_bwrap(tmp_path)), "SSE_DIFFICULTY": "2"},
+    )
     assert proc.returncode == 2
-    assert proc.stderr == ("ssebench daemon: cannot sandbox checks (bwrap: No permissions to create a new "
-                           f"namespace): {FIX_HINT}\n")
+    assert proc.stderr == (
+        f"ssebench daemon: cannot sandbox checks (bwrap: No permissions to create a new namespace): {FIX_HINT}\n"
+    )
     assert not sock.exists()
 
 
@@ -126,8 +142,9 @@ def test_grade_refuses_without_namespaces_and_runs_with_no_sandbox(task_factory,
     env = {"SSE_BWRAP": str(_failing_bwrap(tmp_path))}
     proc = run_ssebench("grade", "--task", str(t.file), env=env)
     assert proc.returncode == 2
-    assert proc.stderr == ("ssebench grade: cannot sandbox checks (bwrap: No permissions to create a new "
-                           f"namespace): {FIX_HINT}\n")
+    assert proc.stderr == (
+        f"ssebench grade: cannot sandbox checks (bwrap: No permissions to create a new namespace): {FIX_HINT}\n"
+    )
     assert run_ssebench("grade", "--task", str(t.file), "--no-sandbox", env=env).returncode == 0
     assert run_ssebench("grade", "--task", str(t.file)).returncode == 1  # sandboxed: no task file
 
@@ -135,14 +152,17 @@ def test_grade_refuses_without_namespaces_and_runs_with_no_sandbox(task_factory,
 def test_bad_limit_values_stop_the_daemon_before_it_listens(task_factory):
     t = task_factory()
     sock = short_tempdir() / "d.sock"
-    proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock), "--output-limit", "lots",
-                        env={"SSE_DIFFICULTY": "2"})
+    proc = run_ssebench(
+        "daemon", "--task", str(t.file), "--socket", str(sock), "--output-limit", "lots", env={"SSE_DIFFICULTY": "2"}
+    )
     assert proc.returncode == 2
-    assert proc.stderr == ("ssebench daemon: --output-limit must be a size in bytes (e.g. 1073741824, 512M, "
-                           "1G), got 'lots'\n")
+    assert proc.stderr == (
+        "ssebench daemon: --output-limit must be a size in bytes (e.g. 1073741824, 512M, 1G), got 'lots'\n"
+    )
     assert not sock.exists()
-    proc = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock),
-                        env={"SSE_DIFFICULTY": "2", "SSE_PIDS_LIMIT": "-3"})
+    proc = run_ssebench(
+        "daemon", "--task", str(t.file), "--socket", str(sock), env={"SSE_DIFFICULTY": "2", "SSE_PIDS_LIMIT": "-3"}
+    )
     assert proc.returncode == 2
     assert proc.stderr == "ssebench daemon: SSE_PIDS_LIMIT must be a whole number (1 or more), got '-3'\n"
     assert not sock.exists()
@@ -164,7 +184,7 @@ def test_a_symlinked_tree_is_resolved_once_at_start(task_factory, daemon_factory
 
 
 def test_symlinks_in_the_tree_resolve_inside_the_sandbox_only(task_factory, daemon_factory):
-    t = task_factory(pocs=["fixed"], build='test ! -e leak && test -L leak && echo ok')
+    t = task_factory(pocs=["fixed"], build="test ! -e leak && test -L leak && echo ok")
     (t.tree / "leak").symlink_to(t.pocs[0])
     d = daemon_factory(t.file, difficulty="3")
     r = d.result()
@@ -220,8 +240,13 @@ def test_entrypoint_no_sandbox_reaches_the_daemon_and_grading(task_factory, tmp_
     entry = [sys.executable, "-c", "from ssebench.cli import main; main()", "entrypoint"]
     for flag, status in ((["--no-sandbox"], "passed"), ([], "checks_failed")):
         results = tmp_path / f"results{len(flag)}"
-        env = {**os.environ, "SSE_TASK": str(t.file), "SSE_RESULTS_DIR": str(results),
-               "SSE_MCP_PORT": str(free_port()), "MCP_LOG_DIR": str(tmp_path / "logs")}
+        env = {
+            **os.environ,
+            "SSE_TASK": str(t.file),
+            "SSE_RESULTS_DIR": str(results),
+            "SSE_MCP_PORT": str(free_port()),
+            "MCP_LOG_DIR": str(tmp_path / "logs"),
+        }
         env.pop("SSE_DIFFICULTY", None)
         env.pop("SSE_NO_SANDBOX", None)
         done = subprocess.run([*entry, *flag, "--", "true"], env=env, capture_output=True, text=True, timeout=100)
@@ -240,7 +265,7 @@ def test_seccomp_program_per_machine():
     for machine in ("x86_64", "aarch64"):
         prog = seccomp_program(machine)
         assert prog is not None and len(prog) % 8 == 0
-        ops = [struct.unpack("=HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+        ops = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
         assert ops[0] == (0x20, 0, 0, 4)  # first: load the architecture
         rets = {k for code, _, _, k in ops if code == 0x06}
         assert rets == {0x7FFF0000, 0x80000000, 0x00050001}  # allow, kill, EPERM
@@ -253,10 +278,18 @@ def test_bad_check_uid_is_refused_with_one_line(task_factory):
         pytest.skip("SSE_SANDBOX_UID applies to a root daemon")
     t = task_factory()
     for raw in ("0", "nobody", "65534:0"):
-        done = run_ssebench("daemon", "--task", str(t.file), "--socket", str(short_tempdir() / "d.sock"),
-                            env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_UID": raw})
+        done = run_ssebench(
+            "daemon",
+            "--task",
+            str(t.file),
+            "--socket",
+            str(short_tempdir() / "d.sock"),
+            env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_UID": raw},
+        )
         assert (done.returncode, done.stderr) == (
-            2, f"ssebench daemon: SSE_SANDBOX_UID must be UID or UID:GID, not 0 (checks never run as root), got '{raw}'\n")
+            2,
+            f"ssebench daemon: SSE_SANDBOX_UID must be UID or UID:GID, not 0 (checks never run as root), got '{raw}'\n",
+        )
 
 
 def test_checks_run_as_the_configured_uid(task_factory, daemon_factory):
@@ -270,8 +303,11 @@ def test_checks_run_as_the_configured_uid(task_factory, daemon_factory):
     import json
     import tempfile
 
-    (space,) = [o.parent for o in Path(tempfile.gettempdir()).glob("ssebench-daemon-*/owner.json")
-                if json.loads(o.read_text())["pid"] == d.proc.pid]
+    (space,) = [
+        o.parent
+        for o in Path(tempfile.gettempdir()).glob("ssebench-daemon-*/owner.json")
+        if json.loads(o.read_text())["pid"] == d.proc.pid
+    ]
     st = (space / "engine" / "mirror" / "owned").stat()
     assert (st.st_uid, st.st_gid) == (4321, 4322)  # outside: the configured uid
 
@@ -292,8 +328,15 @@ def test_masks_only_where_a_bound_folder_shows_the_path(tmp_path):
     box.hide("a folder", "/usr/share")
     args = box._mask_args()
     assert args == ["--ro-bind", "/dev/null", "/usr/bin/env", "--tmpfs", "/usr/share", "--remount-ro", "/usr/share"]
-    env = box.environment({"PATH": f"{tmp_path}/bin:/usr/bin", "X": f"{tmp_path}/x", "PWD": str(tmp_path),
-                           "SSE_TASK": "/t/task.toml", "OLDPWD": "/x"})
+    env = box.environment(
+        {
+            "PATH": f"{tmp_path}/bin:/usr/bin",
+            "X": f"{tmp_path}/x",
+            "PWD": str(tmp_path),
+            "SSE_TASK": "/t/task.toml",
+            "OLDPWD": "/x",
+        }
+    )
     assert env == {"PATH": "/usr/bin", "PWD": "/sse/tree", "HOME": "/tmp", "TMPDIR": "/tmp"}
 
 
@@ -305,10 +348,15 @@ def test_root_daemon_refuses_a_temp_folder_its_checks_cannot_reach(task_factory)
     tmp = private / "tmp"
     tmp.mkdir()
     sock = short_tempdir() / "d.sock"
-    done = run_ssebench("daemon", "--task", str(t.file), "--socket", str(sock),
-                        env={"SSE_DIFFICULTY": "2", "TMPDIR": str(tmp)})
-    assert (done.returncode, done.stderr) == (2, (
-        f"ssebench daemon: cannot sandbox checks: the daemon is root, so checks run as uid 65534 (SSE_SANDBOX_UID), "
-        f"which cannot traverse {private} to reach its workspace in {tmp}: allow it (chmod o+x), or set TMPDIR "
-        "to a folder it can reach\n"))
+    done = run_ssebench(
+        "daemon", "--task", str(t.file), "--socket", str(sock), env={"SSE_DIFFICULTY": "2", "TMPDIR": str(tmp)}
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        (
+            f"ssebench daemon: cannot sandbox checks: the daemon is root, so checks run as uid 65534 (SSE_SANDBOX_UID), "
+            f"which cannot traverse {private} to reach its workspace in {tmp}: allow it (chmod o+x), or set TMPDIR "
+            "to a folder it can reach\n"
+        ),
+    )
     assert not sock.exists() and list(tmp.iterdir()) == []

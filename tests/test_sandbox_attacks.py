@@ -27,8 +27,12 @@ from tests.helpers.tasks import make_task
 pytestmark = pytest.mark.timeout(300)
 
 SUPPORT_MARK = "SUPPORT-FILE-IS-READABLE"
-LEVEL_CHECKS = {0: ["build", "pocs", "intent", "functional"], 1: ["build", "pocs", "functional"],
-                2: ["build", "functional"], 3: ["build"]}
+LEVEL_CHECKS = {
+    0: ["build", "pocs", "intent", "functional"],
+    1: ["build", "pocs", "functional"],
+    2: ["build", "functional"],
+    3: ["build"],
+}
 
 
 class Listener:
@@ -81,10 +85,12 @@ def root_secret() -> Iterator[tuple[Path, str]]:
     path.unlink(missing_ok=True)
 
 
-def _attack_task(root: Path, *, daemon_pid_file: Path, listener: Listener, secret: Path,
-                 host_tmp_file: Path) -> tuple[object, dict[str, str]]:
-    marks = {name: f"{name.upper()}-{secrets.token_hex(8)}" for name in
-             ("poc1", "poc2", "intent", "taskfile", "hosttmp")}
+def _attack_task(
+    root: Path, *, daemon_pid_file: Path, listener: Listener, secret: Path, host_tmp_file: Path
+) -> tuple[object, dict[str, str]]:
+    marks = {
+        name: f"{name.upper()}-{secrets.token_hex(8)}" for name in ("poc1", "poc2", "intent", "taskfile", "hosttmp")
+    }
     task_dir = root / "task"
     attack = f"""#!/bin/bash
 # Everything this manages to read ends up in the check's log.
@@ -105,22 +111,30 @@ echo "== host secrets"; cat /etc/shadow /etc/gshadow {secret} 2>&1; ls -la /root
 env | sort
 echo "== other runs and the daemon workspace"; ls -d /tmp/ssebench-* 2>&1; cat /tmp/ssebench-*/*/logs/* /tmp/ssebench-*/*/*/* 2>&1 | head -c 100000
 cat {host_tmp_file} 2>&1
-echo "== writes"; echo PWNED > {root / 'task' / 'src' / 'PWNED'} 2>&1; echo PWNED > {host_tmp_file.parent / 'PWNED'} 2>&1
+echo "== writes"; echo PWNED > {root / "task" / "src" / "PWNED"} 2>&1; echo PWNED > {host_tmp_file.parent / "PWNED"} 2>&1
 echo PWNED > "$SSE_TASK_DIR/PWNED" 2>&1
 echo "== network"; (exec 3<>/dev/tcp/127.0.0.1/{listener.port} && echo CONNECTED) 2>&1
 echo "== socket"; ls -la /tmp /run 2>&1
 exit 1
 """
-    task = make_task(task_dir, pocs=[marks["poc1"], marks["poc2"]], poc_run="bash attack.sh",
-                     functional="bash attack.sh", intent="bash attack.sh",
-                     intent_diff=f"""diff --git a/intent-added.txt b/intent-added.txt
+    task = make_task(
+        task_dir,
+        pocs=[marks["poc1"], marks["poc2"]],
+        poc_run="bash attack.sh",
+        functional="bash attack.sh",
+        intent="bash attack.sh",
+        intent_diff=f"""diff --git a/intent-added.txt b/intent-added.txt
 new file mode 100644
 --- /dev/null
 +++ b/intent-added.txt
 @@ -0,0 +1 @@
 +{marks["intent"]}
-""", build="bash attack.sh; true", tree_files={"attack.sh": attack, "tests/cases/a.in": "x\n"},
-                     description="attack", top_toml=f"# {marks['taskfile']}")
+""",
+        build="bash attack.sh; true",
+        tree_files={"attack.sh": attack, "tests/cases/a.in": "x\n"},
+        description="attack",
+        top_toml=f"# {marks['taskfile']}",
+    )
     (task.tree / "tests" / "cases" / "zz.in").symlink_to(task.pocs[0])
     # A support file: every check may read it (and only it) at $SSE_TASK_DIR.
     (task_dir / "helper.sh").write_text(f"echo {SUPPORT_MARK}\n")
@@ -135,8 +149,7 @@ def _shadow_lines() -> list[str]:
         return []
 
 
-def _assert_no_leak(text: str, marks: dict[str, str], secret_mark: str, where: str,
-                    check: str | None = None) -> None:
+def _assert_no_leak(text: str, marks: dict[str, str], secret_mark: str, where: str, check: str | None = None) -> None:
     # What a check may see by design: the PoC step the one PoC it runs (the attack fails
     # the first, so the second never runs), the intent check the tree after git apply.
     allowed = {"pocs": {"poc1"}, "intent": {"intent"}}.get(check or "", set())
@@ -165,8 +178,9 @@ def test_attacks_through_the_daemon(level, tmp_path, daemon_factory, listener, r
     host_tmp = tmp_path / "hosttmp"
     host_tmp.mkdir()
     pid_file = tmp_path / "daemon.pid"
-    task, marks = _attack_task(tmp_path, daemon_pid_file=pid_file, listener=listener, secret=secret,
-                               host_tmp_file=host_tmp / "visible.txt")
+    task, marks = _attack_task(
+        tmp_path, daemon_pid_file=pid_file, listener=listener, secret=secret, host_tmp_file=host_tmp / "visible.txt"
+    )
     d = daemon_factory(task.file, difficulty=str(level), env={"MY_API_KEY": "ATTACKAPIKEY"})
     pid_file.write_text(str(d.proc.pid))
     r = d.result()
@@ -200,16 +214,28 @@ def test_attacks_at_level_4_through_grade(tmp_path, listener, root_secret):
     secret, secret_mark = root_secret
     host_tmp = tmp_path / "hosttmp"
     host_tmp.mkdir()
-    task, marks = _attack_task(tmp_path, daemon_pid_file=tmp_path / "none.pid", listener=listener,
-                               secret=secret, host_tmp_file=host_tmp / "visible.txt")
-    done = run_ssebench("grade", "--task", str(task.file), "--json",
-                        env={"SSE_DIFFICULTY": "4", "MY_API_KEY": "ATTACKAPIKEY"}, timeout=240)
+    task, marks = _attack_task(
+        tmp_path,
+        daemon_pid_file=tmp_path / "none.pid",
+        listener=listener,
+        secret=secret,
+        host_tmp_file=host_tmp / "visible.txt",
+    )
+    done = run_ssebench(
+        "grade",
+        "--task",
+        str(task.file),
+        "--json",
+        env={"SSE_DIFFICULTY": "4", "MY_API_KEY": "ATTACKAPIKEY"},
+        timeout=240,
+    )
     assert done.returncode == 1, done.stderr
     _assert_no_leak(done.stdout + done.stderr, marks, secret_mark, "grade's output")
     _assert_host_untouched(task, host_tmp, listener)
 
 
 # -- resource attacks ---------------------------------------------------------------------------
+
 
 def _last_bytes(d, run_id: str, check: str, n: int = 4096) -> bytes:
     tail = b""
@@ -227,8 +253,8 @@ def test_fork_bomb_fails_the_check_and_the_daemon_lives_on(task_factory, daemon_
     r = d.result()
     assert r["build"]["state"] == "failed"
     assert d.log(r["_run"], "build").endswith(
-        "[ssebench] process limit reached (1024 processes): the command and every process it "
-        "started were killed.\n")
+        "[ssebench] process limit reached (1024 processes): the command and every process it started were killed.\n"
+    )
     assert d.proc.poll() is None
     assert d.get("/health").json()["status"] == "ok"
 
@@ -241,8 +267,9 @@ def test_4_gb_allocation_fails_the_check_and_the_daemon_lives_on(task_factory, d
     assert r["build"]["state"] == "failed"
     log = d.log(r["_run"], "build")
     assert "allocated" not in log
-    assert log.endswith("[ssebench] memory limit reached (4 GiB): the command and every process it "
-                        "started were killed.\n")
+    assert log.endswith(
+        "[ssebench] memory limit reached (4 GiB): the command and every process it started were killed.\n"
+    )
     assert d.proc.poll() is None
     t2 = d.result()
     assert t2["build"]["state"] == "failed"  # the same bomb again: the daemon still answers
@@ -254,8 +281,10 @@ def test_5_gb_of_output_is_cut_at_the_limit(task_factory, daemon_factory):
     t = task_factory(build="yes 0123456789abcdef0123456789abcdef | head -c 5G", functional="true")
     d = daemon_factory(t.file, difficulty="2")
     r = d.result()
-    note = ("[ssebench] output limit reached: the check wrote more than 1 GiB of output; it was "
-            "killed and its log was cut here.\n")
+    note = (
+        "[ssebench] output limit reached: the check wrote more than 1 GiB of output; it was "
+        "killed and its log was cut here.\n"
+    )
     assert r["build"]["state"] == "failed"
     assert r["build"]["log_bytes"] <= (1 << 30) + 2 + len(note)
     assert _last_bytes(d, r["_run"], "build").endswith(note.encode())
@@ -271,16 +300,15 @@ def test_limits_without_cgroups_watchdog(task_factory, daemon_factory):
     r = d.result()
     assert r["build"]["state"] == "failed"
     assert d.log(r["_run"], "build").endswith(
-        "[ssebench] process limit reached (100 processes): the command and every process it "
-        "started were killed.\n")
+        "[ssebench] process limit reached (100 processes): the command and every process it started were killed.\n"
+    )
     t2 = task_factory(build="python3 -c \"import time; x = b'x' * (1 << 30); time.sleep(30)\"")
-    d2 = daemon_factory(t2.file, difficulty="3", env={"SSE_SANDBOX_CGROUP": "off"},
-                        args=("--memory-limit", "256M"))
+    d2 = daemon_factory(t2.file, difficulty="3", env={"SSE_SANDBOX_CGROUP": "off"}, args=("--memory-limit", "256M"))
     r2 = d2.result()
     assert r2["build"]["state"] == "failed"
     assert d2.log(r2["_run"], "build").endswith(
-        "[ssebench] memory limit reached (256 MiB): the command and every process it started were "
-        "killed.\n")
+        "[ssebench] memory limit reached (256 MiB): the command and every process it started were killed.\n"
+    )
     assert d2.get("/health").json()["status"] == "ok"
 
 
@@ -302,14 +330,21 @@ def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
         pytest.skip("needs a writable cgroup v1 pids hierarchy for the safety net")
     try:
         t = task_factory(build=":(){ :|:& };:; sleep 60", functional=None, pocs=None)
-        script = (f"echo $$ > {net}/cgroup.procs; exec {sys.executable} -c "
-                  "'from ssebench.cli import main; main()' grade --task " + str(t.file))
-        done = subprocess.run(["sh", "-c", script], env={**os.environ, "SSE_SANDBOX_CGROUP": "off"},
-                              capture_output=True, text=True, timeout=120)
+        script = (
+            f"echo $$ > {net}/cgroup.procs; exec {sys.executable} -c "
+            "'from ssebench.cli import main; main()' grade --task " + str(t.file)
+        )
+        done = subprocess.run(
+            ["sh", "-c", script],
+            env={**os.environ, "SSE_SANDBOX_CGROUP": "off"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 1, done.stderr
         assert done.stdout.rstrip().endswith(
-            "[ssebench] process limit reached (1024 processes): the command and every process it "
-            "started were killed.")
+            "[ssebench] process limit reached (1024 processes): the command and every process it started were killed."
+        )
         # The bomb is gone, not only the check: nothing is left in the net once grade exited.
         left = (net / "cgroup.procs").read_text().split()
         for _ in range(100):
@@ -328,6 +363,7 @@ def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
 
 
 # -- issue 18: what a check sees is decided by mounts; nothing survives a check; no uid 0 ----
+
 
 @pytest.fixture
 def usr_share() -> Iterator[Path]:
@@ -350,16 +386,22 @@ def _assert_clean(texts: list[str], marks: dict[str, str], secret_mark: str, che
 
 @pytest.mark.slow
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
-def test_task_folder_under_usr_is_masked_through_the_daemon(level, tmp_path, usr_share, daemon_factory,
-                                                           listener, root_secret):
+def test_task_folder_under_usr_is_masked_through_the_daemon(
+    level, tmp_path, usr_share, daemon_factory, listener, root_secret
+):
     # /usr is bound into every sandbox: a task folder below it (a task under
     # /usr/local/share, the demo task of a wheel installed into a venv under /usr/local)
     # is masked by an empty read-only tmpfs; the attack reads it by its absolute path.
     secret, secret_mark = root_secret
     host_tmp = tmp_path / "hosttmp"
     host_tmp.mkdir()
-    task, marks = _attack_task(usr_share, daemon_pid_file=tmp_path / "none.pid", listener=listener,
-                               secret=secret, host_tmp_file=host_tmp / "visible.txt")
+    task, marks = _attack_task(
+        usr_share,
+        daemon_pid_file=tmp_path / "none.pid",
+        listener=listener,
+        secret=secret,
+        host_tmp_file=host_tmp / "visible.txt",
+    )
     d = daemon_factory(task.file, difficulty=str(level))
     r = d.result()
     texts = [d.log(r["_run"], c) for c in LEVEL_CHECKS[level] if r[c]["has_log"]]
@@ -376,10 +418,13 @@ def test_task_folder_under_usr_is_masked_in_grade(usr_share):
     # grade shows the tail of a failing check's log: the attack prints little, then fails.
     mark = "USRPOC-" + secrets.token_hex(8)
     task_dir = usr_share / "task"
-    build = (f"cat {task_dir}/pocs/* {task_dir}/task.toml {task_dir}/intent.diff 2>&1; "
-             f"ls -la {usr_share} {task_dir} 2>&1; find / -xdev -name 'poc-*' 2>/dev/null; false")
-    task = make_task(task_dir, build=build, pocs=[mark], intent="true", functional="true",
-                     top_toml=f"# TASKFILE-{mark}")
+    build = (
+        f"cat {task_dir}/pocs/* {task_dir}/task.toml {task_dir}/intent.diff 2>&1; "
+        f"ls -la {usr_share} {task_dir} 2>&1; find / -xdev -name 'poc-*' 2>/dev/null; false"
+    )
+    task = make_task(
+        task_dir, build=build, pocs=[mark], intent="true", functional="true", top_toml=f"# TASKFILE-{mark}"
+    )
     done = run_ssebench("grade", "--task", str(task.file), "--json", env={"SSE_DIFFICULTY": "4"}, timeout=240)
     assert done.returncode == 1, done.stderr
     assert f"'{task_dir}/pocs/*': No such file or directory" in done.stdout
@@ -413,15 +458,22 @@ def test_extra_bind_holding_or_inside_the_task_folder_is_refused(bind, tmp_path)
     task, _ = _opt_task(root)
     path = bind.format(root=root)
     sock = short_tempdir() / "d.sock"
-    done = run_ssebench("daemon", "--task", str(task.file), "--socket", str(sock),
-                        env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_BIND": path})
-    how = (f"contains the task folder ({task.dir}), which checks must not see; bind a folder that does not hold it"
-           if path == str(root) else
-           f"is inside the task folder ({task.dir}), which checks must not see; bind a folder outside it")
+    done = run_ssebench(
+        "daemon", "--task", str(task.file), "--socket", str(sock), env={"SSE_DIFFICULTY": "2", "SSE_SANDBOX_BIND": path}
+    )
+    how = (
+        f"contains the task folder ({task.dir}), which checks must not see; bind a folder that does not hold it"
+        if path == str(root)
+        else f"is inside the task folder ({task.dir}), which checks must not see; bind a folder outside it"
+    )
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"ssebench daemon: SSE_SANDBOX_BIND: {path} {how}\n")
     assert not sock.exists()
     graded = run_ssebench("grade", "--task", str(task.file), env={"SSE_SANDBOX_BIND": path})
-    assert (graded.returncode, graded.stdout, graded.stderr) == (2, "", f"ssebench grade: SSE_SANDBOX_BIND: {path} {how}\n")
+    assert (graded.returncode, graded.stdout, graded.stderr) == (
+        2,
+        "",
+        f"ssebench grade: SSE_SANDBOX_BIND: {path} {how}\n",
+    )
 
 
 KEYRING_PY = r"""
@@ -449,12 +501,16 @@ print("keyctl join", libc.syscall(KEYCTL, 1, b"sse-attack-ring"), ctypes.get_err
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86_64")
 def test_a_grade_check_cannot_pass_data_to_a_later_build_through_keyrings(task_factory, daemon_factory):
     mark = secrets.token_hex(8)
-    store = task_factory(build=f"python3 keys.py store {mark}", functional=f"python3 keys.py store {mark}",
-                         tree_files={"keys.py": KEYRING_PY})
+    store = task_factory(
+        build=f"python3 keys.py store {mark}",
+        functional=f"python3 keys.py store {mark}",
+        tree_files={"keys.py": KEYRING_PY},
+    )
     done = run_ssebench("grade", "--task", str(store.file), "--json", timeout=120)
     assert done.returncode == 0, done.stderr
-    read = task_factory(build="python3 keys.py read; true", functional="python3 keys.py read; true",
-                        tree_files={"keys.py": KEYRING_PY})
+    read = task_factory(
+        build="python3 keys.py read; true", functional="python3 keys.py read; true", tree_files={"keys.py": KEYRING_PY}
+    )
     d = daemon_factory(read.file, difficulty="2")
     r = d.result()
     for check in ("build", "functional"):
@@ -510,8 +566,11 @@ def test_nothing_of_a_check_reaches_a_later_check(task_factory, daemon_factory):
     # /dev/shm, /tmp, an abstract socket and a setsid'd process of the build: the
     # functional check after it (a fresh sandbox) finds none of them.
     mark = "LEFT" + secrets.token_hex(6)
-    t = task_factory(build=f"python3 leave.py {mark} 30 0", functional=f"python3 look.py {mark}",
-                     tree_files={"leave.py": LEAVE_BEHIND, "look.py": LOOK_FOR})
+    t = task_factory(
+        build=f"python3 leave.py {mark} 30 0",
+        functional=f"python3 look.py {mark}",
+        tree_files={"leave.py": LEAVE_BEHIND, "look.py": LOOK_FOR},
+    )
     d = daemon_factory(t.file, difficulty="2")
     r = d.result()
     assert r["build"]["state"] == "passed" and f"left {mark}" in d.log(r["_run"], "build")
@@ -525,10 +584,10 @@ def test_nothing_of_a_check_reaches_another_daemons_check(task_factory, daemon_f
     import psutil
 
     mark = "LEFT" + secrets.token_hex(6)
-    a = task_factory(build=f"python3 leave.py {mark} 30 8", functional=None,
-                     tree_files={"leave.py": LEAVE_BEHIND})
-    b = make_task(a.dir.parent / "b", build=f"python3 look.py {mark}", functional=None,
-                  tree_files={"look.py": LOOK_FOR})
+    a = task_factory(build=f"python3 leave.py {mark} 30 8", functional=None, tree_files={"leave.py": LEAVE_BEHIND})
+    b = make_task(
+        a.dir.parent / "b", build=f"python3 look.py {mark}", functional=None, tree_files={"look.py": LOOK_FOR}
+    )
     da = daemon_factory(a.file, difficulty="3")
     db = daemon_factory(b.file, difficulty="3")
     started = threading.Thread(target=da.result, daemon=True)
@@ -536,8 +595,11 @@ def test_nothing_of_a_check_reaches_another_daemons_check(task_factory, daemon_f
 
     def holding() -> bool:
         with contextlib.suppress(psutil.Error):
-            return any("leave.py" in " ".join(p.cmdline()) for p in psutil.Process(da.proc.pid).children(recursive=True))
+            return any(
+                "leave.py" in " ".join(p.cmdline()) for p in psutil.Process(da.proc.pid).children(recursive=True)
+            )
         return False
+
     deadline = time.monotonic() + 30
     while not holding() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -605,14 +667,20 @@ def _env_ok(log: str, hidden: list[str]) -> None:
 def test_no_host_path_in_a_checks_environment(task_factory, tmp_path):
     # The daemon started the way the entrypoint starts it: SSE_TASK, its cwd (PWD) the
     # task's folder; plus values that name the task folder, the workspace, MCP_LOG_DIR.
-    t = task_factory(build=ENV_PROBE, functional=ENV_PROBE, pocs=["x"], poc_run=ENV_PROBE + "; true",
-                     intent=ENV_PROBE)
+    t = task_factory(build=ENV_PROBE, functional=ENV_PROBE, pocs=["x"], poc_run=ENV_PROBE + "; true", intent=ENV_PROBE)
     logs = tmp_path / "mcplogs"
     logs.mkdir()
     sock = short_tempdir() / "d.sock"
-    env = {"SSE_TASK": str(t.file), "PWD": str(t.dir), "OLDPWD": str(t.dir / "src"),
-           "MCP_LOG_DIR": str(logs), "KEEP": f"{t.dir}/bin:/usr/bin", "TASKVAR": f"{t.dir}/x",
-           "LOGVAR": str(logs), "SSE_DAEMON_SOCKET": str(sock)}
+    env = {
+        "SSE_TASK": str(t.file),
+        "PWD": str(t.dir),
+        "OLDPWD": str(t.dir / "src"),
+        "MCP_LOG_DIR": str(logs),
+        "KEEP": f"{t.dir}/bin:/usr/bin",
+        "TASKVAR": f"{t.dir}/x",
+        "LOGVAR": str(logs),
+        "SSE_DAEMON_SOCKET": str(sock),
+    }
     from tests.helpers.daemon import start_daemon
 
     d = start_daemon(t.file, difficulty="0", env=env, socket=sock)
@@ -631,8 +699,10 @@ def test_no_host_path_in_a_checks_environment(task_factory, tmp_path):
     # failing build's log tail.
     # Only the variables at stake: grade shows 40 lines, and the machine's own environment
     # (CI's, make's) can be longer than that (the daemon's checks above print it all).
-    probe = ("env | grep -E '^(KEEP|TASKVAR|PWD|OLDPWD|SSE_TASK|SSE_DAEMON_SOCKET|LOGVAR|MCP_LOG_DIR)=' | sort; "
-             "echo CWD=$(pwd); readlink /proc/self/cwd")
+    probe = (
+        "env | grep -E '^(KEEP|TASKVAR|PWD|OLDPWD|SSE_TASK|SSE_DAEMON_SOCKET|LOGVAR|MCP_LOG_DIR)=' | sort; "
+        "echo CWD=$(pwd); readlink /proc/self/cwd"
+    )
     g = make_task(tmp_path / "g", build=probe + "; false", functional=None)
     env.update(SSE_TASK=str(g.file), PWD=str(g.dir), KEEP=f"{g.dir}/bin:/usr/bin", TASKVAR=f"{g.dir}/x")
     graded = run_ssebench("grade", "--task", str(g.file), env=env, cwd=g.dir, timeout=120)
@@ -661,8 +731,15 @@ def wheel_under_usr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     root = base / f"ssebench-test-{secrets.token_hex(4)}"
     try:
         subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=300)
-        _pip("install", "--no-compile", "--no-index", "--find-links", str(house), str(wheel),
-             python=str(root / "venv" / "bin" / "python"))
+        _pip(
+            "install",
+            "--no-compile",
+            "--no-index",
+            "--find-links",
+            str(house),
+            str(wheel),
+            python=str(root / "venv" / "bin" / "python"),
+        )
         (site,) = (root / "venv" / "lib").glob("python3*/site-packages")
         yield site
     finally:
@@ -675,11 +752,16 @@ def test_an_installed_wheel_under_usr_is_masked(wheel_under_usr, tmp_path):
     # under /usr: a check of that install's grade reads them by their absolute paths.
     site = wheel_under_usr
     examples = site / "ssebench" / "examples"
-    secrets_of_demo = [p.read_bytes().decode("utf-8", "replace").strip() for p in examples.rglob("*")
-                       if p.is_file() and (p.parent.name == "pocs" or p.name in ("intent.diff", "fix.patch"))]
+    secrets_of_demo = [
+        p.read_bytes().decode("utf-8", "replace").strip()
+        for p in examples.rglob("*")
+        if p.is_file() and (p.parent.name == "pocs" or p.name in ("intent.diff", "fix.patch"))
+    ]
     assert secrets_of_demo
-    build = (f"find {site}/ssebench {site}/server -type f 2>&1 | head -5; "
-             f"cat {examples}/tasks/*/pocs/* {examples}/tasks/*/intent.diff {examples}/tasks/*/fix.patch 2>&1; false")
+    build = (
+        f"find {site}/ssebench {site}/server -type f 2>&1 | head -5; "
+        f"cat {examples}/tasks/*/pocs/* {examples}/tasks/*/intent.diff {examples}/tasks/*/fix.patch 2>&1; false"
+    )
     task = make_task(tmp_path / "task", build=build, functional=None)
     ssebench = str(site.parents[2] / "bin" / "ssebench")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "SSE_"))}
@@ -692,11 +774,14 @@ def test_an_installed_wheel_under_usr_is_masked(wheel_under_usr, tmp_path):
             if len(line.strip()) > 8:
                 assert line not in done.stdout, "a file of the installed package reached a check"
     # A bind that holds the package is refused, naming it.
-    refused = subprocess_run([ssebench, "grade", "--task", str(task.file)],
-                             {**env, "SSE_SANDBOX_BIND": str(site.parents[2])})
+    refused = subprocess_run(
+        [ssebench, "grade", "--task", str(task.file)], {**env, "SSE_SANDBOX_BIND": str(site.parents[2])}
+    )
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert refused.stderr == (f"ssebench grade: SSE_SANDBOX_BIND: {site.parents[2]} contains ssebench's own files "
-                              f"({site / 'ssebench'}), which checks must not see; bind a folder that does not hold it\n")
+    assert refused.stderr == (
+        f"ssebench grade: SSE_SANDBOX_BIND: {site.parents[2]} contains ssebench's own files "
+        f"({site / 'ssebench'}), which checks must not see; bind a folder that does not hold it\n"
+    )
 
 
 def subprocess_run(argv: list[str], env: dict[str, str]):

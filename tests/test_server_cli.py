@@ -71,7 +71,8 @@ def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
             "Ctrl-C stops.\n"
             "Register it with Claude Code (with a one-hour tool timeout) with:\n"
             f"  ssebench agents install claude --url http://localhost:{port}/mcp\n"
-            "(other agents: ssebench agents install --help)\n")
+            "(other agents: ssebench agents install --help)\n"
+        )
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert alive == []
     finally:
@@ -81,7 +82,9 @@ def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
     assert len(calls) == 1, err.read_text()
     assert re.fullmatch(
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ssebench.server.calls INFO test_patch call 1 \(level 2\): "
-        r"every check that ran passed \[build: passed, functional tests: passed\] in \d+\.\d s", calls[0])
+        r"every check that ran passed \[build: passed, functional tests: passed\] in \d+\.\d s",
+        calls[0],
+    )
 
 
 @pytest.mark.parametrize("command", ["serve", "up"])
@@ -92,13 +95,19 @@ def test_a_busy_port_is_one_line_naming_its_holder(tmp_path: Path, command: str)
         holder.listen()
         port = holder.getsockname()[1]
         args = ["--task", str(task)] if command == "up" else []
-        proc = subprocess.run(ssebench_argv(command, *args, "--port", str(port)), capture_output=True,
-                              text=True, timeout=60, env={**os.environ, "SSE_DIFFICULTY": "2"})
+        proc = subprocess.run(
+            ssebench_argv(command, *args, "--port", str(port)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "SSE_DIFFICULTY": "2"},
+        )
     assert proc.returncode == 2
     assert proc.stdout == ""
     name = psutil.Process().name()
-    assert proc.stderr == (f"ssebench {command}: port {port} is in use (by PID {os.getpid()}: {name}); "
-                           "stop that process or pass --port\n")
+    assert proc.stderr == (
+        f"ssebench {command}: port {port} is in use (by PID {os.getpid()}: {name}); stop that process or pass --port\n"
+    )
 
 
 def test_serve_prints_a_start_line_and_warns_without_a_daemon(tmp_path: Path) -> None:
@@ -107,19 +116,25 @@ def test_serve_prints_a_start_line_and_warns_without_a_daemon(tmp_path: Path) ->
     out, err = tmp_path / "serve.out", tmp_path / "serve.err"
     with open(out, "xb") as out_file, open(err, "xb") as err_file:
         proc = subprocess.Popen(
-            ssebench_argv("serve", "--port", str(port), "--daemon-socket", str(sock),
-                          "--log-dir", str(tmp_path / "logs")),
-            env={**os.environ, "SSE_DIFFICULTY": "3"}, stdout=out_file, stderr=err_file,
-            start_new_session=True)
+            ssebench_argv(
+                "serve", "--port", str(port), "--daemon-socket", str(sock), "--log-dir", str(tmp_path / "logs")
+            ),
+            env={**os.environ, "SSE_DIFFICULTY": "3"},
+            stdout=out_file,
+            stderr=err_file,
+            start_new_session=True,
+        )
     try:
         wait_server(f"http://127.0.0.1:{port}/healthz", proc)
     finally:
         stop(proc)
-    assert out.read_text() == (f"ssebench serve: test_patch at http://localhost:{port}/mcp "
-                               f"(difficulty 3, BUILD_ONLY); daemon socket {sock}\n")
+    assert out.read_text() == (
+        f"ssebench serve: test_patch at http://localhost:{port}/mcp (difficulty 3, BUILD_ONLY); daemon socket {sock}\n"
+    )
     assert err.read_text().splitlines()[0] == (
         f"ssebench serve: warning: no daemon socket at {sock} yet; test_patch calls report an "
-        "internal failure until `ssebench daemon` listens there")
+        "internal failure until `ssebench daemon` listens there"
+    )
 
 
 def test_up_with_a_bad_task_exits_with_the_daemons_message(tmp_path: Path) -> None:
@@ -137,9 +152,14 @@ def test_up_with_a_bad_task_exits_with_the_daemons_message(tmp_path: Path) -> No
 
 def test_up_with_a_missing_task_prints_one_line(tmp_path: Path) -> None:
     """The daemon's own reason, once: not followed by ``up``'s account of the daemon's exit."""
-    proc = subprocess.run(ssebench_argv("up", "--task", "missing/task.toml", "--port", str(free_port())),
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
-                          env={**os.environ, "SSE_DIFFICULTY": "2"})
+    proc = subprocess.run(
+        ssebench_argv("up", "--task", "missing/task.toml", "--port", str(free_port())),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "SSE_DIFFICULTY": "2"},
+    )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"{tmp_path / 'missing' / 'task.toml'}: the task file does not exist\n"
 
@@ -193,16 +213,31 @@ def test_demo_on_the_example_task() -> None:
     assert "test_patch result: every check passed." in fixed0
 
 
-@pytest.mark.parametrize(("level", "checks", "text", "expected"), [
-    (2, "build=passed functional=passed", SPEC_LEVEL_2,
-     "every check that ran passed [build: passed, functional tests: passed]"),
-    (0, "build=passed pocs=passed:2/2 intent=passed functional=covered", SPEC_LEVEL_0,
-     "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]"),
-    (4, "", SPEC_LEVEL_4, "no checks ran"),
-    (2, "build=failed functional=not_run", SPEC_BUILD_FAILED_2, "FAILED [build: FAILED, functional tests: not run]"),
-])
-def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks: str, text: str,
-                                                            expected: str) -> None:
+@pytest.mark.parametrize(
+    ("level", "checks", "text", "expected"),
+    [
+        (
+            2,
+            "build=passed functional=passed",
+            SPEC_LEVEL_2,
+            "every check that ran passed [build: passed, functional tests: passed]",
+        ),
+        (
+            0,
+            "build=passed pocs=passed:2/2 intent=passed functional=covered",
+            SPEC_LEVEL_0,
+            "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]",
+        ),
+        (4, "", SPEC_LEVEL_4, "no checks ran"),
+        (
+            2,
+            "build=failed functional=not_run",
+            SPEC_BUILD_FAILED_2,
+            "FAILED [build: FAILED, functional tests: not run]",
+        ),
+    ],
+)
+def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks: str, text: str, expected: str) -> None:
     """The line is told from the states the call recorded, and they are those of the spec's text."""
     from ssebench.contract import CheckResult
     from ssebench.difficulty import LEVELS
@@ -214,9 +249,15 @@ def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks:
         name, _, state = item.partition("=")
         state, _, counts = state.partition(":")
         passed, _, total = counts.partition("/")
-        results.append(CheckResult(Check(name), State.PASSED if state == "covered" else State(state),
-                                   pocs_passed=int(passed or 0), pocs_total=int(total or 0),
-                                   covered_by_intent=state == "covered"))
+        results.append(
+            CheckResult(
+                Check(name),
+                State.PASSED if state == "covered" else State(state),
+                pocs_passed=int(passed or 0),
+                pocs_total=int(total or 0),
+                covered_by_intent=state == "covered",
+            )
+        )
     log = LogSection(Check.BUILD, "<log>") if "build=failed" in checks else None
     assert render(LEVELS[level], results, log) == text
     assert calllog.summary(LEVELS[level], calllog._Ending(tuple(results))) == expected

@@ -114,11 +114,20 @@ SCENARIOS = {
 }
 # (level, scenario) -> (failed check or None, the Checks: lines)
 EXPECTED: dict[tuple[str, str], tuple[Check | None, list[str]]] = {
-    ("0", "good"): (None, [B + "passed", PO + "passed (2 of 2)", I + "passed", FU + "passed (covered by the intent tests)"]),
+    ("0", "good"): (
+        None,
+        [B + "passed", PO + "passed (2 of 2)", I + "passed", FU + "passed (covered by the intent tests)"],
+    ),
     ("0", "build"): (Check.BUILD, [B + "FAILED", PO + NR, I + NR, FU + NR]),
-    ("0", "poc"): (Check.POCS, [B + "passed", PO + POC_FAIL, I + "passed", FU + "passed (covered by the intent tests)"]),
+    ("0", "poc"): (
+        Check.POCS,
+        [B + "passed", PO + POC_FAIL, I + "passed", FU + "passed (covered by the intent tests)"],
+    ),
     # The intent tests pass, so the broken functional tests are never run.
-    ("0", "functional"): (None, [B + "passed", PO + "passed (2 of 2)", I + "passed", FU + "passed (covered by the intent tests)"]),
+    ("0", "functional"): (
+        None,
+        [B + "passed", PO + "passed (2 of 2)", I + "passed", FU + "passed (covered by the intent tests)"],
+    ),
     ("0", "intent"): (Check.INTENT, [B + "passed", PO + "passed (2 of 2)", I + "FAILED", FU + "passed"]),
     ("1", "good"): (None, [B + "passed", PO + "passed (2 of 2)", FU + "passed"]),
     ("1", "build"): (Check.BUILD, [B + "FAILED", PO + NR, FU + NR]),

@@ -145,9 +145,15 @@ def test_the_documented_events_are_read_typed() -> None:
         '{"event": "error", "message": "the daemon is shutting down"}',
     ]
     events = [_parse_event(line) for line in lines]
-    assert [type(e) for e in events] == [contract.Queued, contract.QueueHeartbeat, contract.Started,
-                                          contract.CheckStarted, contract.CheckHeartbeat, contract.CheckFinished,
-                                          contract.Error]
+    assert [type(e) for e in events] == [
+        contract.Queued,
+        contract.QueueHeartbeat,
+        contract.Started,
+        contract.CheckStarted,
+        contract.CheckHeartbeat,
+        contract.CheckFinished,
+        contract.Error,
+    ]
     finished = events[5]
     assert isinstance(finished, contract.CheckFinished)
     assert finished.result == contract.CheckResult(Check.POCS, State.FAILED, False, 0.303, 0, 2, False, True, 2880)

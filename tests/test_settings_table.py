@@ -11,11 +11,21 @@ from ssebench import settings
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("ssebench", "server", "agents")
 # A direct read: os.environ.get(X), os.environ[X], os.getenv(X), "X" in os.environ.
-_READ = re.compile(r"os\.environ\.get\(\s*([^,)]+)|os\.environ\[\s*([^\]]+)\]|os\.getenv\(\s*([^,)]+)"
-                   r"|([\"'][A-Z_]+[\"']|[A-Z_]+)\s+(?:not\s+)?in\s+os\.environ")
+_READ = re.compile(
+    r"os\.environ\.get\(\s*([^,)]+)|os\.environ\[\s*([^\]]+)\]|os\.getenv\(\s*([^,)]+)"
+    r"|([\"'][A-Z_]+[\"']|[A-Z_]+)\s+(?:not\s+)?in\s+os\.environ"
+)
 # Reads of variables that are not ours (not SSE_*): named literally, so they are not settings.
-_NOT_OURS = {'"PATH"', '"NO_COLOR"', '"SSEBENCH_BASE_IMAGE"', '"SSEBENCH_DOCKER_NETWORK"',
-             '"SSEBENCH_DOCKER_DIR"', '"XDG_CACHE_HOME"', '"SSEBENCH_CACHE"', '"DOCKER_HOST"'}
+_NOT_OURS = {
+    '"PATH"',
+    '"NO_COLOR"',
+    '"SSEBENCH_BASE_IMAGE"',
+    '"SSEBENCH_DOCKER_NETWORK"',
+    '"SSEBENCH_DOCKER_DIR"',
+    '"XDG_CACHE_HOME"',
+    '"SSEBENCH_CACHE"',
+    '"DOCKER_HOST"',
+}
 # Explicit exceptions (file, argument): none today. Add one only with a comment saying why.
 ALLOWED: set[tuple[str, str]] = set()
 

@@ -23,14 +23,19 @@ def test_tail_reads_only_the_end_and_drops_the_cut_line(tmp_path: Path) -> None:
 
 
 def test_a_child_that_dies_while_we_wait_is_reported_at_once_with_its_last_lines(tmp_path: Path) -> None:
-    child = spawn("server", [sys.executable, "-c", "import sys; print('bad flag'); sys.exit(3)"],
-                  env={}, log=tmp_path / "server.log")
+    child = spawn(
+        "server",
+        [sys.executable, "-c", "import sys; print('bad flag'); sys.exit(3)"],
+        env={},
+        log=tmp_path / "server.log",
+    )
     started = time.monotonic()
     with pytest.raises(StartupError) as error:
         wait_until(lambda: None, what="the server", timeout=30, gone=exited(child.proc), tail=child.tail)
     assert time.monotonic() - started < 10
-    assert str(error.value) == ("the server exited with status 3 before it was ready\n"
-                                "Last lines of its log:\n  bad flag")
+    assert str(error.value) == (
+        "the server exited with status 3 before it was ready\nLast lines of its log:\n  bad flag"
+    )
 
 
 def test_a_silent_child_times_out_and_stop_ends_its_whole_group() -> None:

@@ -44,8 +44,10 @@ print("functional: program says", open("program").read().strip())
 """
 
 # Each PoC's probe goes to the tree too (one view for all PoCs): the last PoC's log shows both.
-POC_RUN = ('bash "$SSE_TASK_DIR/probe.sh" "PoC $(basename "$SSE_POC")" >> poc-seen; cat poc-seen; '
-           'test "$(cat "$SSE_POC")" = fixed')
+POC_RUN = (
+    'bash "$SSE_TASK_DIR/probe.sh" "PoC $(basename "$SSE_POC")" >> poc-seen; cat poc-seen; '
+    'test "$(cat "$SSE_POC")" = fixed'
+)
 INTENT_DIFF = """diff --git a/intent-added.txt b/intent-added.txt
 new file mode 100644
 --- /dev/null
@@ -55,14 +57,15 @@ new file mode 100644
 """
 
 SUPPORT = "./build.sh ./functional.py ./notes-link ./pocs ./pocs/notes.txt ./probe.sh ./toml-link"
-READ_ONLY = ("  touch: cannot touch 'build.sh': Read-only file system\n"
-             "  touch: cannot touch 'new-file': Read-only file system\n"
-             "  touch: cannot touch 'pocs/new-file': Read-only file system\n")
+READ_ONLY = (
+    "  touch: cannot touch 'build.sh': Read-only file system\n"
+    "  touch: cannot touch 'new-file': Read-only file system\n"
+    "  touch: cannot touch 'pocs/new-file': Read-only file system\n"
+)
 
 
 def _seen(step: str, listing: str, *reads: str) -> str:
-    return (f"{step} sees: {listing} \n" + "".join(f"  read {r}\n" for r in reads) +
-            "  notes-link: notes\n" + READ_ONLY)
+    return f"{step} sees: {listing} \n" + "".join(f"  read {r}\n" for r in reads) + "  notes-link: notes\n" + READ_ONLY
 
 
 def _task(root: Path) -> Path:
@@ -107,16 +110,32 @@ run = 'python3 "$SSE_TASK_DIR/functional.py" "$SSE_TASK_DIR"'
 
 EXPECTED = {
     "build": _seen("build", SUPPORT) + "\n",
-    "pocs": (_seen("PoC poc-1", "./build.sh ./functional.py ./notes-link ./pocs ./pocs/notes.txt ./pocs/poc-1 "
-                   "./probe.sh ./toml-link", "pocs/poc-1: fixed") +
-             _seen("PoC poc-out", "./.poc ./.poc/poc-out " + SUPPORT, ".poc/poc-out: fixed") + "\n"),
-    "intent": (_seen("intent", "./build.sh ./functional.py ./intent ./intent/data.txt ./notes-link ./pocs "
-                     "./pocs/notes.txt ./probe.sh ./toml-link", "intent/data.txt: intent data") +
-               "intent applied\n\n"),
+    "pocs": (
+        _seen(
+            "PoC poc-1",
+            "./build.sh ./functional.py ./notes-link ./pocs ./pocs/notes.txt ./pocs/poc-1 ./probe.sh ./toml-link",
+            "pocs/poc-1: fixed",
+        )
+        + _seen("PoC poc-out", "./.poc ./.poc/poc-out " + SUPPORT, ".poc/poc-out: fixed")
+        + "\n"
+    ),
+    "intent": (
+        _seen(
+            "intent",
+            "./build.sh ./functional.py ./intent ./intent/data.txt ./notes-link ./pocs "
+            "./pocs/notes.txt ./probe.sh ./toml-link",
+            "intent/data.txt: intent data",
+        )
+        + "intent applied\n\n"
+    ),
     "functional": _seen("functional", SUPPORT) + "functional: program says compiled\n\n",
 }
-LEVEL_CHECKS = {0: ["build", "pocs", "intent"], 1: ["build", "pocs", "functional"],
-                2: ["build", "functional"], 3: ["build"]}
+LEVEL_CHECKS = {
+    0: ["build", "pocs", "intent"],
+    1: ["build", "pocs", "functional"],
+    2: ["build", "functional"],
+    3: ["build"],
+}
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
@@ -125,15 +144,27 @@ def test_checks_read_support_files_and_nothing_hidden(level, tmp_path, daemon_fa
     d = daemon_factory(task / "task.toml", difficulty=str(level), env={"TASK_HOST": str(task)})
     r = d.result()
     assert {k: v["state"] for k, v in r.items() if k != "_run"} == (
-        {c: "passed" for c in LEVEL_CHECKS[level]} | ({"functional": "passed"} if level == 0 else {}))
+        {c: "passed" for c in LEVEL_CHECKS[level]} | ({"functional": "passed"} if level == 0 else {})
+    )
     for check in LEVEL_CHECKS[level]:
         assert d.log(r["_run"], check) == EXPECTED[check], check
     if level == 0:
         assert r["functional"]["covered_by_intent"] is True
     # The copy is the daemon's: the task folder is untouched, a second call sees the same.
-    assert sorted(p.name for p in task.iterdir()) == [".git", "build.sh", "functional.py", "hardlink-to-poc",
-                                                     "intent", "intent.diff", "notes-link", "pocs", "probe.sh",
-                                                     "src", "task.toml", "toml-link"]
+    assert sorted(p.name for p in task.iterdir()) == [
+        ".git",
+        "build.sh",
+        "functional.py",
+        "hardlink-to-poc",
+        "intent",
+        "intent.diff",
+        "notes-link",
+        "pocs",
+        "probe.sh",
+        "src",
+        "task.toml",
+        "toml-link",
+    ]
     again = d.result(["build"])
     assert d.log(again["_run"], "build") == EXPECTED["build"]
 
@@ -151,13 +182,20 @@ def test_grade_logs_show_exactly_what_failing_checks_saw(tmp_path):
     # tests (run because the intent tests failed) the support files only.
     task = _task(tmp_path)
     toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("/intent/data.txt\"'", "/intent/data.txt\" && false'")
-                    .replace('"$SSE_TASK_DIR"\'\n', '"$SSE_TASK_DIR" && false\'\n'))
+    toml.write_text(
+        toml.read_text()
+        .replace("/intent/data.txt\"'", "/intent/data.txt\" && false'")
+        .replace('"$SSE_TASK_DIR"\'\n', '"$SSE_TASK_DIR" && false\'\n')
+    )
     done = run_ssebench("grade", "--task", str(toml), "--json", env={"TASK_HOST": str(task)})
     assert done.returncode == 1, done.stderr
     checks = {c["check"]: c for c in json.loads(done.stdout)["checks"]}
     assert {k: c["state"] for k, c in checks.items()} == {
-        "build": "passed", "pocs": "passed", "intent": "failed", "functional": "failed"}
+        "build": "passed",
+        "pocs": "passed",
+        "intent": "failed",
+        "functional": "failed",
+    }
     assert checks["intent"]["log_tail"] == EXPECTED["intent"][:-1]
     assert checks["functional"]["log_tail"] == EXPECTED["functional"][:-1]
 
@@ -165,14 +203,20 @@ def test_grade_logs_show_exactly_what_failing_checks_saw(tmp_path):
 def test_without_the_sandbox_task_dir_is_the_task_folder_itself(tmp_path, daemon_factory):
     task = _task(tmp_path)
     toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("bash \"$SSE_TASK_DIR/build.sh\"",
-                                             'test "$SSE_TASK_DIR" = "$TASK_HOST" && test -r "$SSE_TASK_DIR/task.toml"'
-                                             ' && echo compiled > program'))
+    toml.write_text(
+        toml.read_text().replace(
+            'bash "$SSE_TASK_DIR/build.sh"',
+            'test "$SSE_TASK_DIR" = "$TASK_HOST" && test -r "$SSE_TASK_DIR/task.toml" && echo compiled > program',
+        )
+    )
     d = daemon_factory(toml, difficulty="1", env={"TASK_HOST": str(task)}, args=("--no-sandbox",))
     r = d.result()
     assert {k: v["state"] for k, v in r.items() if k != "_run"} == {
-        "build": "passed", "pocs": "passed", "functional": "passed"}
+        "build": "passed",
+        "pocs": "passed",
+        "functional": "passed",
+    }
     # Nothing hidden: the functional probe reads task.toml and both PoCs.
     log = d.log(r["_run"], "functional")
-    assert f"  read {task}/task.toml: id = \"support\"\n" in log
+    assert f'  read {task}/task.toml: id = "support"\n' in log
     assert "  read pocs/poc-1: fixed\n" in log

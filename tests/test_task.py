@@ -93,8 +93,9 @@ def test_optional_tables_may_be_absent(tmp_path: Path) -> None:
 
 
 def test_empty_poc_list_is_allowed(tmp_path: Path) -> None:
-    task = load_task(write(tmp_path, 'id = "x"\nsource = "src"\n[build]\nrun = "make"\n'
-                                     '[pocs]\nrun = "true"\nfiles = []\n'))
+    task = load_task(
+        write(tmp_path, 'id = "x"\nsource = "src"\n[build]\nrun = "make"\n[pocs]\nrun = "true"\nfiles = []\n')
+    )
     assert task.pocs is not None and task.pocs.files == ()
 
 
@@ -127,56 +128,117 @@ def _replace(old: str, new: str) -> str:
 BAD = [
     ("missing id", _replace('id = "demo-overflow"\n', ""), "id", "missing (required)"),
     ("missing source", _replace('source = "src"\n', ""), "source", "missing (required)"),
-    ("missing build", _replace('[build]\nrun = "make"\ntimeout = 600\n', ""), "build",
-     "missing (required table)"),
+    ("missing build", _replace('[build]\nrun = "make"\ntimeout = 600\n', ""), "build", "missing (required table)"),
     ("missing build.run", _replace('[build]\nrun = "make"\n', "[build]\n"), "build.run", "missing (required)"),
     ("missing pocs.run", _replace("run = './app < \"$SSE_POC\"'\n", ""), "pocs.run", "missing (required)"),
-    ("missing pocs.files", _replace('files = ["pocs/crash-1", "pocs/crash-2"]\n', ""), "pocs.files",
-     "missing (required in [pocs])"),
+    (
+        "missing pocs.files",
+        _replace('files = ["pocs/crash-1", "pocs/crash-2"]\n', ""),
+        "pocs.files",
+        "missing (required in [pocs])",
+    ),
     ("missing functional.run", _replace('run = "make test"\n', ""), "functional.run", "missing (required)"),
     ("missing intent.diff", _replace('diff = "intent.diff"\n', ""), "intent.diff", "missing (required)"),
     ("missing intent.run", _replace('run = "make check"\n', ""), "intent.run", "missing (required)"),
     ("id not a string", _replace('id = "demo-overflow"', "id = 7"), "id", "must be a string, got an integer"),
-    ("id bad characters", _replace('id = "demo-overflow"', 'id = "demo overflow/1"'), "id",
-     "must match [A-Za-z0-9._-]+, got 'demo overflow/1'"),
+    (
+        "id bad characters",
+        _replace('id = "demo-overflow"', 'id = "demo overflow/1"'),
+        "id",
+        "must match [A-Za-z0-9._-]+, got 'demo overflow/1'",
+    ),
     ("id empty", _replace('id = "demo-overflow"', 'id = ""'), "id", "must match [A-Za-z0-9._-]+, got ''"),
-    ("source not a string", _replace('source = "src"', 'source = ["src"]'), "source",
-     "must be a string, got an array"),
-    ("description not a string", _replace('description = "A stack overflow in the name parser."',
-                                           "description = 3.5"), "description", "must be a string, got a float"),
-    ("build not a table", _replace('[build]\nrun = "make"\ntimeout = 600\n', "") .replace(
-        'description = "A stack overflow in the name parser."',
-        'description = "x"\nbuild = "make"'), "build", "must be a table, got a string"),
-    ("build.run not a string", _replace('run = "make"', "run = true"), "build.run",
-     "must be a string, got a boolean"),
+    ("source not a string", _replace('source = "src"', 'source = ["src"]'), "source", "must be a string, got an array"),
+    (
+        "description not a string",
+        _replace('description = "A stack overflow in the name parser."', "description = 3.5"),
+        "description",
+        "must be a string, got a float",
+    ),
+    (
+        "build not a table",
+        _replace('[build]\nrun = "make"\ntimeout = 600\n', "").replace(
+            'description = "A stack overflow in the name parser."', 'description = "x"\nbuild = "make"'
+        ),
+        "build",
+        "must be a table, got a string",
+    ),
+    ("build.run not a string", _replace('run = "make"', "run = true"), "build.run", "must be a string, got a boolean"),
     ("build.run empty", _replace('run = "make"', 'run = "  "'), "build.run", "must not be empty"),
-    ("build.timeout a string", _replace("timeout = 600\n", 'timeout = "600"\n'), "build.timeout",
-     "must be a number of seconds, got a string"),
-    ("build.timeout a boolean", _replace("timeout = 600\n", "timeout = true\n"), "build.timeout",
-     "must be a number of seconds, got a boolean"),
-    ("pocs.timeout zero", _replace("timeout = 60\n", "timeout = 0\n"), "pocs.timeout",
-     "must be a positive number of seconds, got 0"),
-    ("functional.timeout negative", _replace("timeout = 600.5", "timeout = -1.5"), "functional.timeout",
-     "must be a positive number of seconds, got -1.5"),
-    ("intent.timeout nan", _replace("timeout = 700", "timeout = nan"), "intent.timeout",
-     "must be a positive number of seconds, got nan"),
-    ("pocs.files not an array", _replace('files = ["pocs/crash-1", "pocs/crash-2"]', 'files = "pocs/crash-1"'),
-     "pocs.files", "must be an array of strings, got a string"),
-    ("pocs.files item not a string", _replace('files = ["pocs/crash-1", "pocs/crash-2"]',
-                                              'files = ["pocs/crash-1", 2]'), "pocs.files[1]",
-     "must be a string, got an integer"),
-    ("pocs table not a table", _replace("[pocs]\nrun = './app < \"$SSE_POC\"'\n"
-                                        'files = ["pocs/crash-1", "pocs/crash-2"]\ntimeout = 60\n', "")
-     .replace('description = "A stack overflow in the name parser."', 'description = "x"\npocs = 2'),
-     "pocs", "must be a table, got an integer"),
-    ("unknown top-level key", _replace('source = "src"\n', 'source = "src"\nlanguage = "c"\n'), "language",
-     "unknown key (known keys: build, description, functional, id, intent, pocs, source)"),
-    ("unknown top-level table", FULL + '\n[extra]\nrun = "x"\n', "extra",
-     "unknown key (known keys: build, description, functional, id, intent, pocs, source)"),
-    ("unknown key in a table", _replace("timeout = 600\n", "timout = 600\n"), "build.timout",
-     "unknown key (known keys: network, run, timeout)"),
-    ("unknown key in intent", _replace('diff = "intent.diff"\n', 'diff = "intent.diff"\npatch = "x"\n'),
-     "intent.patch", "unknown key (known keys: diff, files, network, run, timeout)"),
+    (
+        "build.timeout a string",
+        _replace("timeout = 600\n", 'timeout = "600"\n'),
+        "build.timeout",
+        "must be a number of seconds, got a string",
+    ),
+    (
+        "build.timeout a boolean",
+        _replace("timeout = 600\n", "timeout = true\n"),
+        "build.timeout",
+        "must be a number of seconds, got a boolean",
+    ),
+    (
+        "pocs.timeout zero",
+        _replace("timeout = 60\n", "timeout = 0\n"),
+        "pocs.timeout",
+        "must be a positive number of seconds, got 0",
+    ),
+    (
+        "functional.timeout negative",
+        _replace("timeout = 600.5", "timeout = -1.5"),
+        "functional.timeout",
+        "must be a positive number of seconds, got -1.5",
+    ),
+    (
+        "intent.timeout nan",
+        _replace("timeout = 700", "timeout = nan"),
+        "intent.timeout",
+        "must be a positive number of seconds, got nan",
+    ),
+    (
+        "pocs.files not an array",
+        _replace('files = ["pocs/crash-1", "pocs/crash-2"]', 'files = "pocs/crash-1"'),
+        "pocs.files",
+        "must be an array of strings, got a string",
+    ),
+    (
+        "pocs.files item not a string",
+        _replace('files = ["pocs/crash-1", "pocs/crash-2"]', 'files = ["pocs/crash-1", 2]'),
+        "pocs.files[1]",
+        "must be a string, got an integer",
+    ),
+    (
+        "pocs table not a table",
+        _replace(
+            '[pocs]\nrun = \'./app < "$SSE_POC"\'\nfiles = ["pocs/crash-1", "pocs/crash-2"]\ntimeout = 60\n', ""
+        ).replace('description = "A stack overflow in the name parser."', 'description = "x"\npocs = 2'),
+        "pocs",
+        "must be a table, got an integer",
+    ),
+    (
+        "unknown top-level key",
+        _replace('source = "src"\n', 'source = "src"\nlanguage = "c"\n'),
+        "language",
+        "unknown key (known keys: build, description, functional, id, intent, pocs, source)",
+    ),
+    (
+        "unknown top-level table",
+        FULL + '\n[extra]\nrun = "x"\n',
+        "extra",
+        "unknown key (known keys: build, description, functional, id, intent, pocs, source)",
+    ),
+    (
+        "unknown key in a table",
+        _replace("timeout = 600\n", "timout = 600\n"),
+        "build.timout",
+        "unknown key (known keys: network, run, timeout)",
+    ),
+    (
+        "unknown key in intent",
+        _replace('diff = "intent.diff"\n', 'diff = "intent.diff"\npatch = "x"\n'),
+        "intent.patch",
+        "unknown key (known keys: diff, files, network, run, timeout)",
+    ),
 ]
 
 
@@ -188,11 +250,14 @@ def test_bad_key_names_file_key_and_fault(tmp_path: Path, text: str, key: str, f
     assert str(err.value) == f"{path}: key '{key}': {fault}"
 
 
-@pytest.mark.parametrize(("name", "key", "raw"), [
-    ("source missing", "source", "src"),
-    ("poc missing", "pocs.files[1]", "pocs/crash-2"),
-    ("intent diff missing", "intent.diff", "intent.diff"),
-])
+@pytest.mark.parametrize(
+    ("name", "key", "raw"),
+    [
+        ("source missing", "source", "src"),
+        ("poc missing", "pocs.files[1]", "pocs/crash-2"),
+        ("intent diff missing", "intent.diff", "intent.diff"),
+    ],
+)
 def test_missing_file_is_named(tmp_path: Path, name: str, key: str, raw: str) -> None:
     path = write(tmp_path, FULL)
     target = tmp_path / raw
@@ -211,16 +276,18 @@ def test_source_that_is_a_file_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, FULL.replace('source = "src"', 'source = "intent.diff"'))
     with pytest.raises(TaskError) as err:
         load_task(path)
-    assert str(err.value) == (f"{path}: key 'source': folder 'intent.diff' is not a folder "
-                              f"(resolved to {tmp_path / 'intent.diff'})")
+    assert str(err.value) == (
+        f"{path}: key 'source': folder 'intent.diff' is not a folder (resolved to {tmp_path / 'intent.diff'})"
+    )
 
 
 def test_poc_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, FULL.replace('"pocs/crash-1"', '"pocs"'))
     with pytest.raises(TaskError) as err:
         load_task(path)
-    assert str(err.value) == (f"{path}: key 'pocs.files[0]': file 'pocs' is not a file "
-                              f"(resolved to {tmp_path / 'pocs'})")
+    assert str(err.value) == (
+        f"{path}: key 'pocs.files[0]': file 'pocs' is not a file (resolved to {tmp_path / 'pocs'})"
+    )
 
 
 def test_invalid_toml(tmp_path: Path) -> None:
@@ -257,8 +324,9 @@ def test_task_file_is_a_folder(tmp_path: Path) -> None:
     assert str(err.value) == f"{tmp_path}: is a folder, not a task file"
 
 
-@pytest.mark.parametrize("case", ["invalid toml", "missing key", "wrong type", "missing file", "unknown key",
-                                  "deep nesting", "NUL in run"])
+@pytest.mark.parametrize(
+    "case", ["invalid toml", "missing key", "wrong type", "missing file", "unknown key", "deep nesting", "NUL in run"]
+)
 def test_daemon_refuses_bad_task_before_listening(tmp_path: Path, case: str) -> None:
     text = {
         "deep nesting": "a = " + "[" * 5000 + "\n",
@@ -284,6 +352,7 @@ def test_daemon_refuses_bad_task_before_listening(tmp_path: Path, case: str) -> 
 
 # -- [intent] files, the hidden parts and the support files ---------------------------------------
 
+
 def _with_intent_files(tmp_path: Path, value: str) -> Path:
     (tmp_path / "intent").mkdir(parents=True, exist_ok=True)
     (tmp_path / "intent" / "helper.py").write_text("print('helper')\n")
@@ -298,16 +367,27 @@ def test_intent_files_are_read(tmp_path: Path) -> None:
     assert load_task(write(tmp_path, FULL)).intent.files == ()  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("value", "key", "fault"), [
-    ('"intent"', "intent.files", "must be an array of strings, got a string"),
-    ('["intent", 3]', "intent.files[1]", "must be a string, got an integer"),
-    ('[" "]', "intent.files[0]", "must not be empty"),
-    ('["intent/he\\u0007lper.py"]', "intent.files[0]", "a path must not contain control characters, found U+0007"),
-    ('["intent/nope.py"]', "intent.files[0]", "file or folder 'intent/nope.py' does not exist (resolved to {d}/intent/nope.py)"),
-    ('["../elsewhere"]', "intent.files[0]", "'../elsewhere' is not inside the task folder (resolved to {p}/elsewhere)"),
-    ('["/etc/passwd"]', "intent.files[0]", "'/etc/passwd' is not inside the task folder (resolved to /etc/passwd)"),
-    ('["intent/.."]', "intent.files[0]", "'intent/..' is the task folder itself; name files or folders inside it"),
-])
+@pytest.mark.parametrize(
+    ("value", "key", "fault"),
+    [
+        ('"intent"', "intent.files", "must be an array of strings, got a string"),
+        ('["intent", 3]', "intent.files[1]", "must be a string, got an integer"),
+        ('[" "]', "intent.files[0]", "must not be empty"),
+        ('["intent/he\\u0007lper.py"]', "intent.files[0]", "a path must not contain control characters, found U+0007"),
+        (
+            '["intent/nope.py"]',
+            "intent.files[0]",
+            "file or folder 'intent/nope.py' does not exist (resolved to {d}/intent/nope.py)",
+        ),
+        (
+            '["../elsewhere"]',
+            "intent.files[0]",
+            "'../elsewhere' is not inside the task folder (resolved to {p}/elsewhere)",
+        ),
+        ('["/etc/passwd"]', "intent.files[0]", "'/etc/passwd' is not inside the task folder (resolved to /etc/passwd)"),
+        ('["intent/.."]', "intent.files[0]", "'intent/..' is the task folder itself; name files or folders inside it"),
+    ],
+)
 def test_bad_intent_files(tmp_path: Path, value: str, key: str, fault: str) -> None:
     folder = tmp_path / "task"
     path = _with_intent_files(folder, value)
@@ -336,11 +416,23 @@ def test_hidden_parts_and_support_files(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo-dir" / "fifo")
     task = load_task(path)
     assert [(p.key, p.path.relative_to(tmp_path).as_posix(), p.step) for p in hidden_parts(task)] == [
-        ("the task file", "task.toml", "never"), ("intent.diff", "intent.diff", "never"),
-        ("pocs.files[0]", "pocs/crash-1", "its PoC run"), ("pocs.files[1]", "pocs/crash-2", "its PoC run"),
-        ("intent.files[0]", "intent", "the intent step")]
+        ("the task file", "task.toml", "never"),
+        ("intent.diff", "intent.diff", "never"),
+        ("pocs.files[0]", "pocs/crash-1", "its PoC run"),
+        ("pocs.files[1]", "pocs/crash-2", "its PoC run"),
+        ("intent.files[0]", "intent", "the intent step"),
+    ]
     assert sorted(str(e.rel) for e in support_files(task)) == [
-        "build.sh", "data.txt", "empty-after-hiding", "empty-after-hiding/x", "link", "pocs", "pocs/README"]
+        "build.sh",
+        "data.txt",
+        "empty-after-hiding",
+        "empty-after-hiding/x",
+        "link",
+        "pocs",
+        "pocs/README",
+    ]
     assert [str(e.rel) for e in intent_entries(task)] == ["intent", "intent/helper.py", "intent/intent.diff"]
-    assert left_out(task) == ["src (the source tree: checks get their copy of it as SSE_TREE)",
-                              ".git (its objects may hold the hidden parts)"]
+    assert left_out(task) == [
+        "src (the source tree: checks get their copy of it as SSE_TREE)",
+        ".git (its objects may hold the hidden parts)",
+    ]

@@ -17,7 +17,7 @@ DEMO = DEMO_TASK.parent
 
 DEMO_CHECK = f"""\
 {DEMO_TASK}: valid task 'demo-overflow'
-  source: {DEMO / 'src'}
+  source: {DEMO / "src"}
   description (shown to the agent): greet reads NAME=<name> lines and greets each name. A long name \
 overflows a stack buffer in the name parser; fix it without breaking the existing behaviour.
   build: make (timeout 120 s)
@@ -75,16 +75,22 @@ def test_check_a_task_with_only_a_build(tmp_path: Path) -> None:
         "nothing hidden):\n"
         "  support files (read-only, every check): none\n"
         "  hidden from every check: task.toml (the task file)\n"
-        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n")
+        "  not there: src (the source tree: checks get their copy of it as SSE_TREE)\n"
+    )
 
 
-@pytest.mark.parametrize(("toml", "message"), [
-    ('id = "x"\n', "key 'source': missing (required)"),
-    ('id = "x"\nsource = "src"\n[build]\nrun = "make"\ntimout = 5\n',
-     "key 'build.timout': unknown key (known keys: network, run, timeout)"),
-    ('id = "x"\nsource = "nope"\n[build]\nrun = "make"\n', "key 'source': folder 'nope' does not exist"),
-    ("id = \n", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('id = "x"\n', "key 'source': missing (required)"),
+        (
+            'id = "x"\nsource = "src"\n[build]\nrun = "make"\ntimout = 5\n',
+            "key 'build.timout': unknown key (known keys: network, run, timeout)",
+        ),
+        ('id = "x"\nsource = "nope"\n[build]\nrun = "make"\n', "key 'source': folder 'nope' does not exist"),
+        ("id = \n", "not valid TOML"),
+    ],
+)
 def test_check_refuses_a_bad_task_with_the_loaders_one_line(tmp_path: Path, toml: str, message: str) -> None:
     (tmp_path / "src").mkdir()
     bad = tmp_path / "task.toml"
@@ -107,12 +113,15 @@ def test_check_shows_where_a_check_has_the_network(tmp_path: Path) -> None:
 def test_check_warns_about_hidden_parts_inside_the_tree(tmp_path: Path) -> None:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "crash").write_text("x")
-    (tmp_path / "task.toml").write_text('id = "leaky"\nsource = "src"\n[build]\nrun = "true"\n'
-                                        '[pocs]\nrun = "true"\nfiles = ["src/crash"]\n')
+    (tmp_path / "task.toml").write_text(
+        'id = "leaky"\nsource = "src"\n[build]\nrun = "true"\n[pocs]\nrun = "true"\nfiles = ["src/crash"]\n'
+    )
     done = run_ssebench("task", "check", str(tmp_path / "task.toml"))
     assert done.returncode == 0
-    assert done.stderr == (f"ssebench task check: warning: pocs.files[0] ({tmp_path / 'src' / 'crash'}) is inside "
-                           f"the source tree {tmp_path / 'src'}: the agent can read it\n")
+    assert done.stderr == (
+        f"ssebench task check: warning: pocs.files[0] ({tmp_path / 'src' / 'crash'}) is inside "
+        f"the source tree {tmp_path / 'src'}: the agent can read it\n"
+    )
 
 
 def test_check_a_missing_file(tmp_path: Path) -> None:
@@ -138,9 +147,19 @@ def test_new_writes_a_skeleton_that_checks_and_grades(tmp_path: Path) -> None:
         "  README.md               what to edit next\n"
         "Next:\n"
         f"  ssebench task check {task_file}\n"
-        f"  ssebench grade --task {task_file}\n")
-    assert _files(target) == ["README.md", "pocs", "pocs/no-equals", "src", "src/Makefile", "src/app.c",
-                              "src/tests", "src/tests/run-tests.sh", "task.toml"]
+        f"  ssebench grade --task {task_file}\n"
+    )
+    assert _files(target) == [
+        "README.md",
+        "pocs",
+        "pocs/no-equals",
+        "src",
+        "src/Makefile",
+        "src/app.c",
+        "src/tests",
+        "src/tests/run-tests.sh",
+        "task.toml",
+    ]
     assert _files(target.parent) == ["my task!"] + [f"my task!/{f}" for f in _files(target)]  # no staging left
 
     check = run_ssebench("task", "check", str(task_file))
@@ -156,11 +175,15 @@ def test_new_writes_a_skeleton_that_checks_and_grades(tmp_path: Path) -> None:
         "Checks:\n"
         "- build: passed (T s)\n"
         "- PoCs: FAILED (passed 0 of 1; stopped at the first that still triggers the bug; T s)\n"
-        "- functional tests: passed (T s)")
+        "- functional tests: passed (T s)"
+    )
     # The fix the skeleton's comment describes makes every check pass.
     app = target / "src" / "app.c"
-    app.write_text(app.read_text().replace("        fputs(eq + 1, stdout);",
-                                           "        if (eq != NULL)\n            fputs(eq + 1, stdout);"))
+    app.write_text(
+        app.read_text().replace(
+            "        fputs(eq + 1, stdout);", "        if (eq != NULL)\n            fputs(eq + 1, stdout);"
+        )
+    )
     fixed = run_ssebench("grade", "--task", str(task_file))
     assert fixed.returncode == 0, fixed.stdout
     assert fixed.stdout.startswith(f"Grade of task 'my-task' on {target / 'src'}: every check passed\n")
@@ -249,9 +272,11 @@ def test_check_lists_support_files_and_hidden_parts(tmp_path: Path) -> None:
         f"  hidden except in its own PoC run: pocs/poc-1, {tmp_path}/outside-poc (seen as .poc/outside-poc)\n"
         "  hidden except in the intent step (intent.files): intent/\n"
         "  not there: src (the source tree: checks get their copy of it as SSE_TREE), "
-        ".git (its objects may hold the hidden parts)\n")
+        ".git (its objects may hold the hidden parts)\n"
+    )
     assert done.stderr == (
         "ssebench task check: warning: support file outside-link is a symlink to /opt/shared/helper.sh, outside "
         "the task folder: in the sandbox it leads nowhere (copy it in instead)\n"
         "ssebench task check: warning: support file upstream.patch is a diff: every check can read it, the "
-        "agent's own build and tests included; keep a reference fix out of the task folder\n")
+        "agent's own build and tests included; keep a reference fix out of the task folder\n"
+    )

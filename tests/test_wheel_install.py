@@ -40,13 +40,20 @@ CLIENTS = ("codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose
 
 
 def _cache() -> Path:
-    root = os.environ.get("SSEBENCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench"
+    root = (
+        os.environ.get("SSEBENCH_CACHE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench"
+    )
     return Path(root) / "wheel-install"
 
 
 def _pip(*args: str, python: str = sys.executable) -> None:
-    done = subprocess.run([python, "-m", "pip", *args, "--quiet", "--disable-pip-version-check"],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [python, "-m", "pip", *args, "--quiet", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f"pip {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
@@ -54,8 +61,11 @@ def _requirements(wheel: Path) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
         name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         text = archive.read(name).decode()
-    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines()
-                  if line.startswith("Requires-Dist:") and "extra ==" not in line)
+    return sorted(
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    )
 
 
 def _wheelhouse(requirements: list[str]) -> Path:
@@ -85,10 +95,18 @@ class Install:
     def ssebench(self) -> str:
         return str(self.venv / "bin" / "ssebench")
 
-    def run(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
-            ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([self.ssebench, *args], cwd=self.work, env={**self.env, **(env or {})},
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    def run(
+        self, *args: str, timeout: float = 120, env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [self.ssebench, *args],
+            cwd=self.work,
+            env={**self.env, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         assert done.returncode in ok, f"ssebench {' '.join(args)} exit {done.returncode}:\n{done.stdout}\n{done.stderr}"
         return done
 
@@ -112,13 +130,33 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Install:
     # as a user does: a venv with its own pip (``run --docker`` uses it for the image's wheels);
     # no index and no byte-compiling (about half the install time; modules compile on import)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    _pip("install", "--no-compile", "--no-index", "--find-links", str(house), str(wheel),
-         python=str(venv / "bin" / "python"))
+    _pip(
+        "install",
+        "--no-compile",
+        "--no-index",
+        "--find-links",
+        str(house),
+        str(wheel),
+        python=str(venv / "bin" / "python"),
+    )
     home, work = root / "home", root / "work"
     home.mkdir(mode=0o700)
     work.mkdir()
-    leaky = ("PYTHON", "VIRTUAL_ENV", "SSE_", "MCP_", "XDG_", "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_",
-             "CODEX_", "CLAUDE_", "OPENCODE_", "OPENROUTER_")
+    leaky = (
+        "PYTHON",
+        "VIRTUAL_ENV",
+        "SSE_",
+        "MCP_",
+        "XDG_",
+        "ANTHROPIC_",
+        "OPENAI_",
+        "GEMINI_",
+        "GOOGLE_",
+        "CODEX_",
+        "CLAUDE_",
+        "OPENCODE_",
+        "OPENROUTER_",
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(leaky)}
     env.update(HOME=str(home), PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", NO_COLOR="1", COLUMNS="200")
     return Install(venv, wheel, work, home, env)
@@ -132,8 +170,16 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def _background(install: Install, *args: str) -> Iterator[subprocess.Popen[str]]:
-    proc = subprocess.Popen([install.ssebench, *args], cwd=install.work, env=install.env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [install.ssebench, *args],
+        cwd=install.work,
+        env=install.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         yield proc
     finally:
@@ -160,9 +206,18 @@ def _stop(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[int, s
 
 
 def test_the_package_comes_from_the_venv_not_the_checkout(installed: Install) -> None:
-    where = subprocess.run([str(installed.venv / "bin" / "python"), "-c", "import ssebench, ssebench.server; "
-                            "print(ssebench.__file__); print(ssebench.server.__file__)"],
-                           cwd=installed.work, env=installed.env, capture_output=True, text=True, timeout=60)
+    where = subprocess.run(
+        [
+            str(installed.venv / "bin" / "python"),
+            "-c",
+            "import ssebench, ssebench.server; print(ssebench.__file__); print(ssebench.server.__file__)",
+        ],
+        cwd=installed.work,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert where.returncode == 0, where.stderr
     for line in where.stdout.split():
         assert Path(line).is_relative_to(installed.site_packages()), line
@@ -181,12 +236,14 @@ def test_every_module_has_one_name_in_the_wheel(installed: Install) -> None:
 
 def test_demo(installed: Install) -> None:
     out = installed.run("demo", timeout=300).stdout
-    for line in ("======== difficulty level 2, NO_FUTURE_TEST (the default) ========================",
-                 "test_patch result: every check that ran passed.",
-                 "======== difficulty level 0, FULL_ASSISTANCE =====================================",
-                 "test_patch result: FAILED. At least one proof-of-concept (PoC) still triggers the vulnerability. "
-                 "Please reassess your patch and make sure it fixes the root cause of the vulnerability.",
-                 "test_patch result: every check passed."):
+    for line in (
+        "======== difficulty level 2, NO_FUTURE_TEST (the default) ========================",
+        "test_patch result: every check that ran passed.",
+        "======== difficulty level 0, FULL_ASSISTANCE =====================================",
+        "test_patch result: FAILED. At least one proof-of-concept (PoC) still triggers the vulnerability. "
+        "Please reassess your patch and make sure it fixes the root cause of the vulnerability.",
+        "test_patch result: every check passed.",
+    ):
         assert line in out.splitlines()
 
 
@@ -205,8 +262,10 @@ def test_agents_commands_with_a_private_home(installed: Install) -> None:
     installed.run("agents", "uninstall", "claude")
     dockerfile = installed.run("agents", "dockerfile", "claude").stdout
     pins = json.loads((REPO / "configs" / "agent-clis" / "package.json").read_text())["dependencies"]
-    assert f'      org.ssebench.agent-package="@anthropic-ai/claude-code@{pins["@anthropic-ai/claude-code"]}"' \
+    assert (
+        f'      org.ssebench.agent-package="@anthropic-ai/claude-code@{pins["@anthropic-ai/claude-code"]}"'
         in dockerfile.splitlines()
+    )
 
 
 def test_up_serves_the_tool_until_ctrl_c(installed: Install) -> None:
@@ -217,8 +276,10 @@ def test_up_serves_the_tool_until_ctrl_c(installed: Install) -> None:
         _wait(lambda: mcp_server_name(f"http://127.0.0.1:{port}/mcp") == "ssebench", proc, "ssebench up")
         code, out = _stop(proc)
     assert code in (0, 130), out
-    assert f"ssebench: serving test_patch at http://localhost:{port}/mcp (difficulty 2, NO_FUTURE_TEST); " \
-           "Ctrl-C stops." in out.splitlines()
+    assert (
+        f"ssebench: serving test_patch at http://localhost:{port}/mcp (difficulty 2, NO_FUTURE_TEST); "
+        "Ctrl-C stops." in out.splitlines()
+    )
 
 
 def test_daemon_and_serve_each_on_their_own(installed: Install, tmp_path: Path) -> None:
@@ -248,16 +309,30 @@ def test_grade_run_and_dialog(installed: Install, tmp_path: Path) -> None:
     graded = installed.run("grade", "--task", str(installed.example()), "--json", ok=(1,), timeout=300)
     assert [c["check"] for c in json.loads(graded.stdout)["checks"]][:2] == ["build", "pocs"]
     results = tmp_path / "run"
-    installed.run("run", "--task", str(installed.example()), "--results", str(results), "--", "true",
-                  ok=(1,), timeout=300)  # the agent changed nothing: the unfixed tree fails grading
+    installed.run(
+        "run", "--task", str(installed.example()), "--results", str(results), "--", "true", ok=(1,), timeout=300
+    )  # the agent changed nothing: the unfixed tree fails grading
     assert json.loads((results / "results.json").read_text())["status"] == "checks_failed"
     refused = installed.run("run", "--task", str(installed.example()), "--agent", "claude", ok=(2,))
     assert refused.stderr.startswith("ssebench run: claude cannot run:\n  - no model API key: set ANTHROPIC_API_KEY")
     dialog = tmp_path / "dialog.jsonl"
-    dialog.write_text(json.dumps({"seq": 1, "ts": "2026-12-01T00:00:00.000Z", "type": "prompt", "text": "Fix it"})
-                      + "\n" + json.dumps({"seq": 2, "ts": "2026-12-01T00:00:01.000Z", "type": "complete",
-                                           "status": "success", "turns": 0, "duration": 1.0,
-                                           "tokens": {"input": 0, "output": 0, "cached": 0}, "exit_code": 0}) + "\n")
+    dialog.write_text(
+        json.dumps({"seq": 1, "ts": "2026-12-01T00:00:00.000Z", "type": "prompt", "text": "Fix it"})
+        + "\n"
+        + json.dumps(
+            {
+                "seq": 2,
+                "ts": "2026-12-01T00:00:01.000Z",
+                "type": "complete",
+                "status": "success",
+                "turns": 0,
+                "duration": 1.0,
+                "tokens": {"input": 0, "output": 0, "cached": 0},
+                "exit_code": 0,
+            }
+        )
+        + "\n"
+    )
     shown = installed.run("dialog", "show", str(dialog)).stdout
     assert "Fix it" in shown
 
@@ -269,17 +344,37 @@ def test_task_check_new_completion_and_entrypoint(installed: Install, tmp_path: 
     assert "ssebench" in installed.run("completion", "bash").stdout
     tree = tmp_path / "tree"
     shutil.copytree(installed.example().parent / "src", tree)
-    done = installed.run("entrypoint", "--", "true", ok=(1,), timeout=300, env={
-        "SSE_TASK": str(installed.example()), "SSE_TREE": str(tree), "SSE_RESULTS_DIR": str(tmp_path / "results"),
-        "SSE_MCP_PORT": str(_free_port())})
+    done = installed.run(
+        "entrypoint",
+        "--",
+        "true",
+        ok=(1,),
+        timeout=300,
+        env={
+            "SSE_TASK": str(installed.example()),
+            "SSE_TREE": str(tree),
+            "SSE_RESULTS_DIR": str(tmp_path / "results"),
+            "SSE_MCP_PORT": str(_free_port()),
+        },
+    )
     assert json.loads((tmp_path / "results" / "results.json").read_text())["status"] == "checks_failed", done.stderr
 
 
 def test_the_task_image_wheel_from_the_installed_files_has_no_example(installed: Install, tmp_path: Path) -> None:
-    made = subprocess.run([str(installed.venv / "bin" / "python"), "-c",
-                           "import sys; from pathlib import Path; from ssebench.container.selfwheel import "
-                           "build_image_wheel; print(build_image_wheel(Path(sys.argv[1])))", str(tmp_path / "w")],
-                          cwd=installed.work, env=installed.env, capture_output=True, text=True, timeout=120)
+    made = subprocess.run(
+        [
+            str(installed.venv / "bin" / "python"),
+            "-c",
+            "import sys; from pathlib import Path; from ssebench.container.selfwheel import "
+            "build_image_wheel; print(build_image_wheel(Path(sys.argv[1])))",
+            str(tmp_path / "w"),
+        ],
+        cwd=installed.work,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert made.returncode == 0, made.stderr
     image_wheel = Path(made.stdout.strip())
     with zipfile.ZipFile(image_wheel) as image, zipfile.ZipFile(installed.wheel) as full:
@@ -294,12 +389,20 @@ def test_the_task_image_wheel_from_the_installed_files_has_no_example(installed:
     assert not (target / "ssebench" / "examples").exists() and (target / "ssebench" / "configs").is_dir()
     env = {**installed.env, "PYTHONPATH": str(target)}
     main = [str(installed.venv / "bin" / "python"), "-c", "from ssebench.cli import main; main()"]
-    check = subprocess.run([*main, "agents", "dockerfile", "codex"], cwd=installed.work, env=env,
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [*main, "agents", "dockerfile", "codex"],
+        cwd=installed.work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert check.returncode == 0, check.stderr
     demo = subprocess.run([*main, "demo"], cwd=installed.work, env=env, capture_output=True, text=True, timeout=60)
-    assert (demo.returncode, demo.stderr) == (2, "ssebench demo: the example task ships with the source checkout, "
-                                                 "not the package; pass --task FILE\n")
+    assert (demo.returncode, demo.stderr) == (
+        2,
+        "ssebench demo: the example task ships with the source checkout, not the package; pass --task FILE\n",
+    )
 
 
 @pytest.mark.e2e
@@ -317,11 +420,25 @@ def test_run_docker_from_the_plain_install_hides_the_task(installed: Install, tm
         pytest.skip(f"no base image {DEFAULT_BASE_IMAGE} (tests/e2e/test_docker.py builds it)")
     hidden = ("task.toml", "intent.diff", "long-name", "sixteen-chars")
     search = " -o ".join(f"-name {name}" for name in hidden)
-    probe = (f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
-             ' echo "FOUND:$found"')
+    probe = (
+        f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
+        ' echo "FOUND:$found"'
+    )
     results = tmp_path / "r"
-    installed.run("run", "--docker", "--task", str(installed.example()), "--results", str(results),
-                  "--", "sh", "-c", probe, ok=(1,), timeout=900,
-                  env={"DOCKER_HOST": engine.host, "SSEBENCH_CACHE": str(cache_dir())})  # this user's wheel cache
+    installed.run(
+        "run",
+        "--docker",
+        "--task",
+        str(installed.example()),
+        "--results",
+        str(results),
+        "--",
+        "sh",
+        "-c",
+        probe,
+        ok=(1,),
+        timeout=900,
+        env={"DOCKER_HOST": engine.host, "SSEBENCH_CACHE": str(cache_dir())},
+    )  # this user's wheel cache
     assert (results / "agent-stdout.log").read_text() == "FOUND:\n"
     assert json.loads((results / "results.json").read_text())["status"] == "checks_failed"  # graded in the sidecar

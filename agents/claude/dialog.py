@@ -26,8 +26,12 @@ class ClaudeDialog(StreamConverter):
     def feed(self, event: dict) -> Iterator[Event]:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            yield ev.init(self.agent, session=event.get("session_id"), model=event.get("model"),
-                          tools=[t for t in event.get("tools", []) if isinstance(t, str)])
+            yield ev.init(
+                self.agent,
+                session=event.get("session_id"),
+                model=event.get("model"),
+                tools=[t for t in event.get("tools", []) if isinstance(t, str)],
+            )
         elif kind == "assistant":
             yield from self._assistant(event.get("message") or {})
         elif kind == "user":
@@ -55,9 +59,12 @@ class ClaudeDialog(StreamConverter):
             if block.get("type") != "tool_result":
                 continue
             tool_id = str(block.get("tool_use_id"))
-            yield ev.tool_finished(tool_id, self._names.get(tool_id, "?"),
-                                   ok=not block.get("is_error", False),
-                                   output=ev.text_of(block.get("content")))
+            yield ev.tool_finished(
+                tool_id,
+                self._names.get(tool_id, "?"),
+                ok=not block.get("is_error", False),
+                output=ev.text_of(block.get("content")),
+            )
 
     def _result(self, event: dict) -> None:
         self.finished = True

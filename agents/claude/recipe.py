@@ -33,8 +33,17 @@ class ClaudeRecipe(AgentRecipe):
         return ModelApi(keys=KEY_VARS, base_url="ANTHROPIC_BASE_URL")
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
-        argv = [self.binary, "-p", prompt, "--allowedTools", TOOL, "--dangerously-skip-permissions",
-                "--output-format", "stream-json", "--verbose"]
+        argv = [
+            self.binary,
+            "-p",
+            prompt,
+            "--allowedTools",
+            TOOL,
+            "--dangerously-skip-permissions",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
         model = model_from(env)
         if model:
             argv += ["--model", model]
@@ -46,9 +55,15 @@ class ClaudeRecipe(AgentRecipe):
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
-        return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
-                      timeouts={"MCP_TIMEOUT": f"{MCP_STARTUP_MS} ms (server start)",
-                                "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "default 300000 ms, reset by progress"})
+        return Launch(
+            argv=tuple(argv),
+            env=added,
+            stream_format=self.stream_format,
+            timeouts={
+                "MCP_TIMEOUT": f"{MCP_STARTUP_MS} ms (server start)",
+                "CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "default 300000 ms, reset by progress",
+            },
+        )
 
 
 RECIPE = ClaudeRecipe(AGENT)

@@ -31,8 +31,9 @@ class CodexDialog(StreamConverter):
         elif kind == "turn.completed":
             usage = event.get("usage") or {}
             cached = usage.get("cached_input_tokens") or 0
-            self.add_tokens(input=(usage.get("input_tokens") or 0) - cached,
-                            output=usage.get("output_tokens") or 0, cached=cached)
+            self.add_tokens(
+                input=(usage.get("input_tokens") or 0) - cached, output=usage.get("output_tokens") or 0, cached=cached
+            )
             self.finished = True
         elif kind == "turn.failed":
             self.failed = _message(event.get("error")) or "turn failed"

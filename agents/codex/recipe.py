@@ -41,21 +41,38 @@ class CodexRecipe(AgentRecipe):
         return ModelApi(keys=(KEY_VAR, EXEC_KEY_VAR), base_url="OPENAI_BASE_URL")
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
-        argv = [self.binary, "exec", "--skip-git-repo-check", "--json",
-                "--sandbox", "danger-full-access", "-c", f"mcp_servers.{SERVER_NAME}.required=true"]
+        argv = [
+            self.binary,
+            "exec",
+            "--skip-git-repo-check",
+            "--json",
+            "--sandbox",
+            "danger-full-access",
+            "-c",
+            f"mcp_servers.{SERVER_NAME}.required=true",
+        ]
         base_url = (env.get("OPENAI_BASE_URL") or "").strip()
         if base_url:
-            provider = (f"{{name = {_toml_string('ssebench model API')}, base_url = {_toml_string(base_url)}, "
-                        f'wire_api = "responses", env_key = {_toml_string(KEY_VAR)}}}')
-            argv += ["-c", f"model_providers.{PROVIDER_ID}={provider}",
-                     "-c", f"model_provider={_toml_string(PROVIDER_ID)}"]
+            provider = (
+                f"{{name = {_toml_string('ssebench model API')}, base_url = {_toml_string(base_url)}, "
+                f'wire_api = "responses", env_key = {_toml_string(KEY_VAR)}}}'
+            )
+            argv += [
+                "-c",
+                f"model_providers.{PROVIDER_ID}={provider}",
+                "-c",
+                f"model_provider={_toml_string(PROVIDER_ID)}",
+            ]
         model = model_from(env)
         if model:
             argv += ["-c", f"model={_toml_string(model)}"]
         argv.append(prompt)
-        return Launch(argv=tuple(argv), env=pick(env, "OPENAI_BASE_URL", KEY_VAR, EXEC_KEY_VAR, "CODEX_HOME"),
-                      stream_format=self.stream_format,
-                      timeouts={"tool_timeout_sec": "from agents install (default 3600 s), not reset by progress"})
+        return Launch(
+            argv=tuple(argv),
+            env=pick(env, "OPENAI_BASE_URL", KEY_VAR, EXEC_KEY_VAR, "CODEX_HOME"),
+            stream_format=self.stream_format,
+            timeouts={"tool_timeout_sec": "from agents install (default 3600 s), not reset by progress"},
+        )
 
 
 RECIPE = CodexRecipe(AGENT)

@@ -29,11 +29,13 @@ class Editor(Protocol):
 
     def get(self, text: str, path: Sequence[str]) -> Any: ...
     def set(self, text: str | None, path: Sequence[str], value: Any) -> str: ...
-    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
-               keep_empty: bool = False) -> str | None:
+    def remove(
+        self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False
+    ) -> str | None:
         """The text without the entry; of its containers left empty, the innermost ``prune``
         are removed too (default: all). None when nothing is left (the file goes), unless
         ``keep_empty``."""
+
     def present(self, text: str, keys: Sequence[str]) -> int:
         """How many of ``keys``, from the first, exist (as containers) in the text."""
 
@@ -41,14 +43,17 @@ class Editor(Protocol):
 def depth_guarded(cls):
     """Every parser here recurses once per nesting level; a file nested thousands deep
     (no client writes one) becomes a FormatError instead of a RecursionError traceback."""
+
     def guard(method):
         @functools.wraps(method)
         def run(*args: Any, **kwargs: Any) -> Any:
             try:
                 return method(*args, **kwargs)
             except RecursionError:
-                raise FormatError("is nested too deeply to edit (hundreds of levels); no client writes such "
-                                  "a file") from None
+                raise FormatError(
+                    "is nested too deeply to edit (hundreds of levels); no client writes such a file"
+                ) from None
+
         return run
 
     for name in ("get", "set", "remove", "present"):

@@ -60,7 +60,7 @@ class Document:
     # -- reading -------------------------------------------------------------------------
 
     def python(self, value: Value) -> Any:
-        raw = self.text[value.start:value.end]
+        raw = self.text[value.start : value.end]
         try:
             return json.loads(raw)
         except ValueError:
@@ -149,7 +149,7 @@ class Document:
                     return self.text
                 indent = self._line_indent(member.key_start)
                 return self._splice([(member.value.start, member.value.end, self._render(value, indent))])
-        missing = list(path[len(passed):])
+        missing = list(path[len(passed) :])
         nested: Any = value
         for key in reversed(missing[1:]):
             nested = {key: nested}
@@ -162,7 +162,7 @@ class Document:
         if not obj.members:
             indent = outer + self.indent_unit()
             member = json.dumps(key, ensure_ascii=False) + ": " + self._render(value, indent)
-            inner = self.text[obj.start + 1:close]
+            inner = self.text[obj.start + 1 : close]
             if inner.strip() == "":
                 return self._splice([(obj.start + 1, close, nl + indent + member + nl + outer)])
             return self._splice([(obj.start + 1, obj.start + 1, nl + indent + member)])
@@ -187,7 +187,7 @@ class Document:
         text = self.text
         doc = self
         for depth in range(len(path), len(path) - prune - 1, -1):
-            obj, passed = doc.walk(path[:depth - 1])
+            obj, passed = doc.walk(path[: depth - 1])
             if len(passed) != depth - 1:
                 return text
             member = doc.find(obj, path[depth - 1])
@@ -200,15 +200,19 @@ class Document:
             text = doc._cut(obj, member)
             doc = Document.parse(text, self.path)
         root = doc.root
-        if not keep_empty and not root.members and not doc.has_comment(0, len(text)) \
-                and text[:root.start].strip() == "" \
-                and text[root.end:].strip() == "":
+        if (
+            not keep_empty
+            and not root.members
+            and not doc.has_comment(0, len(text))
+            and text[: root.start].strip() == ""
+            and text[root.end :].strip() == ""
+        ):
             return None
         return text
 
     def _cut(self, obj: Value, member: Member) -> str:
         i = obj.members.index(member)
-        ws_start = len(self.text[:member.key_start].rstrip())
+        ws_start = len(self.text[: member.key_start].rstrip())
         if i == 0 and not self._own_line(member.key_start) and member.comma_end is not None:
             end = member.comma_end
             while end < len(self.text) and self.text[end] in " \t":
@@ -241,9 +245,9 @@ class Document:
 
 def _collapse_if_blank(text: str, open_index: int, close_end: int) -> str:
     """``{`` + whitespace + ``}`` becomes ``{}``: what an empty object was before we filled it."""
-    inner = text[open_index + 1:close_end - 1]
+    inner = text[open_index + 1 : close_end - 1]
     if inner.strip() == "":
-        return text[:open_index + 1] + text[close_end - 1:]
+        return text[: open_index + 1] + text[close_end - 1 :]
     return text
 
 
@@ -274,13 +278,15 @@ class JsonEditor:
         except JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 
-    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
-               keep_empty: bool = False) -> str | None:
+    def remove(
+        self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False
+    ) -> str | None:
         if text.strip() == "":
             return text
         try:
             return Document.parse(text, path).remove(
-                path, prune=len(path) - 1 if prune is None else prune, keep_empty=keep_empty)
+                path, prune=len(path) - 1 if prune is None else prune, keep_empty=keep_empty
+            )
         except JsonSyntaxError as exc:
             raise FormatError(exc.message, exc.line) from None
 

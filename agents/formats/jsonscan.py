@@ -19,8 +19,18 @@ from json5.tokenizer import tokenize
 _SKIP = {"WHITESPACE", "LINE_COMMENT", "BLOCK_COMMENT"}
 _COMMENTS = {"LINE_COMMENT", "BLOCK_COMMENT"}
 _SCALAR_START = {
-    "DOUBLE_QUOTE_STRING", "SINGLE_QUOTE_STRING", "TRUE", "FALSE", "NULL", "INTEGER", "FLOAT",
-    "HEXADECIMAL", "INFINITY", "NAN", "PLUS", "MINUS",
+    "DOUBLE_QUOTE_STRING",
+    "SINGLE_QUOTE_STRING",
+    "TRUE",
+    "FALSE",
+    "NULL",
+    "INTEGER",
+    "FLOAT",
+    "HEXADECIMAL",
+    "INFINITY",
+    "NAN",
+    "PLUS",
+    "MINUS",
 }
 _NUMBER = {"INTEGER", "FLOAT", "HEXADECIMAL", "INFINITY", "NAN"}
 
@@ -72,7 +82,7 @@ class Parser:
             tokens = list(tokenize(text))
         except json5.JSON5DecodeError as exc:
             index = _illegal_index(str(exc))
-            raise JsonSyntaxError(f"unexpected character {text[index:index + 1]!r}", line_of(text, index)) from None
+            raise JsonSyntaxError(f"unexpected character {text[index : index + 1]!r}", line_of(text, index)) from None
         self.tokens = [t for t in tokens if t.type not in _SKIP]
         self.comment_starts = [t.index for t in tokens if t.type in _COMMENTS]
         self.pos = 0
@@ -111,8 +121,12 @@ class Parser:
                     self._fail("a number")
                 self.pos += 1
                 tok = nxt
-            if tok.type in ("INTEGER", "FLOAT") and (nxt := self._peek()) is not None and nxt.type == "EXPONENT" \
-                    and nxt.index == tok.end:
+            if (
+                tok.type in ("INTEGER", "FLOAT")
+                and (nxt := self._peek()) is not None
+                and nxt.type == "EXPONENT"
+                and nxt.index == tok.end
+            ):
                 self.pos += 1
                 tok = nxt
             return Value("scalar", start, tok.end)

@@ -42,7 +42,7 @@ class TomlEditor:
                 return None
             node = node[key]
             if not isinstance(node, dict):
-                raise FormatError(f'"{".".join(keys[:i + 1])}" is not a table', _toml_line(text, keys[i]))
+                raise FormatError(f'"{".".join(keys[: i + 1])}" is not a table', _toml_line(text, keys[i]))
         return node
 
     def get(self, text: str, path: Sequence[str]) -> Any:
@@ -79,7 +79,7 @@ class TomlEditor:
                 return text
             span = _toml_block(text, path)
             if span is not None:
-                candidate = text[:span[0]] + self._render(path, value).replace("\n", nl) + text[span[1]:]
+                candidate = text[: span[0]] + self._render(path, value).replace("\n", nl) + text[span[1] :]
                 if self._same(candidate, expected):
                     return candidate
         else:
@@ -111,8 +111,9 @@ class TomlEditor:
     def present(self, text: str, keys: Sequence[str]) -> int:
         return present_depth(self._parse(text), keys)
 
-    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
-               keep_empty: bool = False) -> str | None:
+    def remove(
+        self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False
+    ) -> str | None:
         prune = len(path) - 1 if prune is None else prune
         doc = self._parse(text)
         container = self._walk(doc, text, path[:-1])
@@ -127,7 +128,7 @@ class TomlEditor:
             nl = "\r\n" if "\r\n" in text else "\n"
             if text[:start].endswith(nl + nl):  # the one blank line install put before it
                 start -= len(nl)
-            elif start == 0 and text[end:end + len(nl)] == nl:  # first in the file: the blank line after it
+            elif start == 0 and text[end : end + len(nl)] == nl:  # first in the file: the blank line after it
                 end += len(nl)
             candidate = text[:start] + text[end:]
             if self._same(candidate, expected):
@@ -189,7 +190,7 @@ def _toml_block(text: str, path: Sequence[str]) -> tuple[int, int] | None:
         if start_line is None:
             if header == target and match.group(1) == "[":
                 start_line = i
-        elif header[:len(target)] != target:
+        elif header[: len(target)] != target:
             end_line = i
             break
     if start_line is None:
@@ -205,7 +206,7 @@ def _toml_block(text: str, path: Sequence[str]) -> tuple[int, int] | None:
 def _drop_empty_super_tables(doc, keys: Sequence[str], prune: int) -> None:
     for depth in range(len(keys), len(keys) - prune, -1):
         node = doc
-        for key in keys[:depth - 1]:
+        for key in keys[: depth - 1]:
             node = node[key]
         child = node.get(keys[depth - 1])
         if isinstance(child, dict) and len(child) == 0 and getattr(child, "is_super_table", lambda: False)():

@@ -67,7 +67,7 @@ class YamlEditor:
             child = node[key]
             if not isinstance(child, dict):
                 line = node.lc.key(key)[0] + 1 if hasattr(node, "lc") else None
-                raise FormatError(f'"{".".join(keys[:i + 1])}" is not a mapping', line)
+                raise FormatError(f'"{".".join(keys[: i + 1])}" is not a mapping', line)
             node = child
         return node
 
@@ -112,8 +112,9 @@ class YamlEditor:
 
     def _render(self, yaml, mapping: dict[str, Any], indent: int) -> str:
         pad = " " * indent
-        return "".join(pad + line if line.strip() else line
-                       for line in self._dump(yaml, mapping).splitlines(keepends=True))
+        return "".join(
+            pad + line if line.strip() else line for line in self._dump(yaml, mapping).splitlines(keepends=True)
+        )
 
     def _same(self, candidate: str, expected: Any) -> bool:
         try:
@@ -125,8 +126,9 @@ class YamlEditor:
     def present(self, text: str, keys: Sequence[str]) -> int:
         return present_depth(self._load(text)[1], keys)
 
-    def remove(self, text: str, path: Sequence[str], *, prune: int | None = None,
-               keep_empty: bool = False) -> str | None:
+    def remove(
+        self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False
+    ) -> str | None:
         prune = len(path) - 1 if prune is None else prune
         yaml, data = self._load(text)
         container = self._walk(data, path[:-1])
@@ -136,7 +138,7 @@ class YamlEditor:
         drop(expected, path)
         for depth in range(len(path) - 1, len(path) - 1 - prune, -1):  # what pruning takes too
             parent = expected
-            for key in path[:depth - 1]:
+            for key in path[: depth - 1]:
                 parent = parent[key]
             if parent.get(path[depth - 1]) == {}:
                 del parent[path[depth - 1]]
@@ -146,7 +148,7 @@ class YamlEditor:
             return None if candidate.strip() == "" and not keep_empty else candidate
         del container[path[-1]]
         for depth in range(len(path) - 1, len(path) - 1 - prune, -1):
-            parent = self._walk(data, path[:depth - 1])
+            parent = self._walk(data, path[: depth - 1])
             child = parent.get(path[depth - 1]) if parent is not None else None
             if isinstance(child, dict) and len(child) == 0:
                 del parent[path[depth - 1]]
@@ -220,8 +222,10 @@ def _check_yaml_depth(text: str) -> None:
             i += 1
         depth = max(depth, len(indents) + flow)
         if depth > YAML_MAX_DEPTH:
-            raise FormatError(f"is nested too deeply to edit (more than {YAML_MAX_DEPTH} levels); no client writes "
-                              "such a file", text.count("\n", 0, text.find(line)) + 1 if line else None)
+            raise FormatError(
+                f"is nested too deeply to edit (more than {YAML_MAX_DEPTH} levels); no client writes such a file",
+                text.count("\n", 0, text.find(line)) + 1 if line else None,
+            )
 
 
 def _empty_as_none(data: Any) -> Any:

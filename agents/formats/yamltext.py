@@ -15,8 +15,10 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-_KEY_LINE = re.compile(r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{\[\]}&*!|>%@`-][^:#]*?)"""
-                       r"""[ \t]*:(?:[ \t]+(?P<rest>.*))?$""")
+_KEY_LINE = re.compile(
+    r"""^(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"{\[\]}&*!|>%@`-][^:#]*?)"""
+    r"""[ \t]*:(?:[ \t]+(?P<rest>.*))?$"""
+)
 
 
 def _indent(line: str) -> int:
@@ -81,7 +83,7 @@ def _region(lines: list[str], keys: Sequence[str]) -> tuple[int, int, int] | Non
         i, block_end, rest = found
         if rest and not rest.startswith("#"):
             return "unsupported"  # a flow mapping or a scalar on the key's line
-        children = [line for line in lines[i + 1:block_end] if _content(line)]
+        children = [line for line in lines[i + 1 : block_end] if _content(line)]
         if not children or _indent(children[0]) <= indent:
             return "unsupported"
         start, end, indent = i + 1, block_end, _indent(children[0])
@@ -133,7 +135,7 @@ def remove_block(text: str, path: Sequence[str], prune: int | None = None) -> st
     i, block_end, _ = found
     del lines[i:block_end]
     for depth in range(len(path) - 1, len(path) - 1 - prune, -1):
-        parent = _region(lines, path[:depth - 1])
+        parent = _region(lines, path[: depth - 1])
         if not isinstance(parent, tuple):
             break
         pstart, pend, pindent = parent
@@ -141,7 +143,7 @@ def remove_block(text: str, path: Sequence[str], prune: int | None = None) -> st
         if located is None:
             break
         k, kend, rest = located
-        if rest or any(_content(line) for line in lines[k + 1:kend]):
+        if rest or any(_content(line) for line in lines[k + 1 : kend]):
             break
         del lines[k]
     return "".join(lines)

@@ -36,10 +36,13 @@ class GeminiRecipe(AgentRecipe):
         model = model_from(env)
         if model:
             argv += ["--model", model]
-        added = {**pick(env, "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
-                 "GEMINI_CLI_TRUST_WORKSPACE": "true"}
-        return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
-                      timeouts={"timeout": "from agents install (default 3600000 ms), not reset by progress"})
+        added = {**pick(env, "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        return Launch(
+            argv=tuple(argv),
+            env=added,
+            stream_format=self.stream_format,
+            timeouts={"timeout": "from agents install (default 3600000 ms), not reset by progress"},
+        )
 
     def prepare(self, *, home: Path, env: Mapping[str, str]) -> None:
         """Select API-key auth in ``~/.gemini/settings.json`` unless the user chose one."""

@@ -11,6 +11,6 @@ AGENT = Agent(
     package="opencode-ai",
     binary="opencode",
     model_vars="the key of the model's provider (`SSE_AGENT_MODEL=provider/model`, default `anthropic`: "
-               "`ANTHROPIC_API_KEY`; `ANTHROPIC_BASE_URL`)",
+    "`ANTHROPIC_API_KEY`; `ANTHROPIC_BASE_URL`)",
     config_vars=("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR"),
 )

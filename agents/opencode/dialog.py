@@ -49,13 +49,16 @@ class OpencodeDialog(StreamConverter):
         elif kind == "step_finish":
             tokens = part.get("tokens") or {}
             cache = tokens.get("cache") or {}
-            self.add_tokens(input=(tokens.get("input") or 0) + (cache.get("write") or 0),
-                            output=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
-                            cached=cache.get("read") or 0)
+            self.add_tokens(
+                input=(tokens.get("input") or 0) + (cache.get("write") or 0),
+                output=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
+                cached=cache.get("read") or 0,
+            )
             if part.get("reason") == "stop":
                 self.finished = True
         elif kind == "error":
             error = event.get("error") or {}
             data = error.get("data") if isinstance(error, dict) else None
-            self.failed = str((data or {}).get("message") or (error.get("name") if isinstance(error, dict) else error)
-                              or "error")
+            self.failed = str(
+                (data or {}).get("message") or (error.get("name") if isinstance(error, dict) else error) or "error"
+            )

@@ -47,15 +47,22 @@ class OpencodeRecipe(AgentRecipe):
         if model:
             argv += ["--model", model if "/" in model else f"{self.default_provider}/{model}"]
         argv.append(prompt)
-        added = {**pick(env, *OPENCODE_KEYS.get(self.provider(env), ())), "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                 "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+        added = {
+            **pick(env, *OPENCODE_KEYS.get(self.provider(env), ())),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        }
         base_url = (env.get("ANTHROPIC_BASE_URL") or "").strip().rstrip("/")
         if base_url:
             # opencode's anthropic provider wants the versioned root; ANTHROPIC_BASE_URL has none
             options = {"baseURL": base_url if base_url.endswith("/v1") else base_url + "/v1"}
             added["OPENCODE_CONFIG_CONTENT"] = json.dumps({"provider": {"anthropic": {"options": options}}})
-        return Launch(argv=tuple(argv), env=added, stream_format=self.stream_format,
-                      timeouts={"timeout": "from agents install (default 3600000 ms), reset by progress"})
+        return Launch(
+            argv=tuple(argv),
+            env=added,
+            stream_format=self.stream_format,
+            timeouts={"timeout": "from agents install (default 3600000 ms), reset by progress"},
+        )
 
 
 RECIPE = OpencodeRecipe(AGENT)

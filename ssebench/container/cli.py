@@ -20,23 +20,31 @@ def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
         "entrypoint",
         help="run a task container: daemon, MCP server, agent, final grading",
         description="Start the daemon and the MCP server, wait until the server answers an MCP initialize, "
-                    "run AGENT_CMD under its timeout, grade every check, write results.json. Settings come "
-                    "from the environment (docs/container.md); flags override them.",
+        "run AGENT_CMD under its timeout, grade every check, write results.json. Settings come "
+        "from the environment (docs/container.md); flags override them.",
     )
-    p.add_argument("--sidecar", action="store_true",
-                   help="the daemon is already served at SSE_DAEMON_SOCKET (by a sidecar): do not start it")
+    p.add_argument(
+        "--sidecar",
+        action="store_true",
+        help="the daemon is already served at SSE_DAEMON_SOCKET (by a sidecar): do not start it",
+    )
     p.add_argument("--task", help="task.toml (default: SSE_TASK)")
     p.add_argument("--tree", help="the agent's source tree (default: SSE_TREE, else the task's source)")
     p.add_argument("--results-dir", help="where results.json goes (default: SSE_RESULTS_DIR, else /results)")
     p.add_argument("--agent-timeout", help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
     p.add_argument("--mcp-timeout", help="seconds to wait for the MCP server (default: SSE_MCP_TIMEOUT, else 300)")
     p.add_argument("--port", dest="mcp_port", help="MCP server port (default: SSE_MCP_PORT, else 3000)")
-    p.add_argument("--dialog", metavar="AGENT",
-                   help=f"convert the agent's stdout ({'|'.join(names())} stream) into dialog.jsonl "
-                        "(default: SSE_DIALOG)")
+    p.add_argument(
+        "--dialog",
+        metavar="AGENT",
+        help=f"convert the agent's stdout ({'|'.join(names())} stream) into dialog.jsonl (default: SSE_DIALOG)",
+    )
     p.add_argument("--prompt", help="the agent's prompt, logged as the dialog's prompt line (default: SSE_PROMPT)")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="the daemon and grading run checks without the bwrap sandbox (same as SSE_NO_SANDBOX=1)")
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="the daemon and grading run checks without the bwrap sandbox (same as SSE_NO_SANDBOX=1)",
+    )
     p.add_argument("agent", nargs=argparse.REMAINDER, metavar="-- AGENT_CMD ...")
     p.set_defaults(func=_entrypoint)
 
@@ -51,9 +59,16 @@ def _entrypoint(args: argparse.Namespace) -> int:
         command = command[1:]
     try:
         settings = from_environment(
-            task=args.task, tree=args.tree, results_dir=args.results_dir, agent_timeout=args.agent_timeout,
-            mcp_timeout=args.mcp_timeout, mcp_port=args.mcp_port, dialog=args.dialog, prompt=args.prompt,
-            sidecar=args.sidecar)
+            task=args.task,
+            tree=args.tree,
+            results_dir=args.results_dir,
+            agent_timeout=args.agent_timeout,
+            mcp_timeout=args.mcp_timeout,
+            mcp_port=args.mcp_port,
+            dialog=args.dialog,
+            prompt=args.prompt,
+            sidecar=args.sidecar,
+        )
         if args.no_sandbox:  # the daemon and `ssebench grade` inherit it (docs/security.md)
             settings.env["SSE_NO_SANDBOX"] = "1"
         outcome = Entrypoint(settings, command, on_stage=print_stage).run()
@@ -64,8 +79,10 @@ def _entrypoint(args: argparse.Namespace) -> int:
         print("ssebench entrypoint: interrupted", file=sys.stderr)
         return 130
     results = outcome.results
-    print(f"ssebench entrypoint: {results['status']} (exit {outcome.exit_code}); results in {outcome.results_file}",
-          file=sys.stderr)
+    print(
+        f"ssebench entrypoint: {results['status']} (exit {outcome.exit_code}); results in {outcome.results_file}",
+        file=sys.stderr,
+    )
     if results.get("error"):
         print(f"ssebench entrypoint: {results['error']}", file=sys.stderr)
     return outcome.exit_code

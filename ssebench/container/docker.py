@@ -42,8 +42,19 @@ from ssebench.container.sidecar import chown_tree, daemon_user, run_with_sidecar
 from ssebench.resources import script
 from ssebench.settings import DEFAULT_MCP_PORT
 
-__all__ = ["MCP_PORT", "DockerEngine", "DockerRunError", "DockerRunResult", "build_agent_image", "build_task_image",
-           "cache_dir", "chown_tree", "daemon_user", "run_in_docker", "sandbox_options"]
+__all__ = [
+    "MCP_PORT",
+    "DockerEngine",
+    "DockerRunError",
+    "DockerRunResult",
+    "build_agent_image",
+    "build_task_image",
+    "cache_dir",
+    "chown_tree",
+    "daemon_user",
+    "run_in_docker",
+    "sandbox_options",
+]
 MCP_PORT = DEFAULT_MCP_PORT  # the port `ssebench agents install` registers in the agent layers
 CONTAINER_HOME = "/root"  # HOME in the one-container layout (its user is not root, but the layers open /root)
 
@@ -121,8 +132,16 @@ def run_in_docker(
     )
 
 
-def _run_containers(engine: DockerEngine, task_dir: Path, task: Any, results_dir: Path, sidecar: bool,
-                    task_image: str, image: str, layout: dict[str, Any]) -> int:
+def _run_containers(
+    engine: DockerEngine,
+    task_dir: Path,
+    task: Any,
+    results_dir: Path,
+    sidecar: bool,
+    task_image: str,
+    image: str,
+    layout: dict[str, Any],
+) -> int:
     """The chosen layout on private copies of the task; the entrypoint's exit status."""
     results_dir.mkdir(parents=True, exist_ok=True)
     for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log"):
@@ -130,8 +149,16 @@ def _run_containers(engine: DockerEngine, task_dir: Path, task: Any, results_dir
     log_path = results_dir / "container.log"
     with _workspace(task_dir, task.source) as space:
         if sidecar:
-            return run_with_sidecar(engine, space, task_image=task_image, image=image,
-                                    results_dir=results_dir.resolve(), log_path=log_path, task_id=task.id, **layout)
+            return run_with_sidecar(
+                engine,
+                space,
+                task_image=task_image,
+                image=image,
+                results_dir=results_dir.resolve(),
+                log_path=log_path,
+                task_id=task.id,
+                **layout,
+            )
         return _run_one_container(engine, space, image=image, results_dir=results_dir, log_path=log_path, **layout)
 
 
@@ -207,8 +234,9 @@ def _workspace(task_dir: Path, source: Path) -> Iterator[_Workspace]:
     """Private copies for the containers to change; the user's folders stay as they are."""
     holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
     try:
-        space = _Workspace(task=holder / "task", tree=holder / "tree", sockets=holder / "sockets",
-                           results=holder / "results")
+        space = _Workspace(
+            task=holder / "task", tree=holder / "tree", sockets=holder / "sockets", results=holder / "results"
+        )
         shutil.copytree(task_dir, space.task, symlinks=True)
         shutil.copytree(source, space.tree, symlinks=True)
         space.sockets.mkdir(mode=0o700)
@@ -255,5 +283,3 @@ def _run_one_container(
         )
     finally:
         shutil.copytree(space.results, results_dir, symlinks=True, dirs_exist_ok=True)
-
-

@@ -87,10 +87,14 @@ def pinned_version(agent: str) -> str:
 
 def render_task_dockerfile(base_image: str = DEFAULT_BASE_IMAGE) -> str:
     """The task image's Dockerfile (build context: see prepare_task_context in docker.py)."""
-    return _environment().get_template("task.Dockerfile.j2").render(
-        base_image=base_image,
-        version=__version__,
-        task_dir=CONTAINER_TASK_DIR,
+    return (
+        _environment()
+        .get_template("task.Dockerfile.j2")
+        .render(
+            base_image=base_image,
+            version=__version__,
+            task_dir=CONTAINER_TASK_DIR,
+        )
     )
 
 
@@ -99,13 +103,17 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
     from ssebench.agents.registry import AGENTS
 
     cli = agent_cli(agent)
-    return _environment().get_template(AGENTS[agent].layer_template).render(
-        agent=agent,
-        package=cli.package,
-        bin=cli.bin,
-        version=pinned_version(agent),
-        task_image=task_image,
-        node_major=NODE_MAJOR,
+    return (
+        _environment()
+        .get_template(AGENTS[agent].layer_template)
+        .render(
+            agent=agent,
+            package=cli.package,
+            bin=cli.bin,
+            version=pinned_version(agent),
+            task_image=task_image,
+            node_major=NODE_MAJOR,
+        )
     )
 
 

@@ -105,15 +105,26 @@ class DockerEngine:
         with tempfile.TemporaryFile() as log:
             status = subprocess.run(
                 ["docker", "build", "--network", "none", "--force-rm", "--tag", tag, str(context)],
-                env=self.environ(), stdout=log, stderr=subprocess.STDOUT, check=False,
+                env=self.environ(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                check=False,
             ).returncode
             if status != 0:
-                raise DockerRunError(f"docker build of {tag} failed (exit {status}); last lines:\n"
-                                     + "\n".join(tail_lines(log, 25)).rstrip())
+                raise DockerRunError(
+                    f"docker build of {tag} failed (exit {status}); last lines:\n"
+                    + "\n".join(tail_lines(log, 25)).rstrip()
+                )
         self.remove_older(tag)
 
     def start_detached(
-        self, *, name: str, image: str, command: Sequence[str], mounts: Mapping[Path, str], env: Mapping[str, str],
+        self,
+        *,
+        name: str,
+        image: str,
+        command: Sequence[str],
+        mounts: Mapping[Path, str],
+        env: Mapping[str, str],
         options: Sequence[str] = (),
     ) -> None:
         """A background container with no network (the sidecar), with OPTIONS (``docker run``
@@ -130,8 +141,15 @@ class DockerEngine:
     def save_logs(self, name: str, path: Path) -> None:
         """Container NAME's output into PATH (streamed: never held in memory)."""
         with open(path, "wb") as out:
-            subprocess.run(["docker", "logs", name], env=self.environ(), stdin=subprocess.DEVNULL, stdout=out,
-                           stderr=subprocess.STDOUT, check=False, timeout=60)
+            subprocess.run(
+                ["docker", "logs", name],
+                env=self.environ(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+                timeout=60,
+            )
 
     def run_container(
         self,

@@ -124,16 +124,27 @@ class Entrypoint:
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
         results = results_file.document(
-            self.settings, task=task, tree=tree, level=self.level, stages=self._stages, agent=agent, grading=grading,
-            exit_code=exit_code, error=error, started_at=started_at, duration=time.monotonic() - t0)
+            self.settings,
+            task=task,
+            tree=tree,
+            level=self.level,
+            stages=self._stages,
+            agent=agent,
+            grading=grading,
+            exit_code=exit_code,
+            error=error,
+            started_at=started_at,
+            duration=time.monotonic() - t0,
+        )
         path = self.settings.results_dir / RESULTS_FILE
         results_file.write(path, results)
         return Outcome(exit_code, results, path)
 
     # -- stages ---------------------------------------------------------------------
 
-    def _stages_run(self, task: Any, tree: Path, workdir: Path,
-                    agent: AgentOutcome) -> tuple[int, str | None, dict[str, Any] | None]:
+    def _stages_run(
+        self, task: Any, tree: Path, workdir: Path, agent: AgentOutcome
+    ) -> tuple[int, str | None, dict[str, Any] | None]:
         failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock")
         if failed is not None:
             return failed
@@ -162,22 +173,42 @@ class Entrypoint:
         try:
             child = None
             if not s.sidecar:
-                child = self._spawn("daemon", ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree),
-                                                            "--socket", str(socket)))
-            _health, took = wait_for_daemon(socket, what=f"the daemon (socket {socket})", timeout=s.mcp_timeout,
-                                            deadline=deadline, gone=exited(child.proc if child else None),
-                                            tail=child.tail if child else list, interrupted=self._interrupted,
-                                            poll=0.1)
+                child = self._spawn(
+                    "daemon",
+                    ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree), "--socket", str(socket)),
+                )
+            _health, took = wait_for_daemon(
+                socket,
+                what=f"the daemon (socket {socket})",
+                timeout=s.mcp_timeout,
+                deadline=deadline,
+                gone=exited(child.proc if child else None),
+                tail=child.tail if child else list,
+                interrupted=self._interrupted,
+                poll=0.1,
+            )
         except StartupError as exc:
             return self._startup_failed("daemon", exc, EXIT_DAEMON_FAILED)
         self._stage("daemon", "done", f"ready in {took:.1f} s", seconds=took)
         self._stage("server", "start", s.mcp_url)
         try:
-            child = self._spawn("server", ssebench_argv(
-                "serve", "--host", s.mcp_host, "--port", str(s.mcp_port), "--path", s.mcp_path,
-                "--daemon-socket", str(socket)))
-            took = wait_for_mcp(s.mcp_url, child, deadline=deadline, timeout=s.mcp_timeout,
-                                interrupted=self._interrupted)
+            child = self._spawn(
+                "server",
+                ssebench_argv(
+                    "serve",
+                    "--host",
+                    s.mcp_host,
+                    "--port",
+                    str(s.mcp_port),
+                    "--path",
+                    s.mcp_path,
+                    "--daemon-socket",
+                    str(socket),
+                ),
+            )
+            took = wait_for_mcp(
+                s.mcp_url, child, deadline=deadline, timeout=s.mcp_timeout, interrupted=self._interrupted
+            )
         except StartupError as exc:
             return self._startup_failed("server", exc, EXIT_SERVER_FAILED)
         self._stage("server", "done", f"answered initialize in {took:.1f} s", seconds=took, url=s.mcp_url)
@@ -252,8 +283,9 @@ class Entrypoint:
             # stop converting (under the pump's lock) and close the dialog now.
             with self._dialog_lock:
                 self._dialog_closed = True
-                pipeline.close(exit_code=agent.exit_code, timed_out=agent.timed_out,
-                               interrupted=self._signal is not None)
+                pipeline.close(
+                    exit_code=agent.exit_code, timed_out=agent.timed_out, interrupted=self._signal is not None
+                )
                 pipeline.writer.close()
 
     def _report_agent(self, agent: AgentOutcome) -> None:
@@ -305,8 +337,12 @@ class Entrypoint:
         log = s.results_dir / "grading.log"
         out = s.results_dir / "grading.json"
         with open_log(out) as stdout:
-            child = self._spawn("grading", ssebench_argv("grade", "--task", str(s.task), "--tree", str(tree),
-                                                       "--json"), log=log, stdout=stdout)
+            child = self._spawn(
+                "grading",
+                ssebench_argv("grade", "--task", str(s.task), "--tree", str(tree), "--json"),
+                log=log,
+                stdout=stdout,
+            )
         while not wait_for_exit(child, 3600.0, self._interrupted):
             if self._signal is not None:
                 child.stop(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
@@ -322,10 +358,24 @@ class Entrypoint:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _spawn(self, name: str, argv: Sequence[str], *, cwd: Path | None = None,
-               env: dict[str, str] | None = None, log: Path | None = None, stdout=None) -> Child:
-        child = spawn(name, argv, env=env if env is not None else self.settings.env,
-                      log=log or self.settings.results_dir / f"{name}.log", cwd=cwd, stdout=stdout)
+    def _spawn(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        stdout=None,
+    ) -> Child:
+        child = spawn(
+            name,
+            argv,
+            env=env if env is not None else self.settings.env,
+            log=log or self.settings.results_dir / f"{name}.log",
+            cwd=cwd,
+            stdout=stdout,
+        )
         self._children.append(child)
         return child
 
@@ -337,8 +387,9 @@ class Entrypoint:
 
     def _stage(self, stage: str, state: str, detail: str, **extra: Any) -> None:
         record = self._stages.setdefault(stage, {})
-        record.update(state=state, detail=detail, **{k: (round(v, 3) if isinstance(v, float) else v)
-                                                      for k, v in extra.items()})
+        record.update(
+            state=state, detail=detail, **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in extra.items()}
+        )
         self.on_stage(stage, state, detail)
 
     def _interrupted(self) -> bool:

@@ -49,7 +49,10 @@ def _digest(*parts: bytes | Path) -> str:
 def _pip(*args: str, env: Mapping[str, str] | None = None) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pip", *args, "--quiet", "--disable-pip-version-check"],
-        env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
@@ -150,7 +153,10 @@ def agent_cli_dir(agent: str) -> Path:
     )
     result = subprocess.run(
         ["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=staging, capture_output=True, text=True, check=False,
+        cwd=staging,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0 or not (staging / "node_modules" / ".bin" / cli.bin).exists():
         shutil.rmtree(staging, ignore_errors=True)

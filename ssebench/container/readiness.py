@@ -22,9 +22,14 @@ __all__ = ["StartupError", "answers_initialize", "wait_for_mcp"]
 
 def initialize_request() -> dict:
     return {
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                   "clientInfo": {"name": "ssebench-entrypoint", "version": __version__}},
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "ssebench-entrypoint", "version": __version__},
+        },
     }
 
 
@@ -64,10 +69,18 @@ def _messages(response: httpx.Response) -> list[dict]:
     return out
 
 
-def wait_for_mcp(url: str, child: Child | None, *, deadline: float, timeout: int,
-                 interrupted: Callable[[], bool] = lambda: False) -> float:
+def wait_for_mcp(
+    url: str, child: Child | None, *, deadline: float, timeout: int, interrupted: Callable[[], bool] = lambda: False
+) -> float:
     """Seconds until the server at *url* answered an MCP ``initialize``."""
     with httpx.Client(timeout=5.0) as client:
-        return wait_until(lambda: answers_initialize(client, url), what=f"the MCP server ({url})",
-                          timeout=timeout, deadline=deadline, gone=exited(child.proc if child else None),
-                          tail=child.tail if child else list, interrupted=interrupted, poll=POLL_SECONDS)[1]
+        return wait_until(
+            lambda: answers_initialize(client, url),
+            what=f"the MCP server ({url})",
+            timeout=timeout,
+            deadline=deadline,
+            gone=exited(child.proc if child else None),
+            tail=child.tail if child else list,
+            interrupted=interrupted,
+            poll=POLL_SECONDS,
+        )[1]

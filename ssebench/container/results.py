@@ -31,9 +31,13 @@ EXIT_GRADING_ERROR = 7  # grading could not run to a verdict
 # 128 + N: the entrypoint got signal N; forwarded to the agent, grading skipped.
 
 STATUS_BY_EXIT = {
-    EXIT_PASSED: "passed", EXIT_CHECKS_FAILED: "checks_failed", EXIT_DAEMON_FAILED: "daemon_failed",
-    EXIT_SERVER_FAILED: "server_failed", EXIT_AGENT_TIMEOUT: "agent_timeout",
-    EXIT_AGENT_FAILED: "agent_failed", EXIT_GRADING_ERROR: "grading_error",
+    EXIT_PASSED: "passed",
+    EXIT_CHECKS_FAILED: "checks_failed",
+    EXIT_DAEMON_FAILED: "daemon_failed",
+    EXIT_SERVER_FAILED: "server_failed",
+    EXIT_AGENT_TIMEOUT: "agent_timeout",
+    EXIT_AGENT_FAILED: "agent_failed",
+    EXIT_GRADING_ERROR: "grading_error",
 }
 
 
@@ -54,9 +58,15 @@ class AgentOutcome:
     error: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"command": self.command, "exit_code": self.exit_code, "signal": self.signal,
-                "timed_out": self.timed_out, "duration": round(self.duration, 3),
-                "timeout": self.timeout, "error": self.error}
+        return {
+            "command": self.command,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "timed_out": self.timed_out,
+            "duration": round(self.duration, 3),
+            "timeout": self.timeout,
+            "error": self.error,
+        }
 
 
 def exit_status(agent: AgentOutcome, grade_error: str | None, passed: bool | None) -> tuple[int, str | None]:
@@ -88,12 +98,22 @@ def grading_stage(code: int, report: dict[str, Any] | None, tail: str) -> tuple[
     return {"state": "done", "detail": "every check passed" if passed else "a check failed", "passed": passed}, passed
 
 
-def add_sidecar_grading(results: dict[str, Any], report: dict[str, Any] | None, stage: dict[str, Any],
-                        passed: bool | None, task: dict[str, Any]) -> dict[str, Any]:
+def add_sidecar_grading(
+    results: dict[str, Any],
+    report: dict[str, Any] | None,
+    stage: dict[str, Any],
+    passed: bool | None,
+    task: dict[str, Any],
+) -> dict[str, Any]:
     """The agent container's RESULTS with the sidecar's grading merged in; the exit
     status follows :func:`exit_status` again, now with a verdict."""
-    merged = {**results, "stages": {**results.get("stages", {}), "grading": {**stage, "where": "sidecar"}},
-              "grading": report, "passed": passed, "task": {**results.get("task", {}), **task}}
+    merged = {
+        **results,
+        "stages": {**results.get("stages", {}), "grading": {**stage, "where": "sidecar"}},
+        "grading": report,
+        "passed": passed,
+        "task": {**results.get("task", {}), **task},
+    }
     agent = AgentOutcome(**results["agent"])
     code, error = exit_status(agent, stage["detail"] if passed is None else None, passed)
     merged.update(exit_code=code, status=status_name(code), error=error)
@@ -117,9 +137,20 @@ def check_folder(folder: Path) -> None:
             raise SettingsError(f"SSE_RESULTS_DIR: {folder} already holds {name}; use an empty folder for each run")
 
 
-def document(settings: Any, *, task: Any, tree: Path, level: Any, stages: dict[str, Any], agent: AgentOutcome,
-             grading: dict[str, Any] | None, exit_code: int, error: str | None, started_at: str,
-             duration: float) -> dict[str, Any]:
+def document(
+    settings: Any,
+    *,
+    task: Any,
+    tree: Path,
+    level: Any,
+    stages: dict[str, Any],
+    agent: AgentOutcome,
+    grading: dict[str, Any] | None,
+    exit_code: int,
+    error: str | None,
+    started_at: str,
+    duration: float,
+) -> dict[str, Any]:
     """results.json of one entrypoint run (docs/container.md lists the keys)."""
     s = settings
     return {

@@ -40,28 +40,45 @@ def register(sub: argparse._SubParsersAction) -> None:
         "run",
         help="one whole run: daemon, server, agent, grading (here, or in Docker with --docker)",
         description="Run one agent on one task end to end and report the result as a table and as JSON. "
-                    "The agent is a bundled one (--agent) or any command after '--'.",
+        "The agent is a bundled one (--agent) or any command after '--'.",
     )
     p.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
     p.add_argument("--agent", choices=agents, help="a bundled agent, run with its recipe")
-    p.add_argument("--difficulty", default=None, metavar="N",
-                   help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)")
+    p.add_argument(
+        "--difficulty",
+        default=None,
+        metavar="N",
+        help="SSE_DIFFICULTY for the run, 0-4 (default: $SSE_DIFFICULTY, else 2)",
+    )
     p.add_argument("--docker", action="store_true", help="run in a task container (needs a Docker engine)")
-    p.add_argument("--results", metavar="DIR",
-                   help="an empty or new folder for this run's files "
-                        f"(default: ./{DEFAULT_RUNS_DIR}/<task>-<agent>-<time>)")
-    p.add_argument("--tree", metavar="DIR",
-                   help="let the agent work in DIR itself (default: a copy of the task's source in the results folder)")
+    p.add_argument(
+        "--results",
+        metavar="DIR",
+        help=f"an empty or new folder for this run's files (default: ./{DEFAULT_RUNS_DIR}/<task>-<agent>-<time>)",
+    )
+    p.add_argument(
+        "--tree",
+        metavar="DIR",
+        help="let the agent work in DIR itself (default: a copy of the task's source in the results folder)",
+    )
     p.add_argument("--prompt", help="the agent's prompt (default: built from the task's description)")
-    p.add_argument("--agent-timeout", metavar="S",
-                   help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)")
+    p.add_argument(
+        "--agent-timeout", metavar="S", help="seconds the agent may run (default: SSE_AGENT_TIMEOUT, else 3600)"
+    )
     p.add_argument("--mcp-timeout", metavar="S", help="seconds to wait for the MCP server (default: 300)")
     p.add_argument("--port", type=int, help="MCP server port (default: a free port)")
-    p.add_argument("--dialog", metavar="AGENT", choices=agents,
-                   help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl")
+    p.add_argument(
+        "--dialog",
+        metavar="AGENT",
+        choices=agents,
+        help="with '-- CMD': CMD prints this CLI's JSON stream; turn it into dialog.jsonl",
+    )
     p.add_argument("--json", action="store_true", help="print results.json to stdout (the display goes to stderr)")
-    p.add_argument("--skip-preflight", action="store_true",
-                   help="start a bundled agent even when its API key variables or its CLI version look wrong")
+    p.add_argument(
+        "--skip-preflight",
+        action="store_true",
+        help="start a bundled agent even when its API key variables or its CLI version look wrong",
+    )
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(func=_run)
 
@@ -77,9 +94,11 @@ class Plan:
 
 def default_prompt(task: Any) -> str:
     description = (task.description or "").strip() or f"the vulnerability of task {task.id}"
-    return (f"Fix this vulnerability in the source tree in the current directory: {description}\n"
-            "Use the test_patch tool to check your patch; it builds the tree as it is and runs the "
-            "task's checks.")
+    return (
+        f"Fix this vulnerability in the source tree in the current directory: {description}\n"
+        "Use the test_patch tool to check your patch; it builds the tree as it is and runs the "
+        "task's checks."
+    )
 
 
 def private_home(results: Path) -> Path:
@@ -99,9 +118,13 @@ def without_user_config(env: dict[str, str]) -> dict[str, str]:
 
 def home_env(home: Path) -> dict[str, str]:
     """Point every per-user config location of the agent CLIs at *home*."""
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_DATA_HOME": str(home / ".local/share"), "XDG_CACHE_HOME": str(home / ".cache"),
-            "XDG_STATE_HOME": str(home / ".local/state")}
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local/share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local/state"),
+    }
 
 
 def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
@@ -109,15 +132,20 @@ def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
     from ssebench.supervise import ssebench_argv
 
     with log.open("wb") as out:
-        code = subprocess.run(ssebench_argv("agents", "install", agent, "--url", url), env=env,
-                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, timeout=120).returncode
+        code = subprocess.run(
+            ssebench_argv("agents", "install", agent, "--url", url),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=120,
+        ).returncode
     if code != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-10:]
         raise RuntimeError(f"ssebench agents install {agent} failed (exit {code}):\n" + "\n".join(tail))
 
 
-def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str],
-                prepare: bool = True) -> Plan:
+def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str], prepare: bool = True) -> Plan:
     """The registered agent's run recipe (agents/recipe.py) as a Plan.
 
     *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
@@ -211,8 +239,15 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_process(args: argparse.Namespace, task: Any, results: Path, command: list[str], prompt: str,
-                 env: dict[str, str], display: Display) -> tuple[int, dict | None]:
+def _run_process(
+    args: argparse.Namespace,
+    task: Any,
+    results: Path,
+    command: list[str],
+    prompt: str,
+    env: dict[str, str],
+    display: Display,
+) -> tuple[int, dict | None]:
     from ssebench.container.entrypoint import Entrypoint
     from ssebench.container.settings import from_environment
     from ssebench.supervise import free_port
@@ -238,15 +273,31 @@ def _run_process(args: argparse.Namespace, task: Any, results: Path, command: li
     display.done("setup", f"tree {tree}")
     # a run of its own: never the socket of a daemon the user has running (ssebench up)
     env = {k: v for k, v in env.items() if k != "SSE_DAEMON_SOCKET"}
-    settings = from_environment(env, task=str(task.file), tree=str(tree), results_dir=str(results),
-                                mcp_port=str(port), agent_timeout=args.agent_timeout,
-                                mcp_timeout=args.mcp_timeout, dialog=dialog, prompt=prompt)
+    settings = from_environment(
+        env,
+        task=str(task.file),
+        tree=str(tree),
+        results_dir=str(results),
+        mcp_port=str(port),
+        agent_timeout=args.agent_timeout,
+        mcp_timeout=args.mcp_timeout,
+        dialog=dialog,
+        prompt=prompt,
+    )
     outcome = Entrypoint(settings, command, on_stage=display.on_stage, agent_env=agent_env).run()
     return outcome.exit_code, outcome.results
 
 
-def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, command: list[str], prompt: str,
-                env: dict[str, str], display: Display) -> tuple[int, dict | None]:
+def _run_docker(
+    args: argparse.Namespace,
+    task: Any,
+    level: int,
+    results: Path,
+    command: list[str],
+    prompt: str,
+    env: dict[str, str],
+    display: Display,
+) -> tuple[int, dict | None]:
     from ssebench.container import docker
 
     extra: dict[str, str] = {"SSE_PROMPT": prompt}
@@ -259,8 +310,9 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
     if args.agent:
         home = Path("/root")
         own = without_user_config(env)  # paths of this machine
-        plan = recipe_plan(args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra},
-                           prepare=False)
+        plan = recipe_plan(
+            args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra}, prepare=False
+        )
         command = plan.command
         extra.update(plan.env)
         if plan.dialog:
@@ -274,8 +326,15 @@ def _run_docker(args: argparse.Namespace, task: Any, level: int, results: Path, 
         display.start(stage, "")
 
     try:
-        result = docker.run_in_docker(task_dir=task.file.parent, agent=args.agent, agent_command=command,
-                                      results_dir=results, difficulty=level, env=extra, progress=progress)
+        result = docker.run_in_docker(
+            task_dir=task.file.parent,
+            agent=args.agent,
+            agent_command=command,
+            results_dir=results,
+            difficulty=level,
+            env=extra,
+            progress=progress,
+        )
     except docker.DockerRunError as exc:
         if current:
             display.fail(current[-1], str(exc))
@@ -301,8 +360,9 @@ class Display:
         self.live.start()
 
     def on_stage(self, stage: str, state: str, detail: str) -> None:
-        {"start": self.start, "done": self.done, "failed": self.fail, "skipped": self.skip}.get(
-            state, self.start)(stage, detail)
+        {"start": self.start, "done": self.done, "failed": self.fail, "skipped": self.skip}.get(state, self.start)(
+            stage, detail
+        )
 
     def start(self, stage: str, detail: str) -> None:
         self.started[stage] = time.monotonic()
@@ -332,8 +392,7 @@ class Display:
             table.add_column(column)
         for stage, (state, detail, took) in self.rows.items():
             style = {"done": "green", "failed": "red", "skipped": "dim"}.get(state, "yellow")
-            table.add_row(stage, f"[{style}]{self.MARKS.get(state, state)} {state}[/]", detail,
-                          seconds(took))
+            table.add_row(stage, f"[{style}]{self.MARKS.get(state, state)} {state}[/]", detail, seconds(took))
         return table
 
     def stop(self) -> None:
@@ -351,8 +410,11 @@ class Display:
         table.add_row("task", str((data.get("task") or {}).get("id")))
         difficulty = data.get("difficulty") or {}
         table.add_row("difficulty", f"{difficulty.get('level')} ({difficulty.get('name')})")
-        table.add_row("agent", f"exit {agent.get('exit_code')}, {seconds(agent.get('duration', 0))}"
-                      + (", timed out" if agent.get("timed_out") else ""))
+        table.add_row(
+            "agent",
+            f"exit {agent.get('exit_code')}, {seconds(agent.get('duration', 0))}"
+            + (", timed out" if agent.get("timed_out") else ""),
+        )
         table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[data.get("passed")])
         for check in _grading_checks(grading):
             table.add_row(f"  {check[0]}", check[1])

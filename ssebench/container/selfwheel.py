@@ -50,17 +50,33 @@ def build_image_wheel(dest: Path) -> Path:
             _pip_wheel(root, Path(tmp))
             (built,) = Path(tmp).glob("*.whl")
             with zipfile.ZipFile(built) as archive:
-                entries = [(info.filename, archive.read(info), info.external_attr >> 16)
-                           for info in archive.infolist() if not info.is_dir()]
+                entries = [
+                    (info.filename, archive.read(info), info.external_attr >> 16)
+                    for info in archive.infolist()
+                    if not info.is_dir()
+                ]
             return _write(dest / built.name, entries)
     return _repack_installed(dest)
 
 
 def _pip_wheel(source: Path, out: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--wheel-dir", str(out), str(source)],
-        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}, capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--wheel-dir",
+            str(out),
+            str(source),
+        ],
+        env={**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
@@ -86,16 +102,18 @@ def _repack_installed(dest: Path) -> Path:
         path = Path(str(file.locate()))
         entries.append((name, path.read_bytes(), path.stat().st_mode & 0o777))
     if not any(name.startswith("ssebench/") for name, _, _ in entries):
-        raise SelfWheelError(f"the installed ssebench {dist.version} lists no package files (an editable "
-                             "install without its checkout?)")
+        raise SelfWheelError(
+            f"the installed ssebench {dist.version} lists no package files (an editable install without its checkout?)"
+        )
     version = dist.version
     return _write(dest / f"ssebench-{version}-py3-none-any.whl", entries)
 
 
 def _write(path: Path, entries: Iterable[tuple[str, bytes, int]]) -> Path:
     """A wheel of ENTRIES minus the excluded folders, with a RECORD of what it holds."""
-    kept = sorted((e for e in entries if not excluded(e[0]) and not e[0].endswith(".dist-info/RECORD")),
-                  key=lambda e: e[0])
+    kept = sorted(
+        (e for e in entries if not excluded(e[0]) and not e[0].endswith(".dist-info/RECORD")), key=lambda e: e[0]
+    )
     dist_info = next((n.split("/", 1)[0] for n, _, _ in kept if n.split("/", 1)[0].endswith(".dist-info")), None)
     if dist_info is None:
         raise SelfWheelError("no .dist-info folder among the wheel's files")

@@ -45,8 +45,10 @@ def whole_seconds(name: str, raw: str) -> int:
     if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise SettingsError(f"{name} must be a whole number of seconds (1 or more), got {shown(raw)}")
     if len(value) > 10 or int(value) > MAX_SECONDS:  # 1e400 s would overflow every clock sum
-        raise SettingsError(f"{name} must be at most {MAX_SECONDS} seconds (about 31 years), "
-                            f"got {shown(raw) if len(raw) <= 40 else f'a {len(value)}-digit number'}")
+        raise SettingsError(
+            f"{name} must be at most {MAX_SECONDS} seconds (about 31 years), "
+            f"got {shown(raw) if len(raw) <= 40 else f'a {len(value)}-digit number'}"
+        )
     return int(value)
 
 
@@ -81,8 +83,9 @@ def host_name(name: str, raw: str) -> str:
         try:
             return str(ipaddress.IPv4Address(inner))
         except ValueError:
-            raise SettingsError(f"{name} must be an IPv4 address (four numbers from 0 to 255) or a host name, "
-                                f"got {shown(raw)}") from None
+            raise SettingsError(
+                f"{name} must be an IPv4 address (four numbers from 0 to 255) or a host name, got {shown(raw)}"
+            ) from None
     if inner != value or not inner or len(inner) > 253 or not all(_LABEL.fullmatch(label) for label in labels):
         raise SettingsError(f"{name} must be an IPv4 or IPv6 address or a host name, got {shown(raw)}")
     return inner
@@ -91,8 +94,11 @@ def host_name(name: str, raw: str) -> str:
 def url_path(name: str, raw: str) -> str:
     """The server's path: '/' and URL path characters, nothing to escape or to misread."""
     if not _URL_PATH.fullmatch(raw):
-        fault = "must start with '/'" if not raw.startswith("/") else \
-            "must hold only URL path characters (letters, digits, -._~!$&'()*+,;=:@/ and %XX)"
+        fault = (
+            "must start with '/'"
+            if not raw.startswith("/")
+            else "must hold only URL path characters (letters, digits, -._~!$&'()*+,;=:@/ and %XX)"
+        )
         raise SettingsError(f"{name} {fault}, got {shown(raw)}")
     return raw
 
@@ -105,8 +111,7 @@ def file_path(name: str, raw: str) -> Path:
     try:
         raw.encode("utf-8")
     except UnicodeEncodeError:
-        raise SettingsError(f"{name} must be a path in UTF-8, got {raw.encode('utf-8', 'surrogateescape')!r}") \
-            from None
+        raise SettingsError(f"{name} must be a path in UTF-8, got {raw.encode('utf-8', 'surrogateescape')!r}") from None
     return Path(raw).absolute()
 
 
@@ -114,8 +119,10 @@ def socket_path(name: str, raw: str) -> Path:
     path = file_path(name, raw)
     size = len(os.fsencode(path))
     if size > UNIX_SOCKET_MAX_BYTES:
-        raise SettingsError(f"{name} is {size} bytes long; a Unix socket path may have at most "
-                            f"{UNIX_SOCKET_MAX_BYTES}, got {shown(raw)}")
+        raise SettingsError(
+            f"{name} is {size} bytes long; a Unix socket path may have at most "
+            f"{UNIX_SOCKET_MAX_BYTES}, got {shown(raw)}"
+        )
     return path
 
 
@@ -157,8 +164,9 @@ def from_environment(environ: Mapping[str, str] | None = None, **flags: object) 
     socket = pick("daemon_socket", "SSE_DAEMON_SOCKET")
     # Timeouts: set-but-empty is a mistake too, so read them raw.
     mcp_timeout = str(flags["mcp_timeout"]) if flags.get("mcp_timeout") is not None else env.get("SSE_MCP_TIMEOUT")
-    agent_timeout = (str(flags["agent_timeout"]) if flags.get("agent_timeout") is not None
-                     else env.get("SSE_AGENT_TIMEOUT"))
+    agent_timeout = (
+        str(flags["agent_timeout"]) if flags.get("agent_timeout") is not None else env.get("SSE_AGENT_TIMEOUT")
+    )
     port = pick("mcp_port", "SSE_MCP_PORT")
     host = pick("mcp_host", "SSE_MCP_HOST")
     dialog = pick("dialog", "SSE_DIALOG")
@@ -177,10 +185,10 @@ def from_environment(environ: Mapping[str, str] | None = None, **flags: object) 
         mcp_host=host_name("SSE_MCP_HOST", host) if host is not None else DEFAULT_MCP_HOST,
         mcp_port=port_number("SSE_MCP_PORT", port) if port is not None else DEFAULT_MCP_PORT,
         mcp_path=url_path("SSE_MCP_PATH", pick("mcp_path", "SSE_MCP_PATH") or DEFAULT_MCP_PATH),
-        mcp_timeout=(whole_seconds("SSE_MCP_TIMEOUT", mcp_timeout) if mcp_timeout is not None
-                     else DEFAULT_MCP_TIMEOUT),
-        agent_timeout=(whole_seconds("SSE_AGENT_TIMEOUT", agent_timeout) if agent_timeout is not None
-                       else DEFAULT_AGENT_TIMEOUT),
+        mcp_timeout=(whole_seconds("SSE_MCP_TIMEOUT", mcp_timeout) if mcp_timeout is not None else DEFAULT_MCP_TIMEOUT),
+        agent_timeout=(
+            whole_seconds("SSE_AGENT_TIMEOUT", agent_timeout) if agent_timeout is not None else DEFAULT_AGENT_TIMEOUT
+        ),
         sidecar=bool(flags.get("sidecar")),
         dialog=dialog,
         prompt=pick("prompt", "SSE_PROMPT"),
@@ -198,7 +206,8 @@ def _check_url(url: str) -> None:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError as exc:
-        raise SettingsError(f"SSE_MCP_HOST, SSE_MCP_PORT and SSE_MCP_PATH do not make a URL: {shown(url)} ({exc})") \
-            from None
+        raise SettingsError(
+            f"SSE_MCP_HOST, SSE_MCP_PORT and SSE_MCP_PATH do not make a URL: {shown(url)} ({exc})"
+        ) from None
     if parts.geturl() != url or parts.query or parts.fragment:
         raise SettingsError(f"SSE_MCP_HOST, SSE_MCP_PORT and SSE_MCP_PATH do not make a URL: {shown(url)}")

@@ -37,10 +37,14 @@ UNPRIVILEGED_ID = 65534  # the daemon's uid and gid in its container when the ho
 # can mount a fresh one (safe only because the container is not root: /proc/sys is
 # writable there); AppArmor's docker-default denies mount. No capability, no new privileges.
 SANDBOX_OPTIONS = (
-    "--cap-drop", "ALL",
-    "--security-opt", "no-new-privileges",
-    "--security-opt", "systempaths=unconfined",
-    "--security-opt", "apparmor=unconfined",
+    "--cap-drop",
+    "ALL",
+    "--security-opt",
+    "no-new-privileges",
+    "--security-opt",
+    "systempaths=unconfined",
+    "--security-opt",
+    "apparmor=unconfined",
 )
 # A backstop for the whole sidecar (daemon, checks, grading): the per-check limits there
 # come from the daemon's watchdog, a poll (cgroups are read-only in a container), which a
@@ -82,10 +86,20 @@ def run_with_sidecar(
         engine.start_detached(
             name=sidecar,
             image=task_image,
-            command=["daemon", "--task", f"{CONTAINER_TASK_DIR}/task.toml", "--tree", CONTAINER_TREE_DIR,
-                     "--socket", socket],
-            mounts={space.task: f"{CONTAINER_TASK_DIR}:ro", space.tree: CONTAINER_TREE_DIR,
-                    space.sockets: SIDECAR_SOCKET_DIR},
+            command=[
+                "daemon",
+                "--task",
+                f"{CONTAINER_TASK_DIR}/task.toml",
+                "--tree",
+                CONTAINER_TREE_DIR,
+                "--socket",
+                socket,
+            ],
+            mounts={
+                space.task: f"{CONTAINER_TASK_DIR}:ro",
+                space.tree: CONTAINER_TREE_DIR,
+                space.sockets: SIDECAR_SOCKET_DIR,
+            },
             env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
             options=sandbox_options(uid, gid),
         )
@@ -93,8 +107,11 @@ def run_with_sidecar(
         exit_code = engine.run_container(
             image=image,
             command=["--sidecar", "--", *command],
-            mounts={space.tree: CONTAINER_TREE_DIR, space.sockets: SIDECAR_SOCKET_DIR,
-                    results_dir: CONTAINER_RESULTS_DIR},
+            mounts={
+                space.tree: CONTAINER_TREE_DIR,
+                space.sockets: SIDECAR_SOCKET_DIR,
+                results_dir: CONTAINER_RESULTS_DIR,
+            },
             env={**env, "SSE_TREE": CONTAINER_TREE_DIR, "SSE_DAEMON_SOCKET": socket},
             network=network,
             timeout=timeout,
@@ -128,10 +145,20 @@ def sandbox_options(uid: int, gid: int) -> list[str]:
     of ``sidecar=False`` (the sidecar layout's agent container gets none of them)."""
     if not SANDBOX_SECCOMP_PROFILE.is_file():
         raise DockerRunError(f"the sandbox's seccomp profile is missing: {SANDBOX_SECCOMP_PROFILE} does not exist")
-    return ["--user", f"{uid}:{gid}", *SANDBOX_OPTIONS,
-            "--security-opt", f"seccomp={SANDBOX_SECCOMP_PROFILE}", *WORKSPACE_MOUNT,
-            "--pids-limit", str(SIDECAR_PIDS_LIMIT),
-            "--memory", str(SIDECAR_MEMORY_LIMIT), "--memory-swap", str(SIDECAR_MEMORY_LIMIT)]
+    return [
+        "--user",
+        f"{uid}:{gid}",
+        *SANDBOX_OPTIONS,
+        "--security-opt",
+        f"seccomp={SANDBOX_SECCOMP_PROFILE}",
+        *WORKSPACE_MOUNT,
+        "--pids-limit",
+        str(SIDECAR_PIDS_LIMIT),
+        "--memory",
+        str(SIDECAR_MEMORY_LIMIT),
+        "--memory-swap",
+        str(SIDECAR_MEMORY_LIMIT),
+    ]
 
 
 def chown_tree(root: Path, uid: int, gid: int) -> None:
@@ -145,6 +172,7 @@ def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float
     """The daemon's ``/health`` (over its socket, from the host) once it answers; a sidecar
     that exits first (e.g. the daemon refusing to start without a sandbox) or stays silent
     raises DockerRunError with the container's last lines."""
+
     def gone() -> str | None:
         state = engine.docker("inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", name).stdout.split()
         if state[:1] == ["running"]:
@@ -154,8 +182,9 @@ def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float
         return f"is {state[0] if state else 'gone'} instead of running"
 
     try:
-        return wait_for_daemon(sock, what="the daemon's container", where="on its socket", timeout=timeout,
-                               gone=gone, poll=0.2)[0]
+        return wait_for_daemon(
+            sock, what="the daemon's container", where="on its socket", timeout=timeout, gone=gone, poll=0.2
+        )[0]
     except StartupError as error:
         logs = engine.docker("logs", "--tail", "20", name)
         tail = (logs.stdout + logs.stderr).strip()
@@ -171,9 +200,23 @@ def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, res
     task_file = f"{CONTAINER_TASK_DIR}/task.toml"
     with open(results_dir / "grading.json", "xb") as out, open(results_dir / "grading.log", "xb") as err:
         code = subprocess.run(
-            ["docker", "exec", sidecar, "ssebench", "grade", "--task", task_file, "--tree", CONTAINER_TREE_DIR,
-             "--json"],
-            env=engine.environ(), stdin=subprocess.DEVNULL, stdout=out, stderr=err, check=False,
+            [
+                "docker",
+                "exec",
+                sidecar,
+                "ssebench",
+                "grade",
+                "--task",
+                task_file,
+                "--tree",
+                CONTAINER_TREE_DIR,
+                "--json",
+            ],
+            env=engine.environ(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            check=False,
             timeout=GRADING_TIMEOUT,
         ).returncode
     report = read_results(results_dir / "grading.json") if code in (0, 1) else None

@@ -125,21 +125,37 @@ class _Api:
 
     def withheld(self, check: Check) -> JSONResponse:
         level = self.level
-        return _error(403, f"check '{check.value}' is not available at difficulty level "
-                           f"{level.number} ({level.name})", level=level.number, name=level.name)
+        return _error(
+            403,
+            f"check '{check.value}' is not available at difficulty level {level.number} ({level.name})",
+            level=level.number,
+            name=level.name,
+        )
 
     async def health(self, request: Request) -> JSONResponse:
         runner = self.runner
-        return JSONResponse({"status": "ok", "version": __version__, "difficulty": self.level.number,
-                             "busy": self.queue.busy, "queued": self.queue.queued,
-                             "sandbox": runner.sandbox.describe(), "build_trace": runner.tracing,
-                             "builds": {"incremental": runner.build_counts["incremental"],
-                                        "clean": runner.build_counts["clean"], "last": runner.last_build}})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "version": __version__,
+                "difficulty": self.level.number,
+                "busy": self.queue.busy,
+                "queued": self.queue.queued,
+                "sandbox": runner.sandbox.describe(),
+                "build_trace": runner.tracing,
+                "builds": {
+                    "incremental": runner.build_counts["incremental"],
+                    "clean": runner.build_counts["clean"],
+                    "last": runner.last_build,
+                },
+            }
+        )
 
     async def task_view(self, request: Request) -> JSONResponse:
         task, level = self.runner.task, self.level
         view: dict[str, Any] = {
-            "id": task.id, "description": task.description,
+            "id": task.id,
+            "description": task.description,
             "difficulty": {"level": level.number, "name": level.name},
             "checks": [c.value for c in level.allowed if c in self.has],
             "withheld": [c.value for c in level.withheld],
@@ -193,8 +209,9 @@ class _Api:
 
         return _ClosingStream(self._events(ticket, checks, prepared, executed), close)
 
-    async def _events(self, ticket: asyncio.Future[None], checks: list[Check], prepared: list[Run],
-                      executed: list[Run]) -> AsyncIterator[bytes]:
+    async def _events(
+        self, ticket: asyncio.Future[None], checks: list[Check], prepared: list[Run], executed: list[Run]
+    ) -> AsyncIterator[bytes]:
         """The NDJSON lines of one run; a failure of the run itself ends it with ``error``."""
         runner = self.runner
         try:
@@ -259,8 +276,9 @@ class _Api:
             while (piece := await anyio.to_thread.run_sync(next, pieces, None)) is not None:
                 yield piece
 
-        return StreamingResponse(chunks(), media_type="text/plain; charset=utf-8",
-                                 headers={"Content-Length": str(size)})
+        return StreamingResponse(
+            chunks(), media_type="text/plain; charset=utf-8", headers={"Content-Length": str(size)}
+        )
 
 
 def create_app(runner: Runner, level: Level) -> Starlette:

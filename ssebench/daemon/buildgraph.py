@@ -31,21 +31,66 @@ from ssebench.daemon.tracefile import Record, Step
 from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
 
 # Files that describe the build itself: a change to one can change every step's command.
-_BUILD_NAMES = {"makefile", "gnumakefile", "cmakelists.txt", "configure", "configure.ac", "configure.in",
-                "meson.build", "meson_options.txt", "meson.options", "kbuild", "kconfig", "sconstruct",
-                "sconscript", "build.ninja", "config.status", "libtool", "build.sh", "autogen.sh",
-                "bootstrap", "wscript", "build.zig", "cargo.toml", "setup.py", "setup.cfg",
-                "pyproject.toml", "premake5.lua", "jamfile", "jamroot", "rakefile", "build.xml",
-                "pom.xml", "build.gradle", "package.json", "binding.gyp"}
-_BUILD_SUFFIXES = (".mk", ".make", ".mak", ".cmake", ".am", ".in", ".m4", ".ac", ".ninja", ".gyp",
-                   ".gypi", ".pri", ".pro", ".bzl", ".bazel")
+_BUILD_NAMES = {
+    "makefile",
+    "gnumakefile",
+    "cmakelists.txt",
+    "configure",
+    "configure.ac",
+    "configure.in",
+    "meson.build",
+    "meson_options.txt",
+    "meson.options",
+    "kbuild",
+    "kconfig",
+    "sconstruct",
+    "sconscript",
+    "build.ninja",
+    "config.status",
+    "libtool",
+    "build.sh",
+    "autogen.sh",
+    "bootstrap",
+    "wscript",
+    "build.zig",
+    "cargo.toml",
+    "setup.py",
+    "setup.cfg",
+    "pyproject.toml",
+    "premake5.lua",
+    "jamfile",
+    "jamroot",
+    "rakefile",
+    "build.xml",
+    "pom.xml",
+    "build.gradle",
+    "package.json",
+    "binding.gyp",
+}
+_BUILD_SUFFIXES = (
+    ".mk",
+    ".make",
+    ".mak",
+    ".cmake",
+    ".am",
+    ".in",
+    ".m4",
+    ".ac",
+    ".ninja",
+    ".gyp",
+    ".gypi",
+    ".pri",
+    ".pro",
+    ".bzl",
+    ".bazel",
+)
 _BUILD_PREFIXES = ("makefile", "gnumakefile", "kbuild", "kconfig", "cmakelists")
 
 
 def is_build_file(rel: str) -> bool:
     """Is *rel* (by its name) a file that describes the build rather than a source of it?"""
     name = rel.rsplit("/", 1)[-1].lower()
-    return (name in _BUILD_NAMES or name.endswith(_BUILD_SUFFIXES) or name.startswith(_BUILD_PREFIXES))
+    return name in _BUILD_NAMES or name.endswith(_BUILD_SUFFIXES) or name.startswith(_BUILD_PREFIXES)
 
 
 # -- the graph kept between builds ------------------------------------------------------------
@@ -197,8 +242,7 @@ def written(before: Scan, after: Scan) -> set[str]:
     return out
 
 
-def verify(graph: Graph, record: Record, changed: set[str], wrote: set[str], new: Manifest,
-           mirror: Path) -> str | None:
+def verify(graph: Graph, record: Record, changed: set[str], wrote: set[str], new: Manifest, mirror: Path) -> str | None:
     """After a successful incremental build: why it may differ from a clean one, or None."""
     if not record.complete:
         return record.problem or "the trace is incomplete"

@@ -30,29 +30,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--task", required=True, metavar="FILE", help="the task file (task.toml)")
     p.add_argument("--tree", metavar="DIR", help="the agent's source tree (default: the task's source)")
-    p.add_argument("--socket", metavar="PATH",
-                   help="socket path (default: $SSE_DAEMON_SOCKET, else $XDG_RUNTIME_DIR/ssebench/"
-                        "daemon.sock, else /tmp/ssebench-<uid>/daemon.sock)")
-    p.add_argument("--socket-mode", metavar="MODE", default="0600", type=_octal,
-                   help="permissions of the socket file (octal, default 0600)")
+    p.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="socket path (default: $SSE_DAEMON_SOCKET, else $XDG_RUNTIME_DIR/ssebench/"
+        "daemon.sock, else /tmp/ssebench-<uid>/daemon.sock)",
+    )
+    p.add_argument(
+        "--socket-mode",
+        metavar="MODE",
+        default="0600",
+        type=_octal,
+        help="permissions of the socket file (octal, default 0600)",
+    )
     add_sandbox_args(p)
-    p.add_argument("--log-budget", metavar="SIZE",
-                   help="keep old runs' logs within this size in all, e.g. 512M (default 256M; "
-                        f"env {LOG_BUDGET_VAR}); the newest runs are kept first")
+    p.add_argument(
+        "--log-budget",
+        metavar="SIZE",
+        help="keep old runs' logs within this size in all, e.g. 512M (default 256M; "
+        f"env {LOG_BUDGET_VAR}); the newest runs are kept first",
+    )
     p.set_defaults(func=run_daemon)
 
 
 def add_sandbox_args(p: argparse.ArgumentParser) -> None:
     """The sandbox flags, shared by ``daemon`` and ``grade`` (docs/security.md)."""
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run checks without the bwrap sandbox (also: SSE_NO_SANDBOX=1); "
-                        "the checks can then read the task's hidden parts and the host")
-    p.add_argument("--output-limit", metavar="SIZE",
-                   help="most output one check may write, e.g. 512M (default 1G; env SSE_OUTPUT_LIMIT)")
-    p.add_argument("--memory-limit", metavar="SIZE",
-                   help="most memory one check may use, e.g. 2G (default 4G; env SSE_MEMORY_LIMIT)")
-    p.add_argument("--pids-limit", metavar="N",
-                   help="most processes one check may run at once (default 1024; env SSE_PIDS_LIMIT)")
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run checks without the bwrap sandbox (also: SSE_NO_SANDBOX=1); "
+        "the checks can then read the task's hidden parts and the host",
+    )
+    p.add_argument(
+        "--output-limit",
+        metavar="SIZE",
+        help="most output one check may write, e.g. 512M (default 1G; env SSE_OUTPUT_LIMIT)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="most memory one check may use, e.g. 2G (default 4G; env SSE_MEMORY_LIMIT)",
+    )
+    p.add_argument(
+        "--pids-limit", metavar="N", help="most processes one check may run at once (default 1024; env SSE_PIDS_LIMIT)"
+    )
 
 
 def sandbox_from_args(args: argparse.Namespace):
@@ -193,8 +214,7 @@ def _hide(sandbox, task_dir: Path, socket_path: Path) -> None:
     sandbox.hide("the daemon's socket", socket_path, mount=False)
 
 
-def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits,
-           log_budget) -> int:
+def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, limits, log_budget) -> int:
     import uvicorn
 
     from ssebench.daemon.app import create_app
@@ -202,14 +222,25 @@ def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, 
     from ssebench.daemon.server import DaemonServer
 
     try:
-        runner = Runner(task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits,
-                        log_budget=log_budget)
+        runner = Runner(
+            task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits, log_budget=log_budget
+        )
     except RunError as exc:  # the task's support files could not be copied
         return _fail(str(exc))
-    config = uvicorn.Config(create_app(runner, level), lifespan="off", log_level="warning",
-                            access_log=False, timeout_graceful_shutdown=3, log_config=None)
+    config = uvicorn.Config(
+        create_app(runner, level),
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+        log_config=None,
+    )
     server = DaemonServer(config, on_exit=runner.kill_running)
-    print(f"ssebench daemon: task '{task.id}' at difficulty {level.number} ({level.name}), "
-          f"listening on {socket_path}; sandbox: {sandbox.describe()}", file=sys.stderr, flush=True)
+    print(
+        f"ssebench daemon: task '{task.id}' at difficulty {level.number} ({level.name}), "
+        f"listening on {socket_path}; sandbox: {sandbox.describe()}",
+        file=sys.stderr,
+        flush=True,
+    )
     server.run(sockets=[sock])
     return 0

@@ -44,8 +44,14 @@ class Limits:
     output: int = DEFAULT_OUTPUT_LIMIT
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, memory: str | None = None,
-                 pids: str | None = None, output: str | None = None) -> Limits:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        memory: str | None = None,
+        pids: str | None = None,
+        output: str | None = None,
+    ) -> Limits:
         """Flags (the keyword arguments) win over the environment; raises ValueError."""
         env = os.environ if environ is None else environ
 
@@ -56,12 +62,15 @@ class Limits:
             return (raw, var) if raw not in (None, "") else None
 
         values: dict[str, int] = {}
-        for name, flag, var, default in (("memory", memory, MEMORY_LIMIT_VAR, DEFAULT_MEMORY_LIMIT),
-                                         ("pids", pids, PIDS_LIMIT_VAR, DEFAULT_PIDS_LIMIT),
-                                         ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT)):
+        for name, flag, var, default in (
+            ("memory", memory, MEMORY_LIMIT_VAR, DEFAULT_MEMORY_LIMIT),
+            ("pids", pids, PIDS_LIMIT_VAR, DEFAULT_PIDS_LIMIT),
+            ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT),
+        ):
             got = pick(flag, var, name)
-            values[name] = default if got is None else (
-                _count(got[1], got[0]) if name == "pids" else parse_size(got[1], got[0]))
+            values[name] = (
+                default if got is None else (_count(got[1], got[0]) if name == "pids" else parse_size(got[1], got[0]))
+            )
         return cls(**values)
 
 
@@ -92,13 +101,19 @@ def human_size(n: int) -> str:
 def limit_note(reason: str, limits: Limits) -> str:
     """The line that ends the log of a check killed for hitting a limit (docs/security.md)."""
     if reason == "output":
-        return (f"[ssebench] output limit reached: the check wrote more than {human_size(limits.output)} "
-                f"of output; it was killed and its log was cut here.\n")
+        return (
+            f"[ssebench] output limit reached: the check wrote more than {human_size(limits.output)} "
+            f"of output; it was killed and its log was cut here.\n"
+        )
     if reason == "memory":
-        return (f"[ssebench] memory limit reached ({human_size(limits.memory)}): the command and every "
-                "process it started were killed.\n")
-    return (f"[ssebench] process limit reached ({limits.pids} processes): the command and every "
-            "process it started were killed.\n")
+        return (
+            f"[ssebench] memory limit reached ({human_size(limits.memory)}): the command and every "
+            "process it started were killed.\n"
+        )
+    return (
+        f"[ssebench] process limit reached ({limits.pids} processes): the command and every "
+        "process it started were killed.\n"
+    )
 
 
 _counter = itertools.count(1)
@@ -270,6 +285,7 @@ class Guard:
         def join() -> None:
             for fd in fds:
                 os.write(fd, b"0")
+
         return join
 
     def spawned(self) -> None:
@@ -344,8 +360,7 @@ class Guard:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.cgroups is not None:
-                alive = any(Path(f).read_text().strip() for f in self.cgroups.procs_files()
-                            if os.path.exists(f))
+                alive = any(Path(f).read_text().strip() for f in self.cgroups.procs_files() if os.path.exists(f))
             else:
                 alive = any(_running(p) for p in self.victims)
             if not alive:

@@ -34,8 +34,9 @@ def default_socket_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(f"/tmp/ssebench-{os.getuid()}") / SOCKET_NAME
 
 
-def resolve_socket_path(explicit: str | os.PathLike[str] | None = None,
-                        environ: Mapping[str, str] | None = None) -> Path:
+def resolve_socket_path(
+    explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
     """The socket path: *explicit*, else ``SSE_DAEMON_SOCKET``, else the default."""
     env = os.environ if environ is None else environ
     if explicit:
@@ -45,8 +46,9 @@ def resolve_socket_path(explicit: str | os.PathLike[str] | None = None,
     return default_socket_path(env)
 
 
-def resolve_client_socket(explicit: str | os.PathLike[str] | None = None,
-                          environ: Mapping[str, str] | None = None) -> Path:
+def resolve_client_socket(
+    explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
     """The socket path for a client of the daemon (``ssebench serve``), under the daemon's rule.
 
     For the default path the folder is claimed as the daemon claims it (created 0700 if
@@ -80,8 +82,7 @@ def ensure_private_dir(path: Path) -> None:
     if st.st_uid != os.getuid():
         raise SocketError(f"{path}: is owned by uid {st.st_uid}, not by us (uid {os.getuid()})")
     if st.st_mode & 0o077:
-        raise SocketError(f"{path}: is accessible by other users (mode {stat.S_IMODE(st.st_mode):o}); "
-                          "expected 0700")
+        raise SocketError(f"{path}: is accessible by other users (mode {stat.S_IMODE(st.st_mode):o}); expected 0700")
 
 
 def _is_live(path: Path) -> bool:

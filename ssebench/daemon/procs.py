@@ -56,10 +56,19 @@ def enable_subreaper() -> bool:
     return True
 
 
-def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, stderr: Path,
-          append: bool = False, stdin_data: bytes | None = None,
-          preexec: Callable[[], None] | None = None, user: tuple[int, int] | None = None,
-          pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdout: Path,
+    stderr: Path,
+    append: bool = False,
+    stdin_data: bytes | None = None,
+    preexec: Callable[[], None] | None = None,
+    user: tuple[int, int] | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> subprocess.Popen[bytes]:
     """Start *argv* in a new session, stdin empty, output straight into two files.
 
     *pass_fds*: fds of ours the command inherits (the build's trace file, for strace).
@@ -70,10 +79,18 @@ def spawn(argv: list[str], *, cwd: Path, env: Mapping[str, str], stdout: Path, s
     """
     mode = "ab" if append else "wb"
     with open(stdout, mode) as out, open(stderr, mode) as err:
-        proc = subprocess.Popen(guard.wrap(argv, user=user), cwd=cwd, env=dict(env),
-                                stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
-                                stdout=out, stderr=err, start_new_session=True, close_fds=True,
-                                preexec_fn=preexec, pass_fds=pass_fds)
+        proc = subprocess.Popen(
+            guard.wrap(argv, user=user),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=preexec,
+            pass_fds=pass_fds,
+        )
     _managed.add(proc.pid)
     if stdin_data is not None:
         # A pipe, never a file: the payload (the intent diff) is not visible by any path.

@@ -45,8 +45,15 @@ from ssebench.daemon.logs import CheckLog, note
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Launch, Limits, Sandbox, TreeView, limit_note
 from ssebench.daemon.sandbox_setup import overlay_supported, run_sandboxed
 from ssebench.daemon.taskview import TaskView
-from ssebench.daemon.workspace import (BuildMirror, Snapshot, SourceStore, SyncCancelled, SyncError,
-                                       committed_files, fs_now)
+from ssebench.daemon.workspace import (
+    BuildMirror,
+    Snapshot,
+    SourceStore,
+    SyncCancelled,
+    SyncError,
+    committed_files,
+    fs_now,
+)
 from ssebench.task import Command, Task
 
 # Old runs' logs are kept within this many bytes in all (``--log-budget``).
@@ -89,9 +96,17 @@ class CheckRun:
 
     def result(self) -> CheckResult:
         """The check's result as the contract (ssebench/contract.py) puts it on the wire."""
-        return CheckResult(self.check, self.state, self.timed_out, self.elapsed, self.pocs_passed or 0,
-                           self.pocs_total or 0, self.covered_by_intent, self.log is not None,
-                           self.log.size() if self.log else 0)
+        return CheckResult(
+            self.check,
+            self.state,
+            self.timed_out,
+            self.elapsed,
+            self.pocs_passed or 0,
+            self.pocs_total or 0,
+            self.covered_by_intent,
+            self.log is not None,
+            self.log.size() if self.log else 0,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return self.result().to_json()
@@ -108,9 +123,19 @@ class Run:
 class Runner:
     """Runs checks for one task; the caller serializes runs (one at a time)."""
 
-    def __init__(self, task: Task, tree: Path, workspace: Path, *, heartbeat: float = 10.0,
-                 log_budget: int = DEFAULT_LOG_BUDGET, env: dict[str, str] | None = None,
-                 sandbox: Sandbox | None = None, limits: Limits | None = None, trace: bool = True) -> None:
+    def __init__(
+        self,
+        task: Task,
+        tree: Path,
+        workspace: Path,
+        *,
+        heartbeat: float = 10.0,
+        log_budget: int = DEFAULT_LOG_BUDGET,
+        env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+        limits: Limits | None = None,
+        trace: bool = True,
+    ) -> None:
         self.task = task
         # No sandbox unless the caller passes one (the daemon and grade always do).
         self.sandbox = sandbox if sandbox is not None else Sandbox(None)
@@ -201,8 +226,9 @@ class Runner:
         engine = self.mirror.path.parent
         if os.path.isdir(self.store.blobs) and not os.path.islink(engine):
             return
-        print(f"ssebench daemon: the workspace {self.workspace} was removed; recreating it",
-              file=sys.stderr, flush=True)
+        print(
+            f"ssebench daemon: the workspace {self.workspace} was removed; recreating it", file=sys.stderr, flush=True
+        )
         try:
             stale.recreate_workspace(self.workspace)
             with contextlib.suppress(FileExistsError):
@@ -215,8 +241,9 @@ class Runner:
                 self._make_task_view()
         except OSError as exc:  # the agent gets one line without the host path; stderr has it
             print(f"ssebench daemon: cannot recreate {self.workspace}: {exc}", file=sys.stderr, flush=True)
-            raise RunError(f"the daemon's workspace was removed and cannot be made again: "
-                           f"{exc.strerror or exc}") from None
+            raise RunError(
+                f"the daemon's workspace was removed and cannot be made again: {exc.strerror or exc}"
+            ) from None
         self.mirror.invalidate()
         self._graph = None
         self._runs.clear()  # their logs went with it
@@ -282,8 +309,9 @@ class Runner:
                             self.sandbox.give(work)
                             view = TreeView.overlay(self.mirror.path, upper, work)
                         else:
-                            async for event in self._copy(self.mirror.path, self.tree_path,
-                                                          run.dir / "logs" / f"copy-{check.value}", check):
+                            async for event in self._copy(
+                                self.mirror.path, self.tree_path, run.dir / "logs" / f"copy-{check.value}", check
+                            ):
                                 yield event
                         if check is Check.POCS:
                             async for event in self._pocs(run, view, result):
@@ -301,8 +329,16 @@ class Runner:
 
     # -- checks ---------------------------------------------------------------------
 
-    async def _check(self, run: Run, check: Check, tree: Path | TreeView, result: CheckRun,
-                     *, append: bool = False, trace_fd: int | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def _check(
+        self,
+        run: Run,
+        check: Check,
+        tree: Path | TreeView,
+        result: CheckRun,
+        *,
+        append: bool = False,
+        trace_fd: int | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
         log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
         result.log = log
         if check is Check.BUILD:
@@ -317,8 +353,9 @@ class Runner:
                 result.state = State.FAILED
                 return
         outcome = Outcome()
-        async for event in self._command(check, command, tree, log, outcome,
-                                         append=append or check is Check.INTENT, trace_fd=trace_fd):
+        async for event in self._command(
+            check, command, tree, log, outcome, append=append or check is Check.INTENT, trace_fd=trace_fd
+        ):
             yield event
         result.state = State.PASSED if outcome.ok else State.FAILED
         result.timed_out = outcome.timed_out
@@ -357,15 +394,34 @@ class Runner:
         outcome = Outcome()
         diff = await asyncio.to_thread(self.task.intent.diff.read_bytes)
         argv = ["git", "apply", "-p1", "-"]
-        async for _ in self._supervise(Check.INTENT, argv, view.lower, env, log, outcome, timeout=None,
-                                       view=view, stdin_data=diff, network=self.task.intent.command.network,
-                                       files=self._extras(Check.INTENT)):
+        async for _ in self._supervise(
+            Check.INTENT,
+            argv,
+            view.lower,
+            env,
+            log,
+            outcome,
+            timeout=None,
+            view=view,
+            stdin_data=diff,
+            network=self.task.intent.command.network,
+            files=self._extras(Check.INTENT),
+        ):
             pass
         return outcome.ok
 
-    async def _command(self, check: Check, command: Command, tree: Path | TreeView, log: CheckLog,
-                       outcome: Outcome, *, poc: Path | None = None, append: bool = False,
-                       trace_fd: int | None = None) -> AsyncIterator[dict[str, Any]]:
+    async def _command(
+        self,
+        check: Check,
+        command: Command,
+        tree: Path | TreeView,
+        log: CheckLog,
+        outcome: Outcome,
+        *,
+        poc: Path | None = None,
+        append: bool = False,
+        trace_fd: int | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
         """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write);
         with *trace_fd*, under strace (in the sandbox) writing the trace to that fd."""
         view = _view(tree)
@@ -378,14 +434,27 @@ class Runner:
         argv = ["bash", "-c", command.run]
         if trace_fd is not None and self._strace is not None:
             argv = tracefile.command(self._strace, argv, trace_fd)
-        async for event in self._supervise(check, argv, view.lower, env, log, outcome,
-                                           timeout=command.timeout, append=append, view=view,
-                                           files=files, network=command.network,
-                                           pass_fds=() if trace_fd is None else (trace_fd,)):
+        async for event in self._supervise(
+            check,
+            argv,
+            view.lower,
+            env,
+            log,
+            outcome,
+            timeout=command.timeout,
+            append=append,
+            view=view,
+            files=files,
+            network=command.network,
+            pass_fds=() if trace_fd is None else (trace_fd,),
+        ):
             yield event
         if outcome.timed_out:
-            note(log, f"[ssebench] timed out after {command.timeout:g} s: the command and "
-                       "every process it started were killed.\n")
+            note(
+                log,
+                f"[ssebench] timed out after {command.timeout:g} s: the command and "
+                "every process it started were killed.\n",
+            )
         elif outcome.limit is not None:
             note(log, limit_note(outcome.limit, self.limits))
 
@@ -408,12 +477,23 @@ class Runner:
         env.pop("SSE_POC", None)
         return env
 
-    async def _supervise(self, check: Check, argv: list[str], cwd: Path, env: dict[str, str],
-                         log: CheckLog, outcome: Outcome, *, timeout: float | None,
-                         append: bool = False, view: TreeView | None = None,
-                         files: dict[str, Path] | None = None, network: bool = False,
-                         stdin_data: bytes | None = None,
-                         pass_fds: tuple[int, ...] = ()) -> AsyncIterator[dict[str, Any]]:
+    async def _supervise(
+        self,
+        check: Check,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        log: CheckLog,
+        outcome: Outcome,
+        *,
+        timeout: float | None,
+        append: bool = False,
+        view: TreeView | None = None,
+        files: dict[str, Path] | None = None,
+        network: bool = False,
+        stdin_data: bytes | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> AsyncIterator[dict[str, Any]]:
         """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel.
 
         With a *view* the process is a check's: it runs in the sandbox with *view* at
@@ -426,8 +506,18 @@ class Runner:
         token = secrets.token_hex(8)
         env[procs.TOKEN_VAR] = token
         loop = asyncio.get_running_loop()
-        proc, guard = self._spawn(argv, cwd, env, log, append=append, view=view, files=files, network=network,
-                                  stdin_data=stdin_data, pass_fds=pass_fds)
+        proc, guard = self._spawn(
+            argv,
+            cwd,
+            env,
+            log,
+            append=append,
+            view=view,
+            files=files,
+            network=network,
+            stdin_data=stdin_data,
+            pass_fds=pass_fds,
+        )
         self._running.add(proc)
         waiter = loop.create_task(procs.wait_exit(proc))
         watcher: asyncio.Task[str] | None = None
@@ -455,32 +545,65 @@ class Runner:
         if self._closing and not outcome.ok:
             raise RunError("the daemon is shutting down")
 
-    def _spawn(self, argv: list[str], cwd: Path, env: dict[str, str], log: CheckLog, *, append: bool,
-               view: TreeView | None, files: dict[str, Path] | None, network: bool, stdin_data: bytes | None,
-               pass_fds: tuple[int, ...]) -> tuple[subprocess.Popen[bytes], Guard | None]:
+    def _spawn(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        log: CheckLog,
+        *,
+        append: bool,
+        view: TreeView | None,
+        files: dict[str, Path] | None,
+        network: bool,
+        stdin_data: bytes | None,
+        pass_fds: tuple[int, ...],
+    ) -> tuple[subprocess.Popen[bytes], Guard | None]:
         """Start the process: a check's (with a *view*) in the sandbox under a Guard, else as is."""
         guard: Guard | None = None
         launch = Launch()
         if view is not None:
             launch = self.sandbox.launch(files)
-            argv = self.sandbox.wrap(argv, view, files=files, network=network, limits=self.limits, launch=launch,
-                                     task=self.task_view.root if self.task_view else None)
+            argv = self.sandbox.wrap(
+                argv,
+                view,
+                files=files,
+                network=network,
+                limits=self.limits,
+                launch=launch,
+                task=self.task_view.root if self.task_view else None,
+            )
             base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
             guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
         try:
-            proc = procs.spawn(argv, cwd=cwd, env=env, stdout=log.stdout, stderr=log.stderr, append=append,
-                               stdin_data=stdin_data, preexec=guard.preexec() if guard else None,
-                               user=launch.user if view is not None else None,
-                               pass_fds=tuple(pass_fds) + launch.pass_fds)
+            proc = procs.spawn(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdout=log.stdout,
+                stderr=log.stderr,
+                append=append,
+                stdin_data=stdin_data,
+                preexec=guard.preexec() if guard else None,
+                user=launch.user if view is not None else None,
+                pass_fds=tuple(pass_fds) + launch.pass_fds,
+            )
         finally:
             launch.close()
             if guard is not None:
                 guard.spawned()
         return proc, guard
 
-    async def _wait(self, check: Check, pid: int, waiter: asyncio.Task[int], watcher: asyncio.Task[str] | None,
-                    guard: Guard | None, outcome: Outcome,
-                    timeout: float | None) -> AsyncGenerator[dict[str, Any], None]:
+    async def _wait(
+        self,
+        check: Check,
+        pid: int,
+        waiter: asyncio.Task[int],
+        watcher: asyncio.Task[str] | None,
+        guard: Guard | None,
+        outcome: Outcome,
+        timeout: float | None,
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Wait for the process's end, a limit, the timeout or shutdown (killing its group
         on the last three), with a heartbeat event every ``heartbeat`` seconds meanwhile."""
         loop = asyncio.get_running_loop()
@@ -490,8 +613,9 @@ class Runner:
         while True:
             until = next_beat if deadline is None else min(next_beat, deadline)
             watched = {waiter} if watcher is None else {waiter, watcher}
-            done, _ = await asyncio.wait(watched, timeout=max(0.0, until - loop.time()),
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                watched, timeout=max(0.0, until - loop.time()), return_when=asyncio.FIRST_COMPLETED
+            )
             if waiter in done:
                 outcome.returncode = waiter.result()
                 if guard is not None:
@@ -538,7 +662,8 @@ class Runner:
         ended = False
         if self._overlay is None:  # probe while the build runs, not when the first view is due
             self._overlay = asyncio.get_running_loop().run_in_executor(
-                None, overlay_supported, self.mirror.path.parent, self.sandbox)
+                None, overlay_supported, self.mirror.path.parent, self.sandbox
+            )
         try:
             await self._tracer()
             incremental, changed = await self._to_mirror(snapshot)
@@ -549,8 +674,11 @@ class Runner:
                 yield event
             retry = None
             if incremental and not result.timed_out and not self._closing:
-                retry = "the incremental build failed" if result.state != State.PASSED else await self._verify(
-                    records[-1], changed, before, snapshot)
+                retry = (
+                    "the incremental build failed"
+                    if result.state != State.PASSED
+                    else await self._verify(records[-1], changed, before, snapshot)
+                )
             if retry is not None:
                 self.last_build = f"clean: {retry}"
                 incremental = False
@@ -576,8 +704,9 @@ class Runner:
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
 
-    async def _rebuild(self, run: Run, result: CheckRun, records: list[tracefile.Record],
-                       snapshot: Snapshot, *, traced: bool) -> AsyncIterator[dict[str, Any]]:
+    async def _rebuild(
+        self, run: Run, result: CheckRun, records: list[tracefile.Record], snapshot: Snapshot, *, traced: bool
+    ) -> AsyncIterator[dict[str, Any]]:
         """The build once more, clean: a fresh mirror; its log is the log, nothing added
         (the task format defines a check's log as its output; the agent is not told
         about the retry: it changes nothing about what the result means)."""
@@ -616,9 +745,11 @@ class Runner:
         try:
             self.sandbox.give(folder)
             self._strace, self.tracing = await asyncio.to_thread(
-                tracefile.probe, lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder),
-                                                                  timeout=60, pass_fds=fds),
-                self.mirror.path.parent, self.sandbox.check_user)
+                tracefile.probe,
+                lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder), timeout=60, pass_fds=fds),
+                self.mirror.path.parent,
+                self.sandbox.check_user,
+            )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         if self._strace is None:
@@ -626,6 +757,7 @@ class Runner:
 
     async def _to_mirror(self, snapshot: Snapshot) -> tuple[bool, set[str]]:
         """Bring the mirror to *snapshot*, incrementally or fresh: (incremental?, changed files)."""
+
         def go() -> tuple[str | None, set[str]]:
             now = fs_now(self.mirror.path.parent)
             for _ in range(20):  # a coarse clock: let it pass the last build's end
@@ -633,8 +765,11 @@ class Runner:
                     break
                 time.sleep(0.005)
                 now = fs_now(self.mirror.path.parent)
-            why, changed = ("tracing is off", set()) if self._strace is None else buildgraph.plan(
-                self.mirror.manifest, snapshot.manifest, self._graph, now)
+            why, changed = (
+                ("tracing is off", set())
+                if self._strace is None
+                else buildgraph.plan(self.mirror.manifest, snapshot.manifest, self._graph, now)
+            )
             stamps = None
             if why is None:
                 stamps = buildgraph.stamps(changed, snapshot.manifest, self.mirror.last_build_end_ns, now)
@@ -655,8 +790,9 @@ class Runner:
         self.last_build = "incremental" if why is None else f"clean: {why}"
         return why is None, changed
 
-    async def _traced(self, run: Run, result: CheckRun, records: list[tracefile.Record],
-                      *, append: bool = False, traced: bool = True) -> AsyncIterator[dict[str, Any]]:
+    async def _traced(
+        self, run: Run, result: CheckRun, records: list[tracefile.Record], *, append: bool = False, traced: bool = True
+    ) -> AsyncIterator[dict[str, Any]]:
         """The build command, traced (when tracing works); its record goes to *records*."""
         if self._strace is None or not traced:
             async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
@@ -668,8 +804,7 @@ class Runner:
         try:
             if self.sandbox.check_user is not None:  # strace, as the check's uid, reopens it
                 os.fchown(fd, *self.sandbox.check_user)
-            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append,
-                                           trace_fd=fd):
+            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append, trace_fd=fd):
                 yield event
         finally:
             os.close(fd)
@@ -680,8 +815,9 @@ class Runner:
             with contextlib.suppress(OSError):
                 os.unlink(trace)
 
-    async def _verify(self, record: tracefile.Record, changed: set[str], before: buildgraph.Scan,
-                      snapshot: Snapshot) -> str | None:
+    async def _verify(
+        self, record: tracefile.Record, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
+    ) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
         assert self._graph is not None
         graph = self._graph
@@ -732,7 +868,8 @@ class Runner:
         workspace is itself on overlayfs, as in Docker); else views are copies."""
         if self._overlay is None:
             self._overlay = asyncio.get_running_loop().run_in_executor(
-                None, overlay_supported, self.mirror.path.parent, self.sandbox)
+                None, overlay_supported, self.mirror.path.parent, self.sandbox
+            )
         return await asyncio.shield(self._overlay)
 
     async def _copy(self, src: Path, dst: Path, log_base: Path, check: Check) -> AsyncIterator[dict[str, Any]]:
@@ -742,8 +879,7 @@ class Runner:
         log = CheckLog(log_base.with_suffix(".out"), log_base.with_suffix(".err"))
         outcome = Outcome()
         argv = ["cp", "-a", "--reflink=auto", "--", str(src), str(dst)]
-        async for event in self._supervise(check, argv, self.workspace, self._env(dst), log,
-                                           outcome, timeout=None):
+        async for event in self._supervise(check, argv, self.workspace, self._env(dst), log, outcome, timeout=None):
             yield event
         if not outcome.ok:
             detail = log.stderr.read_text("utf-8", "replace").strip().splitlines()
@@ -867,11 +1003,16 @@ def _check_reachable(workspace: Path, user: tuple[int, int] | None) -> None:
         return
     for folder in Path(os.path.realpath(workspace)).parents:
         st = os.stat(folder)
-        if not (st.st_mode & 0o001 or (st.st_uid == user[0] and st.st_mode & 0o100)
-                or (st.st_gid == user[1] and st.st_mode & 0o010)):
-            raise RunError(f"checks run as uid {user[0]} and cannot reach the workspace {workspace}: "
-                           f"{folder} is not searchable by that uid (put the workspace elsewhere, "
-                           f"e.g. TMPDIR=/tmp)")
+        if not (
+            st.st_mode & 0o001
+            or (st.st_uid == user[0] and st.st_mode & 0o100)
+            or (st.st_gid == user[1] and st.st_mode & 0o010)
+        ):
+            raise RunError(
+                f"checks run as uid {user[0]} and cannot reach the workspace {workspace}: "
+                f"{folder} is not searchable by that uid (put the workspace elsewhere, "
+                f"e.g. TMPDIR=/tmp)"
+            )
 
 
 def _view(tree: Path | TreeView) -> TreeView:

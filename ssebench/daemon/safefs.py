@@ -175,8 +175,7 @@ def subdir(dir_fd: int, name: str, expect: os.stat_result) -> int | None:
 
 def chmod_at(dir_fd: int, name: str, mode: int) -> None:
     """``chmod`` *name* itself (never a symlink's target; a symlink raises Unsafe)."""
-    fd = os.open(name, (_O_PATH or os.O_RDONLY | os.O_NONBLOCK) | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 dir_fd=dir_fd)
+    fd = os.open(name, (_O_PATH or os.O_RDONLY | os.O_NONBLOCK) | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         if stat.S_ISLNK(os.fstat(fd).st_mode):
             raise Unsafe(name)
@@ -216,8 +215,7 @@ def symlink_at(target: str, dir_fd: int, name: str, owner: Owner = None) -> None
 
 def create_file(dir_fd: int, name: str, owner: Owner = None) -> int:
     """A new file *name* (``O_EXCL``: never an existing file or a symlink's target)."""
-    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=dir_fd)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
     if owner is not None:
         os.fchown(fd, *owner)
     return fd

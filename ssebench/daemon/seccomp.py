@@ -46,5 +46,4 @@ def seccomp_program(machine: str | None = None) -> bytes | None:
     def jump(target: int | str, at: int) -> int:
         return target if isinstance(target, int) else where[target] - at - 1
 
-    return b"".join(struct.pack("=HBBI", op, jump(jt, i), jump(jf, i), k)
-                    for i, (op, jt, jf, k) in enumerate(ops))
+    return b"".join(struct.pack("=HBBI", op, jump(jt, i), jump(jf, i), k) for i, (op, jt, jf, k) in enumerate(ops))

@@ -55,8 +55,7 @@ def build(task: Task, dest: Path, inside: str, *, leave_out: tuple[Path, ...] = 
         where = f"{exc.filename}: " if exc.filename else ""
         raise TaskViewError(f"could not copy the task's support files: {where}{exc.strerror or exc}") from None
     tops = [PurePosixPath(os.path.relpath(f, task.dir)) for f in task.intent.files] if task.intent else []
-    extras = {str(PurePosixPath(inside) / top): intent / top for top in tops
-              if os.path.lexists(intent / top)}
+    extras = {str(PurePosixPath(inside) / top): intent / top for top in tops if os.path.lexists(intent / top)}
     return TaskView(root, extras)
 
 
@@ -80,8 +79,9 @@ def _copy(src: Path, dst: Path, entries: Iterable[Entry]) -> None:
                 continue  # unreadable to the daemon, so to every check too
 
 
-def mount_args(root: Path | None, inside: str, files: Mapping[str, Path],
-               fds: Mapping[str, int] | None = None) -> list[str]:
+def mount_args(
+    root: Path | None, inside: str, files: Mapping[str, Path], fds: Mapping[str, int] | None = None
+) -> list[str]:
     """bwrap arguments that show *root* (or an empty folder) read-only at *inside*, plus
     *files* (sandbox path → host path; a host symlink stays a symlink) read-only. *fds*:
     sandbox path → an fd the daemon opened on that file (checks that run as another uid
@@ -107,8 +107,11 @@ def mount_args(root: Path | None, inside: str, files: Mapping[str, Path],
             args += _entry_args(here / name, str(base / rel))
     for rel, host in sorted(extras.items()):
         fd = (fds or {}).get(str(base / rel))
-        args += _entry_args(host, str(base / rel)) if fd is None else [
-            "--perms", "0444", "--ro-bind-data", str(fd), str(base / rel)]
+        args += (
+            _entry_args(host, str(base / rel))
+            if fd is None
+            else ["--perms", "0444", "--ro-bind-data", str(fd), str(base / rel)]
+        )
     return args + ["--remount-ro", inside]
 
 

@@ -21,11 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The syscalls the record needs: process tree, programs, opened files, working folders.
-SYSCALLS = ("execve,execveat,open,openat,openat2,creat,clone,clone3,fork,vfork,chdir,fchdir")
+SYSCALLS = "execve,execveat,open,openat,openat2,creat,clone,clone3,fork,vfork,chdir,fchdir"
 # Every string in hex (-xx), fds with their paths (-y): nothing in the text the build
 # controls can look like structure (quotes, brackets, ' = ').
-STRACE_FLAGS = ("-f", "-q", "-z", "--seccomp-bpf", "-y", "-xx", "-s", "4096", "-e", "signal=none",
-                "-e", f"trace={SYSCALLS}")
+STRACE_FLAGS = (
+    "-f",
+    "-q",
+    "-z",
+    "--seccomp-bpf",
+    "-y",
+    "-xx",
+    "-s",
+    "4096",
+    "-e",
+    "signal=none",
+    "-e",
+    f"trace={SYSCALLS}",
+)
 TRACE_FD = 9
 
 _LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
@@ -43,7 +55,6 @@ def _unhex(text: str) -> str:
     return bytes.fromhex(text.replace("\\x", "")).decode("utf-8", "surrogateescape")
 
 
-
 # -- the record of one build ------------------------------------------------------------
 
 
@@ -52,9 +63,9 @@ class Step:
     """What all processes with one key (normalised argv + cwd) did in one build."""
 
     key: str
-    reads: set[str] = field(default_factory=set)   # tree files opened for reading (or run)
+    reads: set[str] = field(default_factory=set)  # tree files opened for reading (or run)
     writes: set[str] = field(default_factory=set)  # tree files opened for writing
-    execs: set[str] = field(default_factory=set)   # tree files execve'd
+    execs: set[str] = field(default_factory=set)  # tree files execve'd
     orchestrator: bool = False  # started programs of its own (make, sh, gcc, configure ...)
     wrote: bool = False  # opened any file (in the tree or not) for writing
     parents: set[str] = field(default_factory=set)  # keys of the steps that started it
@@ -111,7 +122,7 @@ class TraceParser:
 
     def _rel(self, path: str) -> str | None:
         if path.startswith(self.tree + "/"):
-            rel = posixpath.normpath(path[len(self.tree) + 1:])
+            rel = posixpath.normpath(path[len(self.tree) + 1 :])
             # Interned: a graph holds each header once, however many steps read it.
             return None if rel.startswith("..") else sys.intern(rel)
         return None
@@ -288,7 +299,6 @@ def parse_trace(path: Path, tree: str, cwd: str, *, limit: int = 8 << 30) -> Rec
     return parser.finish()
 
 
-
 # -- is tracing possible here? -----------------------------------------------------------------
 
 
@@ -299,12 +309,25 @@ def find_strace() -> str | None:
 def command(strace: str, argv: list[str], fd: int) -> list[str]:
     """*argv* under strace writing to the daemon's fd *fd* (strace reopens it, close-on-exec);
     the build itself runs with *fd* closed, so it can neither read nor forge its trace."""
-    return [strace, *STRACE_FLAGS, "-o", f"/proc/self/fd/{fd}", "--",
-            "bash", "-c", f'exec {fd}>&-; exec "$@"', "bash", *argv]
+    return [
+        strace,
+        *STRACE_FLAGS,
+        "-o",
+        f"/proc/self/fd/{fd}",
+        "--",
+        "bash",
+        "-c",
+        f'exec {fd}>&-; exec "$@"',
+        "bash",
+        *argv,
+    ]
 
 
-def probe(run: Callable[[list[str], tuple[int, ...]], subprocess.CompletedProcess[str]], workdir: Path,
-          owner: tuple[int, int] | None = None) -> tuple[str | None, str]:
+def probe(
+    run: Callable[[list[str], tuple[int, ...]], subprocess.CompletedProcess[str]],
+    workdir: Path,
+    owner: tuple[int, int] | None = None,
+) -> tuple[str | None, str]:
     """(strace path or None, what /health shows): a real traced ``true``, run the way
     builds run (*run*: argv and the fds it inherits, through the sandbox, as the checks'
     uid *owner*, who must be able to reopen the trace file). Blocking; once per daemon."""
@@ -323,8 +346,7 @@ def probe(run: Callable[[list[str], tuple[int, ...]], subprocess.CompletedProces
             os.close(fd)
         record = parse_trace(trace, "/", "/")
         ok = done.returncode == 0 and record.complete and bool(record.steps)
-        why = (done.stderr.strip().splitlines() or
-               [record.problem or f"exit {done.returncode}"])[-1]
+        why = (done.stderr.strip().splitlines() or [record.problem or f"exit {done.returncode}"])[-1]
     except (OSError, subprocess.TimeoutExpired) as exc:
         why = str(exc)
     finally:

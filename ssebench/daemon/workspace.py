@@ -67,6 +67,7 @@ _OUTPUT_SUFFIXES = (".o", ".obj", ".lo", ".a", ".la", ".so", ".gch", ".pch", ".k
 _OUTPUT_MAGIC = (b"\x7fELF", b"!<arch>\n", b"!<thin>\n")
 _VERSIONED_SO = re.compile(r"\.so(\.[0-9]+)+$")
 
+
 class SyncError(RuntimeError):
     """The agent's tree could not be read; the message names the path."""
 
@@ -123,8 +124,7 @@ class SourceStore:
     runner passes one that runs it in the check sandbox.
     """
 
-    def __init__(self, tree: Path, root: Path,
-                 committed: Callable[[Path], set[str]] | None = None) -> None:
+    def __init__(self, tree: Path, root: Path, committed: Callable[[Path], set[str]] | None = None) -> None:
         self.tree = tree
         # Resolved once: a symlink put in the tree's path later is refused, not followed.
         self._real_tree = os.path.realpath(tree)
@@ -204,8 +204,12 @@ class SourceStore:
         with self._lock:
             with contextlib.suppress(ValueError):
                 self._retained.remove(snapshot)
-            live = {e.data for m in [self._last, *(s.manifest for s in self._retained)]
-                    for e in m.values() if e.kind == FILE}
+            live = {
+                e.data
+                for m in [self._last, *(s.manifest for s in self._retained)]
+                for e in m.values()
+                if e.kind == FILE
+            }
             with contextlib.suppress(FileNotFoundError), os.scandir(self.blobs) as it:
                 for item in it:
                     if item.name not in live and not item.name.startswith(".tmp-"):
@@ -262,8 +266,9 @@ class _Sync:
         if entry.kind == FILE:
             self.total += st.st_size
 
-    def _read(self, rel: str, dir_fd: int, name: str, st: os.stat_result,
-              keep_outputs: bool = False) -> tuple[Entry | None, os.stat_result] | None:
+    def _read(
+        self, rel: str, dir_fd: int, name: str, st: os.stat_result, keep_outputs: bool = False
+    ) -> tuple[Entry | None, os.stat_result] | None:
         """(entry, fstat) of the file, opened without following a symlink; None if gone."""
         try:
             opened = safefs.open_file(dir_fd, name, st)
@@ -303,8 +308,9 @@ def _read_dense(fd: int, dst: BinaryIO, stop: threading.Event, keep_outputs: boo
     return digest.hexdigest()
 
 
-def _read_sparse(fd: int, ranges: list[tuple[int, int]], size: int, dst: BinaryIO,
-                 stop: threading.Event, keep_outputs: bool) -> str | None:
+def _read_sparse(
+    fd: int, ranges: list[tuple[int, int]], size: int, dst: BinaryIO, stop: threading.Event, keep_outputs: bool
+) -> str | None:
     """Copy the data ranges of a sparse file into *dst* at their offsets (a sparse blob,
     uncompressed); the name is ``s`` + sha256 of the size, the layout and the data."""
     digest = hashlib.sha256(b"sparse\0%d\0" % size)
@@ -385,14 +391,40 @@ def committed_files(tree: Path, sandbox: Sandbox | None = None) -> set[str]:
         return set()
     inside = sandbox is not None and sandbox.enabled
     top = TREE_PATH if inside else str(tree)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CEILING_DIRECTORIES": str(Path(top).parent),
-           "HOME": os.devnull, "GIT_TERMINAL_PROMPT": "0", "GIT_ALLOW_PROTOCOL": "",
-           "GIT_PROTOCOL_FROM_USER": "0", "GIT_NO_LAZY_FETCH": "1", "GIT_ASKPASS": "/bin/false",
-           "GIT_SSH_COMMAND": "/bin/false", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
-    argv = ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-            "-c", f"safe.directory={top}", "-c", "protocol.allow=never", "-C", top,
-            "ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CEILING_DIRECTORIES": str(Path(top).parent),
+        "HOME": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ALLOW_PROTOCOL": "",
+        "GIT_PROTOCOL_FROM_USER": "0",
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_ASKPASS": "/bin/false",
+        "GIT_SSH_COMMAND": "/bin/false",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "LC_ALL": "C",
+    }
+    argv = [
+        "git",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        f"safe.directory={top}",
+        "-c",
+        "protocol.allow=never",
+        "-C",
+        top,
+        "ls-tree",
+        "-r",
+        "-z",
+        "--name-only",
+        "--full-tree",
+        "HEAD",
+    ]
     if not inside:
         out = _bounded_output(argv, env)
         return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
@@ -412,13 +444,21 @@ def committed_files(tree: Path, sandbox: Sandbox | None = None) -> set[str]:
     return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
 
 
-def _bounded_output(argv: list[str], env: dict[str, str], timeout: float = 120.0, *,
-                    pass_fds: tuple[int, ...] = ()) -> bytes | None:
+def _bounded_output(
+    argv: list[str], env: dict[str, str], timeout: float = 120.0, *, pass_fds: tuple[int, ...] = ()
+) -> bytes | None:
     """stdout of *argv* if it exits 0 within *timeout* and _MAX_LISTING bytes; else None.
     Its whole process group is killed in any case."""
     try:
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
     except OSError:
         return None
     timer = threading.Timer(timeout, _kill_group, (proc.pid,))
@@ -491,8 +531,12 @@ class BuildMirror:
                 entry, before = new[rel], old.get(rel)
                 # Same content with a new mtime (touch, cp -p) is a change too: make must
                 # re-decide what depends on it, as a fresh mirror with the agent's mtimes would.
-                if (before is not None and before.kind == entry.kind and before.data == entry.data
-                        and (entry.kind != FILE or before.mtime_ns == entry.mtime_ns)):
+                if (
+                    before is not None
+                    and before.kind == entry.kind
+                    and before.data == entry.data
+                    and (entry.kind != FILE or before.mtime_ns == entry.mtime_ns)
+                ):
                     if before.mode != entry.mode and entry.kind != LINK:
                         safefs.chmod_at(*dirs.parent(rel), entry.mode | (0o700 if entry.kind == DIR else 0))
                         written += 1
@@ -507,8 +551,7 @@ class BuildMirror:
         if _lstat(self.path) is not None:
             trash = self.path.with_name(f".trash-mirror-{time.monotonic_ns()}")
             os.rename(self.path, trash)
-            threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True},
-                             daemon=True).start()
+            threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True).start()
         os.mkdir(self.path, 0o700)
         if self.owner is not None:
             os.chown(self.path, *self.owner, follow_symlinks=False)
@@ -602,7 +645,7 @@ def unpack_blob(blob: Path, out: int) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def diff_paths(old: Manifest, new: Manifest) -> Iterable[str]:

@@ -22,8 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = dialog.add_subparsers(dest="dialog_command", metavar="ACTION", required=True)
     show = actions.add_parser("show", help="render a dialog.jsonl readably")
     show.add_argument("file", type=Path, metavar="FILE")
-    show.add_argument("--follow", "-f", action="store_true",
-                      help="keep reading as lines are added, until the session completes")
+    show.add_argument(
+        "--follow", "-f", action="store_true", help="keep reading as lines are added, until the session completes"
+    )
     show.add_argument("--full", action="store_true", help="show long bodies whole (default: 40 lines)")
     show.set_defaults(func=_show)
 
@@ -96,4 +97,3 @@ def follow_stream(stream: IO[str], poll: float = POLL_SECONDS) -> Iterator[tuple
         line, partial = partial, ""
         if line.strip():
             yield number, line
-

@@ -82,8 +82,9 @@ def load_converter(agent: str) -> StreamConverter:
 class DialogPipeline:
     """Feed raw stream lines in; well-formed dialog lines come out of the writer."""
 
-    def __init__(self, writer: DialogWriter, converter: StreamConverter,
-                 prompt: str | None = None, clock=time.monotonic) -> None:
+    def __init__(
+        self, writer: DialogWriter, converter: StreamConverter, prompt: str | None = None, clock=time.monotonic
+    ) -> None:
         self.writer = writer
         self.converter = converter
         self._prompt = prompt
@@ -126,8 +127,7 @@ class DialogPipeline:
                 tee.flush()
             self.feed_line(line)
 
-    def close(self, *, exit_code: int | None = None, timed_out: bool = False,
-              interrupted: bool = False) -> Event:
+    def close(self, *, exit_code: int | None = None, timed_out: bool = False, interrupted: bool = False) -> Event:
         """Flush buffered events, close open tool calls, write ``complete``."""
         if self._closed:
             raise RuntimeError("dialog already closed")
@@ -137,8 +137,9 @@ class DialogPipeline:
             self._prompt_written = True
             self._write(ev.prompt(self._prompt))
         for tool_id, name in list(self._open_tools.items()):
-            self._write(ev.tool_finished(tool_id, name, ok=False,
-                                         output="(the session ended before the tool returned)"))
+            self._write(
+                ev.tool_finished(tool_id, name, ok=False, output="(the session ended before the tool returned)")
+            )
         conv = self.converter
         if timed_out:
             status = "timeout"
@@ -152,8 +153,11 @@ class DialogPipeline:
         error = conv.failed
         if error is None and status == "timeout":
             error = "the agent ran out of time and was stopped"
-        return self._write(ev.complete(status, turns=self.turns, duration=duration,
-                                       tokens=conv.tokens, exit_code=exit_code, error=error))
+        return self._write(
+            ev.complete(
+                status, turns=self.turns, duration=duration, tokens=conv.tokens, exit_code=exit_code, error=error
+            )
+        )
 
     # -- bookkeeping shared by every CLI --------------------------------------------
 

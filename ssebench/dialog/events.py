@@ -15,8 +15,7 @@ TOOL_STATES = ("running", "success", "error")
 COMPLETE_STATES = ("success", "error", "timeout", "interrupted")
 
 
-def init(agent: str, *, session: str | None = None, model: str | None = None,
-         tools: list[str] | None = None) -> Event:
+def init(agent: str, *, session: str | None = None, model: str | None = None, tools: list[str] | None = None) -> Event:
     event: Event = {"type": "init", "agent": agent}
     if session:
         event["session"] = str(session)
@@ -40,19 +39,41 @@ def thinking(text: str) -> Event:
 
 
 def tool_running(tool_id: str, name: str, arguments: Any = None) -> Event:
-    return {"type": "tool", "id": str(tool_id), "name": str(name), "status": "running",
-            "input": arguments if arguments is not None else {}}
+    return {
+        "type": "tool",
+        "id": str(tool_id),
+        "name": str(name),
+        "status": "running",
+        "input": arguments if arguments is not None else {},
+    }
 
 
 def tool_finished(tool_id: str, name: str, *, ok: bool, output: str) -> Event:
-    return {"type": "tool", "id": str(tool_id), "name": str(name),
-            "status": "success" if ok else "error", "output": _str(output)}
+    return {
+        "type": "tool",
+        "id": str(tool_id),
+        "name": str(name),
+        "status": "success" if ok else "error",
+        "output": _str(output),
+    }
 
 
-def complete(status: str, *, turns: int, duration: float, tokens: dict[str, int],
-             exit_code: int | None = None, error: str | None = None) -> Event:
-    event: Event = {"type": "complete", "status": status, "turns": turns,
-                    "duration": round(duration, 3), "tokens": dict(tokens)}
+def complete(
+    status: str,
+    *,
+    turns: int,
+    duration: float,
+    tokens: dict[str, int],
+    exit_code: int | None = None,
+    error: str | None = None,
+) -> Event:
+    event: Event = {
+        "type": "complete",
+        "status": status,
+        "turns": turns,
+        "duration": round(duration, 3),
+        "tokens": dict(tokens),
+    }
     if exit_code is not None:
         event["exit_code"] = exit_code
     if error:

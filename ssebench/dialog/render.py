@@ -64,9 +64,11 @@ def _describe(event: Event) -> tuple[str, str]:
     if kind == "complete":
         tokens = event.get("tokens") or {}
         turns = event.get("turns", 0)
-        head = (f"{event.get('status')} · {turns} turn{'s' if turns != 1 else ''} · "
-                f"{float(event.get('duration', 0)):.1f} s · tokens {tokens.get('input', 0)} in, "
-                f"{tokens.get('output', 0)} out, {tokens.get('cached', 0)} cached")
+        head = (
+            f"{event.get('status')} · {turns} turn{'s' if turns != 1 else ''} · "
+            f"{float(event.get('duration', 0)):.1f} s · tokens {tokens.get('input', 0)} in, "
+            f"{tokens.get('output', 0)} out, {tokens.get('cached', 0)} cached"
+        )
         if event.get("exit_code") is not None:
             head += f" · exit {event['exit_code']}"
         return head, str(event.get("error") or "")

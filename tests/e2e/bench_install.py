@@ -17,9 +17,13 @@ import time
 from pathlib import Path
 
 E2E = Path(__file__).resolve().parent
-BINARIES = {"@anthropic-ai/claude-code": "claude", "@openai/codex": "codex",
-            "@google/gemini-cli": "gemini", "opencode-ai": "opencode",
-            "@modelcontextprotocol/inspector": "mcp-inspector"}
+BINARIES = {
+    "@anthropic-ai/claude-code": "claude",
+    "@openai/codex": "codex",
+    "@google/gemini-cli": "gemini",
+    "opencode-ai": "opencode",
+    "@modelcontextprotocol/inspector": "mcp-inspector",
+}
 
 
 def size_of(folder: Path) -> int:
@@ -38,15 +42,27 @@ def measure(package: str, version: str, warm: bool) -> tuple[float, int, str]:
         (root / "package.json").write_text(json.dumps({"name": "bench", "private": True}))
         cache = ["--cache", str(root / "npm-cache")] if not warm else []
         started = time.monotonic()
-        subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
-                        *cache, f"{package}@{version}"], cwd=root, check=True, stdin=subprocess.DEVNULL,
-                       capture_output=True)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                *cache,
+                f"{package}@{version}",
+            ],
+            cwd=root,
+            check=True,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
         seconds = time.monotonic() - started
         size = size_of(root / "node_modules")
         binary = root / "node_modules" / ".bin" / BINARIES[package]
         flag = "--help" if BINARIES[package] == "mcp-inspector" else "--version"
-        out = subprocess.run([str(binary), flag], capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL)
+        out = subprocess.run([str(binary), flag], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         first = (out.stdout or out.stderr).strip().splitlines()[:1]
         shutil.rmtree(root / "npm-cache", ignore_errors=True)
         return seconds, size, first[0] if first else f"exit {out.returncode}"

@@ -47,18 +47,36 @@ PROMPT = "Check the patch in this tree with the test_patch tool, then report the
 # The model variables the recipes read, per CLI, pointing at a scripted model at URL.
 MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
     "claude": lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e"},
-    "opencode": lambda url: {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-e2e",
-                             "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5"},
+    "opencode": lambda url: {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5",
+    },
     # a model name Codex has no metadata for: Codex then offers MCP tools directly instead
     # of deferring them behind its tool_search tool (which a two-turn script cannot drive)
-    "codex": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e",
-                          "SSE_AGENT_MODEL": "scripted-model"},
+    "codex": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
     "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
-_LEAKY = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "CODEX_", "CLAUDE_", "OPENCODE_",
-          "SSE_", "MCP_", "XDG_", "NODE_OPTIONS", "npm_")
+_LEAKY = (
+    "ANTHROPIC_",
+    "OPENAI_",
+    "GEMINI_",
+    "GOOGLE_",
+    "CODEX_",
+    "CLAUDE_",
+    "OPENCODE_",
+    "SSE_",
+    "MCP_",
+    "XDG_",
+    "NODE_OPTIONS",
+    "npm_",
+)
 
 
 # -- the CLIs --------------------------------------------------------------------------------
@@ -90,27 +108,38 @@ def install_clis(report: Callable[[str], None] = print) -> Path:
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with
         # a missing optional entry; `npm install --no-save` installs the locked versions
-        proc = subprocess.run(["npm", "install", "--no-save", "--no-audit", "--no-fund",
-                               "--loglevel=error"], cwd=target,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT)
+        proc = subprocess.run(
+            ["npm", "install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=target,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT,
+        )
         if proc.returncode != 0:
-            raise RuntimeError(f"npm install in {target} failed (exit {proc.returncode}):\n"
-                               f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+            raise RuntimeError(
+                f"npm install in {target} failed (exit {proc.returncode}):\n"
+                f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+            )
         seconds = time.monotonic() - started
-        size = sum({(s.st_dev, s.st_ino): s.st_size for s in (p.stat() for p in (target / "node_modules").rglob("*")
-                    if p.is_file() and not p.is_symlink())}.values())
+        size = sum(
+            {
+                (s.st_dev, s.st_ino): s.st_size
+                for s in (p.stat() for p in (target / "node_modules").rglob("*") if p.is_file() and not p.is_symlink())
+            }.values()
+        )
         stamp.write_text(json.dumps({"seconds": round(seconds, 1), "bytes": size}))
-        report(f"e2e: installed the agent CLIs into {target} in {seconds:.0f} s "
-               f"({size / 2**20:.0f} MiB)")
+        report(f"e2e: installed the agent CLIs into {target} in {seconds:.0f} s ({size / 2**20:.0f} MiB)")
     return bin_dir
 
 
 @pytest.fixture(scope="session")
 def agent_clis() -> Path:
     if shutil.which("npm") is None or shutil.which("node") is None:
-        pytest.skip("npm/node not found on PATH: the agent CLIs cannot be installed, so the "
-                    "end-to-end tests with real agent CLIs do not run here")
+        pytest.skip(
+            "npm/node not found on PATH: the agent CLIs cannot be installed, so the "
+            "end-to-end tests with real agent CLIs do not run here"
+        )
     return install_clis(lambda line: print(line, file=sys.stderr))
 
 
@@ -120,10 +149,16 @@ def agent_clis() -> Path:
 def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
     """The machine's environment without anything that points a CLI elsewhere, HOME private."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
-    env.update(HOME=str(home), PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-               XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"),
-               XDG_DATA_HOME=str(home / ".local" / "share"), XDG_STATE_HOME=str(home / ".local" / "state"),
-               NO_COLOR="1", CI="true")
+    env.update(
+        HOME=str(home),
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        NO_COLOR="1",
+        CI="true",
+    )
     return env
 
 
@@ -136,8 +171,7 @@ def copy_task(task_file: Path, dest: Path, *, fix: Path | None = None) -> Path:
     copy = dest / task_file.name
     if fix is not None:
         tree = dest / str(tomlkit.parse(copy.read_text())["source"])
-        subprocess.run(["patch", "-p1", "--quiet", "-i", str(fix)], cwd=tree, check=True,
-                       stdin=subprocess.DEVNULL)
+        subprocess.run(["patch", "-p1", "--quiet", "-i", str(fix)], cwd=tree, check=True, stdin=subprocess.DEVNULL)
     return copy
 
 
@@ -201,19 +235,29 @@ class AgentRun:
     config: dict[str, str] = field(default_factory=dict)  # the files agents install wrote
 
     def explain(self) -> str:
-        return (f"{self.cli} exit {self.exit_code} after {self.seconds:.1f} s, builds={self.builds}\n"
-                f"--- stdout (tail)\n{self.stdout[-3000:]}\n--- stderr (tail)\n{self.stderr[-3000:]}\n"
-                f"--- model requests\n{self.model.describe()}\n"  # type: ignore[attr-defined]
-                f"--- server output (tail)\n{self.server_output[-2000:]}")
+        return (
+            f"{self.cli} exit {self.exit_code} after {self.seconds:.1f} s, builds={self.builds}\n"
+            f"--- stdout (tail)\n{self.stdout[-3000:]}\n--- stderr (tail)\n{self.stderr[-3000:]}\n"
+            f"--- model requests\n{self.model.describe()}\n"  # type: ignore[attr-defined]
+            f"--- server output (tail)\n{self.server_output[-2000:]}"
+        )
 
 
-def run_group(argv: list[str], *, env: Mapping[str, str], cwd: Path,
-              timeout: float) -> subprocess.CompletedProcess[str]:
+def run_group(
+    argv: list[str], *, env: Mapping[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess[str]:
     """Run a CLI in its own process group with empty stdin; whatever it started is killed
     when it ends or times out (a CLI may leave helpers behind), so no test leaks processes."""
-    proc = subprocess.Popen(argv, env=dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        env=dict(env),
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -230,8 +274,16 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def run_recipe(cli: str, *, mcp_url: str, home: Path, env: Mapping[str, str], cwd: Path, timeout: float,
-               extra_env: Mapping[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float, object]:
+def run_recipe(
+    cli: str,
+    *,
+    mcp_url: str,
+    home: Path,
+    env: Mapping[str, str],
+    cwd: Path,
+    timeout: float,
+    extra_env: Mapping[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[str], float, object]:
     """One headless run of ``cli`` by its run recipe (prepare, then launch) against a scripted
     model, in ``env`` with the model API and then ``extra_env`` added. Returns the finished
     process, its duration in seconds and the stopped model with its record."""
@@ -249,10 +301,20 @@ def run_recipe(cli: str, *, mcp_url: str, home: Path, env: Mapping[str, str], cw
     return proc, seconds, model
 
 
-def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix: Path | None = None,
-              workdir: Path, cli_timeout: float = 240, extra_env: Mapping[str, str] | None = None,
-              install_args: tuple[str, ...] = (), server_args: tuple[str, ...] = (),
-              after_install: Callable[[Path], None] | None = None) -> AgentRun:
+def run_agent(
+    cli: str,
+    bin_dir: Path,
+    task_file: Path,
+    *,
+    difficulty: int,
+    fix: Path | None = None,
+    workdir: Path,
+    cli_timeout: float = 240,
+    extra_env: Mapping[str, str] | None = None,
+    install_args: tuple[str, ...] = (),
+    server_args: tuple[str, ...] = (),
+    after_install: Callable[[Path], None] | None = None,
+) -> AgentRun:
     """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it.
 
     ``extra_env`` goes to the daemon, the server and the CLI; ``after_install(home)`` may
@@ -268,23 +330,35 @@ def run_agent(cli: str, bin_dir: Path, task_file: Path, *, difficulty: int, fix:
     env = clean_env(home, bin_dir)
     stack_dir = Path(tempfile.mkdtemp(prefix="sse-e2e-", dir="/tmp"))  # short: Unix socket path
     try:
-        with running_stack(task, stack_dir, tree=tree, difficulty=str(difficulty),
-                           env={**env, **(extra_env or {})}, server_args=server_args) as stack:
-            install = subprocess.run([SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
-                                     env=env, cwd=home, stdin=subprocess.DEVNULL, capture_output=True,
-                                     text=True, timeout=60)
+        with running_stack(
+            task,
+            stack_dir,
+            tree=tree,
+            difficulty=str(difficulty),
+            env={**env, **(extra_env or {})},
+            server_args=server_args,
+        ) as stack:
+            install = subprocess.run(
+                [SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
+                env=env,
+                cwd=home,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert install.returncode == 0, f"agents install {cli}: {install.stdout}\n{install.stderr}"
             if after_install is not None:
                 after_install(home)
-            proc, seconds, model = run_recipe(cli, mcp_url=stack.url, home=home, env=env, cwd=tree,
-                                              timeout=cli_timeout, extra_env=extra_env)
+            proc, seconds, model = run_recipe(
+                cli, mcp_url=stack.url, home=home, env=env, cwd=tree, timeout=cli_timeout, extra_env=extra_env
+            )
         # after the stack stopped (the server flushed and closed its output), before the
         # stack folder goes
         server = read_server_log(stack_dir / "server.out")
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)
-    return AgentRun(cli, proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds, home,
-                    server.tail)
+    return AgentRun(cli, proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds, home, server.tail)
 
 
 @pytest.fixture

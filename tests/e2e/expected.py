@@ -26,13 +26,15 @@ def poc_count(task_file: Path) -> int:
 
 def level0_all_passed(pocs: int) -> str:
     """Level 0, a fixed tree: the spec's level-0 example, for a task with ``pocs`` PoCs."""
-    return ("test_patch result: every check passed.\n"
-            "\n"
-            "Checks:\n"
-            "- build: passed\n"
-            f"- PoCs: passed ({pocs} of {pocs})\n"
-            "- intent tests: passed\n"
-            "- functional tests: passed (covered by the intent tests)")
+    return (
+        "test_patch result: every check passed.\n"
+        "\n"
+        "Checks:\n"
+        "- build: passed\n"
+        f"- PoCs: passed ({pocs} of {pocs})\n"
+        "- intent tests: passed\n"
+        "- functional tests: passed (covered by the intent tests)"
+    )
 
 
 # Level 2, a vulnerable tree that builds and passes the project's own tests.
@@ -81,8 +83,7 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert WALL_TIME.fullmatch(texts[0]), texts[0]
         assert texts[1] == expected, run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
-        assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, \
-            run.explain()
+        assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
     else:  # pragma: no cover
         raise AssertionError(cli)
 

@@ -56,14 +56,18 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
     port = free_port()
     line = SPEC_LINE.replace(":3000/", f":{port}/")
     marker = f"claude-mcp-add-{uuid.uuid4().hex}"  # inherited by everything up starts
-    up_env = {**env, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "mcp-logs"),
-              "SSE_TEST_MARK": marker}
+    up_env = {**env, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "mcp-logs"), "SSE_TEST_MARK": marker}
     up_out = tmp_path / "up.out"
 
     # 1. `ssebench up` from a terminal: its own session, serving until Ctrl-C
     with open(up_out, "xb") as out:
-        up = start([SSEBENCH, "up", "--task", str(task), "--port", str(port)], up_env,
-                   cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+        up = start(
+            [SSEBENCH, "up", "--task", str(task), "--port", str(port)],
+            up_env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_server(f"http://127.0.0.1:{port}/healthz", up)
         printed = up_out.read_text()
@@ -79,22 +83,29 @@ def test_claude_mcp_add_against_ssebench_up(agent_clis: Path, tmp_path: Path) ->
         # 2. the spec's line, run as a user types it, into the private HOME
         add = run_group([str(agent_clis / "claude"), *shlex.split(line)[1:]], env=env, cwd=tree, timeout=60)
         assert add.returncode == 0, f"{add.stdout}\n{add.stderr}"
-        assert f"Added HTTP MCP server ssebench with URL: http://localhost:{port}/mcp to user config" \
-            in add.stdout, add.stdout
+        assert f"Added HTTP MCP server ssebench with URL: http://localhost:{port}/mcp to user config" in add.stdout, (
+            add.stdout
+        )
         got = run_group(["claude", "mcp", "get", "ssebench"], env=env, cwd=tree, timeout=60)
         assert got.returncode == 0, f"{got.stdout}\n{got.stderr}"
-        for expected in ("Scope: User config", "Status: ✔ Connected", "Type: http",
-                         f"URL: http://localhost:{port}/mcp"):
+        for expected in (
+            "Scope: User config",
+            "Status: ✔ Connected",
+            "Type: http",
+            f"URL: http://localhost:{port}/mcp",
+        ):
             assert expected in got.stdout, got.stdout
 
         # 3. a headless run by Claude's run recipe, against the scripted model
-        proc, seconds, model = run_recipe("claude", mcp_url=f"http://localhost:{port}/mcp", home=home,
-                                          env=env, cwd=tree, timeout=CLI_TIMEOUT)
+        proc, seconds, model = run_recipe(
+            "claude", mcp_url=f"http://localhost:{port}/mcp", home=home, env=env, cwd=tree, timeout=CLI_TIMEOUT
+        )
         # up's output carries the server's log: one line per finished call (logged before
         # the reply went out, so it is there once the CLI is done)
         server = read_server_log(up_out)
-        run = AgentRun("claude", proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds,
-                       home, server.tail)
+        run = AgentRun(
+            "claude", proc.returncode, proc.stdout, proc.stderr, seconds, model, server.builds, home, server.tail
+        )
         assert_one_call(run)
         assert_model_received("claude", run, LEVEL2_ALL_RAN_PASSED)
 

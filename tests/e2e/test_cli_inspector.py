@@ -28,11 +28,23 @@ def inspector_call(bin_dir: Path, workdir: Path, difficulty: int, fix: Path | No
     env = clean_env(home, bin_dir)
     stack_dir = Path(tempfile.mkdtemp(prefix="sse-e2e-", dir="/tmp"))
     try:
-        with running_stack(task, stack_dir, tree=task.parent / "src", difficulty=str(difficulty),
-                           env=env) as stack:
-            proc = run_group([str(bin_dir / "mcp-inspector"), "--cli", stack.url, "--transport", "http",
-                              "--method", "tools/call", "--tool-name", "test_patch"],
-                             env=env, cwd=home, timeout=120)
+        with running_stack(task, stack_dir, tree=task.parent / "src", difficulty=str(difficulty), env=env) as stack:
+            proc = run_group(
+                [
+                    str(bin_dir / "mcp-inspector"),
+                    "--cli",
+                    stack.url,
+                    "--transport",
+                    "http",
+                    "--method",
+                    "tools/call",
+                    "--tool-name",
+                    "test_patch",
+                ],
+                env=env,
+                cwd=home,
+                timeout=120,
+            )
         server = read_server_log(stack_dir / "server.out")  # the stack has stopped: all of it
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)
@@ -43,8 +55,7 @@ def inspector_call(bin_dir: Path, workdir: Path, difficulty: int, fix: Path | No
 
 
 @pytest.mark.parametrize(("difficulty", "fixed"), [(0, True), (2, False)])
-def test_inspector_cli_gets_the_spec_text(agent_clis: Path, tmp_path: Path, difficulty: int,
-                                          fixed: bool) -> None:
+def test_inspector_cli_gets_the_spec_text(agent_clis: Path, tmp_path: Path, difficulty: int, fixed: bool) -> None:
     result, builds = inspector_call(agent_clis, tmp_path, difficulty, DEMO_FIX if fixed else None)
     expected = level0_all_passed(poc_count(DEMO_TASK)) if fixed else LEVEL2_ALL_RAN_PASSED
     # one text content, no structured content (an output schema would wrap the text)

@@ -26,13 +26,17 @@ SSEBENCH = [sys.executable, "-c", "from ssebench.cli import main; main()"]
 
 MISSING_KEY = {
     "claude": "no model API key: set ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN "
-              "(and ANTHROPIC_BASE_URL for another endpoint)",
+    "(and ANTHROPIC_BASE_URL for another endpoint)",
     "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
 }
-KEYS = {"claude": {"ANTHROPIC_API_KEY": "k"}, "codex": {"OPENAI_API_KEY": "k"}, "gemini": {"GEMINI_API_KEY": "k"},
-        "opencode": {"ANTHROPIC_API_KEY": "k"}}
+KEYS = {
+    "claude": {"ANTHROPIC_API_KEY": "k"},
+    "codex": {"OPENAI_API_KEY": "k"},
+    "gemini": {"GEMINI_API_KEY": "k"},
+    "opencode": {"ANTHROPIC_API_KEY": "k"},
+}
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -40,11 +44,18 @@ def test_a_missing_key_is_named_before_anything_starts(cli: str, agent_clis: Pat
     home = tmp_path / "home"
     home.mkdir()
     results = tmp_path / "run"
-    proc = subprocess.run([*SSEBENCH, "run", "--task", str(DEMO_TASK), "--agent", cli, "--results", str(results)],
-                          env=clean_env(home, agent_clis), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [*SSEBENCH, "run", "--task", str(DEMO_TASK), "--agent", cli, "--results", str(results)],
+        env=clean_env(home, agent_clis),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
-    assert proc.stderr == (f"ssebench run: {cli} cannot run:\n  - {MISSING_KEY[cli]}\n"
-                           "(--skip-preflight starts it anyway)\n")
+    assert proc.stderr == (
+        f"ssebench run: {cli} cannot run:\n  - {MISSING_KEY[cli]}\n(--skip-preflight starts it anyway)\n"
+    )
     assert not results.exists()
 
 
@@ -61,10 +72,26 @@ def test_skipping_it_shows_claudes_own_reason_in_the_summary(agent_clis: Path, t
     home.mkdir()
     results = tmp_path / "run"
     # no key, no network: Claude Code stops at once and says why in its stream
-    proc = subprocess.run([*SSEBENCH, "run", "--task", str(DEMO_TASK), "--agent", "claude", "--skip-preflight",
-                           "--results", str(results), "--agent-timeout", "120"],
-                          env={**clean_env(home, agent_clis), "COLUMNS": "200"}, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=280)
+    proc = subprocess.run(
+        [
+            *SSEBENCH,
+            "run",
+            "--task",
+            str(DEMO_TASK),
+            "--agent",
+            "claude",
+            "--skip-preflight",
+            "--results",
+            str(results),
+            "--agent-timeout",
+            "120",
+        ],
+        env={**clean_env(home, agent_clis), "COLUMNS": "200"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
     data = json.loads((results / "results.json").read_text())
     assert (proc.returncode, data["status"]) == (6, "agent_failed"), proc.stdout + proc.stderr
     assert data["error"] == "the agent exited with status 1: Not logged in · Please run /login"

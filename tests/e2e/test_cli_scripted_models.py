@@ -21,43 +21,78 @@ def sse_data(response: httpx.Response) -> list[dict]:
 def test_anthropic_calls_the_tool_then_answers_and_records_the_result() -> None:
     tool = {"name": "mcp__ssebench__test_patch", "input_schema": {"type": "object"}}
     with AnthropicModel(final_text="done") as model:
-        first = httpx.post(f"{model.url}/v1/messages", json={
-            "model": "m", "stream": True, "tools": [tool], "messages": [{"role": "user", "content": "go"}]})
+        first = httpx.post(
+            f"{model.url}/v1/messages",
+            json={"model": "m", "stream": True, "tools": [tool], "messages": [{"role": "user", "content": "go"}]},
+        )
         events = sse_data(first)
-        assert [e["type"] for e in events] == ["message_start", "content_block_start", "content_block_delta",
-                                              "content_block_stop", "message_delta", "message_stop"]
+        assert [e["type"] for e in events] == [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
         call = events[1]["content_block"]
         assert (call["type"], call["name"]) == ("tool_use", "mcp__ssebench__test_patch")
         assert events[4]["delta"]["stop_reason"] == "tool_use"
-        history = [{"role": "user", "content": "go"},
-                   {"role": "assistant", "content": [{"type": "tool_use", "id": call["id"],
-                                                      "name": call["name"], "input": {}}]},
-                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
-                                                 "content": [{"type": "text", "text": "RESULT"}]}]}]
+        history = [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call["id"], "content": [{"type": "text", "text": "RESULT"}]}
+                ],
+            },
+        ]
         second = httpx.post(f"{model.url}/v1/messages", json={"model": "m", "tools": [tool], "messages": history})
         assert second.json()["content"] == [{"type": "text", "text": "done"}]
-        title = httpx.post(f"{model.url}/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "t"}]})
+        title = httpx.post(
+            f"{model.url}/v1/messages", json={"model": "m", "messages": [{"role": "user", "content": "t"}]}
+        )
         assert title.json()["stop_reason"] == "end_turn"
         assert httpx.post(f"{model.url}/v1/messages/count_tokens", json={}).json() == {"input_tokens": 100}
-    assert [(r.kind, r.answer) for r in model.requests] == [("turn", "tool"), ("turn", "text"), ("side", "text"),
-                                                            ("count", "")]
+    assert [(r.kind, r.answer) for r in model.requests] == [
+        ("turn", "tool"),
+        ("turn", "text"),
+        ("side", "text"),
+        ("count", ""),
+    ]
     assert model.tool_calls_sent() == 1
     (result,) = model.tool_results()
     assert result.text_blocks == ["RESULT"] and not result.is_error
 
 
 def test_responses_offers_the_call_in_the_codex_namespace() -> None:
-    tools = [{"type": "namespace", "name": "mcp__ssebench",
-              "tools": [{"type": "function", "name": "test_patch", "parameters": {}}]}]
+    tools = [
+        {
+            "type": "namespace",
+            "name": "mcp__ssebench",
+            "tools": [{"type": "function", "name": "test_patch", "parameters": {}}],
+        }
+    ]
     with OpenAIResponsesModel() as model:
-        events = sse_data(httpx.post(f"{model.url}/v1/responses", json={"model": "m", "stream": True,
-                                                                        "tools": tools, "input": []}))
+        events = sse_data(
+            httpx.post(f"{model.url}/v1/responses", json={"model": "m", "stream": True, "tools": tools, "input": []})
+        )
         assert events[-1]["type"] == "response.completed"
         item = next(e["item"] for e in events if e["type"] == "response.output_item.done")
         assert (item["type"], item["name"], item["namespace"]) == ("function_call", "test_patch", "mcp__ssebench")
         output = [{"type": "input_text", "text": "Wall time: 1 seconds\nOutput:"}, {"type": "input_text", "text": "R"}]
-        httpx.post(f"{model.url}/v1/responses", json={"model": "m", "stream": True, "tools": tools, "input": [
-            {**item}, {"type": "function_call_output", "call_id": item["call_id"], "output": output}]})
+        httpx.post(
+            f"{model.url}/v1/responses",
+            json={
+                "model": "m",
+                "stream": True,
+                "tools": tools,
+                "input": [{**item}, {"type": "function_call_output", "call_id": item["call_id"], "output": output}],
+            },
+        )
     assert [r.answer for r in model.turns()] == ["tool", "text"]
     assert model.tool_results()[0].input_texts == ["Wall time: 1 seconds\nOutput:", "R"]
 
@@ -65,15 +100,31 @@ def test_responses_offers_the_call_in_the_codex_namespace() -> None:
 def test_gemini_answers_the_router_with_json_and_the_turn_with_a_function_call() -> None:
     decl = {"functionDeclarations": [{"name": "mcp_ssebench_test_patch"}]}
     with GeminiModel() as model:
-        router = httpx.post(f"{model.url}/v1beta/models/flash:generateContent", json={
-            "contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
-                "type": "OBJECT", "properties": {"complexity_reasoning": {"type": "STRING"},
-                                                 "complexity_score": {"type": "INTEGER"}}}}})
+        router = httpx.post(
+            f"{model.url}/v1beta/models/flash:generateContent",
+            json={
+                "contents": [],
+                "generationConfig": {
+                    "responseMimeType": "application/json",
+                    "responseJsonSchema": {
+                        "type": "OBJECT",
+                        "properties": {
+                            "complexity_reasoning": {"type": "STRING"},
+                            "complexity_score": {"type": "INTEGER"},
+                        },
+                    },
+                },
+            },
+        )
         verdict = json.loads(router.json()["candidates"][0]["content"]["parts"][0]["text"])
         assert set(verdict) == {"complexity_reasoning", "complexity_score"}
         assert isinstance(verdict["complexity_score"], int)
-        turn = sse_data(httpx.post(f"{model.url}/v1beta/models/pro:streamGenerateContent?alt=sse",
-                                   json={"contents": [{"role": "user", "parts": [{"text": "go"}]}], "tools": [decl]}))
+        turn = sse_data(
+            httpx.post(
+                f"{model.url}/v1beta/models/pro:streamGenerateContent?alt=sse",
+                json={"contents": [{"role": "user", "parts": [{"text": "go"}]}], "tools": [decl]},
+            )
+        )
         assert turn[0]["candidates"][0]["content"]["parts"][0]["functionCall"]["name"] == "mcp_ssebench_test_patch"
         assert httpx.get(f"{model.url}/elsewhere").status_code == 404
     assert [r.kind for r in model.requests] == ["side", "turn", "unknown"]
@@ -85,7 +136,9 @@ def test_for_cli_gives_each_cli_its_tool_name() -> None:
         model = for_cli(cli)
         names[cli] = (type(model).__name__, model.tool_name)
         model.stop()
-    assert names == {"claude": ("AnthropicModel", "mcp__ssebench__test_patch"),
-                     "codex": ("OpenAIResponsesModel", "test_patch"),
-                     "gemini": ("GeminiModel", "mcp_ssebench_test_patch"),
-                     "opencode": ("AnthropicModel", "ssebench_test_patch")}
+    assert names == {
+        "claude": ("AnthropicModel", "mcp__ssebench__test_patch"),
+        "codex": ("OpenAIResponsesModel", "test_patch"),
+        "gemini": ("GeminiModel", "mcp_ssebench_test_patch"),
+        "opencode": ("AnthropicModel", "ssebench_test_patch"),
+    }

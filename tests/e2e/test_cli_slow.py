@@ -57,32 +57,44 @@ class Variant:
 VARIANTS = {
     "claude": Variant("claude", CLAUDE_IDLE),
     "claude-heartbeats-only": Variant(
-        "claude", CLAUDE_IDLE, drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout"))),
+        "claude", CLAUDE_IDLE, drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout"))
+    ),
     "claude-no-heartbeats-control": Variant(
-        "claude", CLAUDE_IDLE, drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout")),
-        ("--heartbeat", "600")),
+        "claude",
+        CLAUDE_IDLE,
+        drop_timeout(".claude.json", ("mcpServers", "ssebench", "timeout")),
+        ("--heartbeat", "600"),
+    ),
     "codex": Variant("codex"),
     "gemini": Variant("gemini"),
     "opencode": Variant("opencode"),
     "opencode-progress-only": Variant(
-        "opencode", after_install=drop_timeout(".config/opencode/opencode.json", ("mcp", "ssebench", "timeout"))),
+        "opencode", after_install=drop_timeout(".config/opencode/opencode.json", ("mcp", "ssebench", "timeout"))
+    ),
 }
 
 
 @pytest.fixture(scope="module")
 def slow_runs(agent_clis: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("slow")
-    task = make_task(root / "task", task_id="silent-build", build=f"sleep {SILENT_BUILD_SECONDS}",
-                     functional=None)
+    task = make_task(root / "task", task_id="silent-build", build=f"sleep {SILENT_BUILD_SECONDS}", functional=None)
 
     def one(name: str) -> AgentRun | BaseException:
         variant = VARIANTS[name]
         workdir = root / name
         workdir.mkdir()
         try:
-            return run_agent(variant.cli, agent_clis, task.file, difficulty=3, workdir=workdir,
-                             cli_timeout=SILENT_BUILD_SECONDS + 150, extra_env=variant.env,
-                             after_install=variant.after_install, server_args=variant.server_args)
+            return run_agent(
+                variant.cli,
+                agent_clis,
+                task.file,
+                difficulty=3,
+                workdir=workdir,
+                cli_timeout=SILENT_BUILD_SECONDS + 150,
+                extra_env=variant.env,
+                after_install=variant.after_install,
+                server_args=variant.server_args,
+            )
         except BaseException as exc:  # reported by the test of this variant
             return exc
 

@@ -42,7 +42,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
 
 def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, timeout=timeout, check=False,
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
         env={**os.environ, **(env or {})},
     )
 
@@ -114,8 +118,9 @@ def _launch(model: AnthropicModel) -> tuple[list[str], dict[str, str]]:
     from ssebench.agents.recipe import get_recipe
 
     model_env = {"ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"}
-    launch = get_recipe(AGENT).launch(prompt=PROMPT, mcp_url="http://127.0.0.1:3000/mcp",
-                                      home=Path("/root"), env=model_env)
+    launch = get_recipe(AGENT).launch(
+        prompt=PROMPT, mcp_url="http://127.0.0.1:3000/mcp", home=Path("/root"), env=model_env
+    )
     return list(launch.argv), {**model_env, **launch.env}
 
 
@@ -140,10 +145,17 @@ def compose_run(agent_image: str, tmp_path_factory: pytest.TempPathFactory) -> I
     argv, env = _launch(model)
     env_file = folder / "container.env"
     env_file.write_text(
-        "".join(f"{key}={value}\n" for key, value in {
-            "SSE_TASK": "/task/task.toml", "SSE_DIFFICULTY": "2", "SSE_DIALOG": AGENT,
-            "SSE_PROMPT": PROMPT, "SSE_AGENT_TIMEOUT": "240", **env,
-        }.items()),
+        "".join(
+            f"{key}={value}\n"
+            for key, value in {
+                "SSE_TASK": "/task/task.toml",
+                "SSE_DIFFICULTY": "2",
+                "SSE_DIALOG": AGENT,
+                "SSE_PROMPT": PROMPT,
+                "SSE_AGENT_TIMEOUT": "240",
+                **env,
+            }.items()
+        ),
         encoding="utf-8",
     )
     variables = {
@@ -198,8 +210,9 @@ class _Run:
         self.model, self.results = model, results
 
     def explain(self) -> str:
-        logs = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}"
-                         for p in sorted(self.results.glob("*.log")))
+        logs = "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.results.glob("*.log"))
+        )
         return f"model requests:\n{self.model.describe()}\n{logs}"
 
 
@@ -234,7 +247,8 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
     results: Path = compose_run["results"]
     began = time.monotonic()
     docker_services.wait_until_responsive(
-        check=lambda: (results / "results.json").is_file(), timeout=CONTAINER_TIMEOUT, pause=1.0)
+        check=lambda: (results / "results.json").is_file(), timeout=CONTAINER_TIMEOUT, pause=1.0
+    )
     _timed("compose container run", began)
     report = json.loads((results / "results.json").read_text(encoding="utf-8"))
     _assert_session(AGENT, results, compose_run["model"], report, mode="process", tree="/task/src")
@@ -261,8 +275,20 @@ def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     with for_cli(cli) as model:
         began = time.monotonic()
         run = _script(
-            ROOT / ".venv" / "bin" / "ssebench", "run", "--docker", "--agent", cli,
-            "--task", TASK_DIR / "task.toml", "--difficulty", "2", "--prompt", PROMPT, "--results", results, "--json",
+            ROOT / ".venv" / "bin" / "ssebench",
+            "run",
+            "--docker",
+            "--agent",
+            cli,
+            "--task",
+            TASK_DIR / "task.toml",
+            "--difficulty",
+            "2",
+            "--prompt",
+            PROMPT,
+            "--results",
+            results,
+            "--json",
             env={**clean_env(Path.home(), Path(sys.executable).parent), **MODEL_ENV[cli](model.url)},
             timeout=CONTAINER_TIMEOUT + 300,
         )
@@ -288,10 +314,18 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
     hidden = ["task.toml", "intent.diff", *(Path(p).name for p in ("pocs/long-name", "pocs/sixteen-chars"))]
     assert all(any(TASK_DIR.rglob(name)) for name in hidden)  # the task has them
     search = " -o ".join(f"-name {name}" for name in hidden)
-    probe = (f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
-             ' echo "found: $found"; test -z "$found"')
-    result = run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["sh", "-c", probe],
-                           results_dir=tmp_path / "results", difficulty=2, env=_own_port())
+    probe = (
+        f"found=$(find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o \\( {search} \\) -print);"
+        ' echo "found: $found"; test -z "$found"'
+    )
+    result = run_in_docker(
+        task_dir=TASK_DIR,
+        agent=None,
+        agent_command=["sh", "-c", probe],
+        results_dir=tmp_path / "results",
+        difficulty=2,
+        env=_own_port(),
+    )
     report = result.results
     assert report is not None
     assert (tmp_path / "results" / "agent-stdout.log").read_text(encoding="utf-8") == "found: \n"
@@ -350,16 +384,27 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
     agent reads nor into any file of the results folder (grading logs included)."""
     from ssebench.container import docker
 
-    shadow = subprocess.run(["docker", "run", "--rm", base_image, "cat", "/etc/shadow"],
-                            capture_output=True, text=True, timeout=120, check=True).stdout
+    shadow = subprocess.run(
+        ["docker", "run", "--rm", base_image, "cat", "/etc/shadow"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert shadow.startswith("root:")
     withheld = _withheld_texts(shadow)
     for name, text in withheld.items():  # each text is really in what it stands for
         if not name.startswith("/"):
             assert text in (TASK_DIR / name).read_text(encoding="utf-8"), name
     results = tmp_path / "results"
-    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ATTACK_AGENT],
-                               results_dir=results, difficulty=level, env=_own_port())
+    run = docker.run_in_docker(
+        task_dir=TASK_DIR,
+        agent=None,
+        agent_command=["python3", "-c", ATTACK_AGENT],
+        results_dir=results,
+        difficulty=level,
+        env=_own_port(),
+    )
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     assert said.startswith("health: bwrap 0.11.0\ntest_patch result: FAILED."), said
     # The cat ran, in the sandbox: the task folder it is given is empty, the rest absent.
@@ -370,8 +415,7 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
     build = run.results["grading"]["checks"][0]
     assert (build["check"], build["state"]) == ("build", "failed")
     files = sorted(p for p in results.rglob("*") if p.is_file())
-    assert {p.name for p in files} >= {"agent-stdout.log", "daemon.log", "grading.json", "grading.log",
-                                       "results.json"}
+    assert {p.name for p in files} >= {"agent-stdout.log", "daemon.log", "grading.json", "grading.log", "results.json"}
     for path in files:
         content = path.read_text(encoding="utf-8", errors="replace")
         leaked = [name for name, text in withheld.items() if text in content]
@@ -405,8 +449,14 @@ def test_sidecar_checks_have_no_keyring_and_no_host_path(base_image: str, tmp_pa
     from ssebench.container import docker
 
     results = tmp_path / "results"
-    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ISOLATION_AGENT],
-                               results_dir=results, difficulty=2, env=_own_port())
+    run = docker.run_in_docker(
+        task_dir=TASK_DIR,
+        agent=None,
+        agent_command=["python3", "-c", ISOLATION_AGENT],
+        results_dir=results,
+        difficulty=2,
+        env=_own_port(),
+    )
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
     assert "add_key: -1 Operation not permitted" in said, said
@@ -447,12 +497,20 @@ def test_one_container_runs_its_checks_in_the_sandbox(base_image: str, tmp_path:
     from ssebench.container import docker
 
     results = tmp_path / "results"
-    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", ONE_CONTAINER_AGENT],
-                               results_dir=results, difficulty=2, env=_own_port(), sidecar=False)
+    run = docker.run_in_docker(
+        task_dir=TASK_DIR,
+        agent=None,
+        agent_command=["python3", "-c", ONE_CONTAINER_AGENT],
+        results_dir=results,
+        difficulty=2,
+        env=_own_port(),
+        sidecar=False,
+    )
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     uid, _gid = docker.daemon_user()
-    assert said.startswith(f"uid: {uid} home: /root\n/proc mount: rw\ncore_pattern: Permission denied\n"
-                           "test_patch result: FAILED."), said
+    assert said.startswith(
+        f"uid: {uid} home: /root\n/proc mount: rw\ncore_pattern: Permission denied\ntest_patch result: FAILED."
+    ), said
     assert uid != 0
     assert "cat: /etc/shadow: No such file or directory" in said
     assert "cat: /task/task.toml: No such file or directory" in said
@@ -497,13 +555,21 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
     from ssebench.daemon.limits import Limits, limit_note
 
     results = tmp_path / "results"
-    run = docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["python3", "-c", BOMB_AGENT],
-                               results_dir=results, difficulty=2, env=_own_port())
+    run = docker.run_in_docker(
+        task_dir=TASK_DIR,
+        agent=None,
+        agent_command=["python3", "-c", BOMB_AGENT],
+        results_dir=results,
+        difficulty=2,
+        env=_own_port(),
+    )
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
     assert said.startswith(limit_note("pids", Limits()) + "test_patch result: FAILED."), said
     assert "\n\nChecks:\n- build: passed\n- functional tests: FAILED\n\n" in said, said
-    assert said.endswith("Full log (functional tests):\ngrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; "
-                         "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"), said  # "1": one overlay
+    assert said.endswith(
+        "Full log (functional tests):\ngrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; "
+        "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"
+    ), said  # "1": one overlay
     assert run.results is not None and run.results["agent"]["exit_code"] == 0
 
 
@@ -517,8 +583,14 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
 
     monkeypatch.setattr(sidecar, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
     with pytest.raises(docker.DockerRunError) as error:
-        docker.run_in_docker(task_dir=TASK_DIR, agent=None, agent_command=["true"],
-                             results_dir=tmp_path / "results", difficulty=2, env=_own_port())
+        docker.run_in_docker(
+            task_dir=TASK_DIR,
+            agent=None,
+            agent_command=["true"],
+            results_dir=tmp_path / "results",
+            difficulty=2,
+            env=_own_port(),
+        )
     headline, line = str(error.value).split("\n")  # the daemon's output is its one line
     assert headline == "the daemon's container exited with status 2:"
     # bwrap's own reason comes first; on this engine (Docker 20.10's default seccomp):
@@ -532,8 +604,14 @@ def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, 
     from ssebench.container.docker import DockerRunError, run_in_docker
 
     with pytest.raises(DockerRunError) as error:
-        run_in_docker(task_dir=TASK_DIR, agent="claude", agent_command=["claude"], results_dir=tmp_path / "r",
-                      difficulty=2, base_image="ssebench-base:no-such-key")
+        run_in_docker(
+            task_dir=TASK_DIR,
+            agent="claude",
+            agent_command=["claude"],
+            results_dir=tmp_path / "r",
+            difficulty=2,
+            base_image="ssebench-base:no-such-key",
+        )
     assert str(error.value) == (
         f"the base image ssebench-base:no-such-key is not in the Docker engine at {docker_host}; build it with "
         f"{BASE_IMAGE_SCRIPT} (offline, from Debian's packages) or set SSEBENCH_BASE_IMAGE"

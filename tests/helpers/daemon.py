@@ -46,15 +46,15 @@ class DaemonProcess:
     _clients: list[httpx.Client] = field(default_factory=list)
 
     def client(self, timeout: float = 60.0) -> httpx.Client:
-        c = httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)),
-                         base_url="http://daemon", timeout=timeout)
+        c = httpx.Client(transport=httpx.HTTPTransport(uds=str(self.socket)), base_url="http://daemon", timeout=timeout)
         self._clients.append(c)
         return c
 
     def async_client(self, timeout: float = 60.0) -> httpx.AsyncClient:
         """A new async client (close it yourself: ``async with d.async_client() as c``)."""
-        return httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=str(self.socket)),
-                                 base_url="http://daemon", timeout=timeout)
+        return httpx.AsyncClient(
+            transport=httpx.AsyncHTTPTransport(uds=str(self.socket)), base_url="http://daemon", timeout=timeout
+        )
 
     def get(self, path: str) -> httpx.Response:
         return self.client().get(path)
@@ -135,10 +135,19 @@ def short_tempdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
 
 
-def start_daemon(task_file: Path | str, *, difficulty: str | None = "2", tree: Path | None = None,
-                 socket: Path | None = None, heartbeat: float | None = 0.2,
-                 env: Mapping[str, str] | None = None, args: Sequence[str] = (),
-                 wait: bool = True, ready_timeout: float = 15.0, pass_socket: bool = True) -> DaemonProcess:
+def start_daemon(
+    task_file: Path | str,
+    *,
+    difficulty: str | None = "2",
+    tree: Path | None = None,
+    socket: Path | None = None,
+    heartbeat: float | None = 0.2,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+    wait: bool = True,
+    ready_timeout: float = 15.0,
+    pass_socket: bool = True,
+) -> DaemonProcess:
     """Start ``ssebench daemon --task FILE`` and (with *wait*) wait until /health answers.
 
     ``difficulty=None`` leaves SSE_DIFFICULTY unset; ``heartbeat`` sets
@@ -163,8 +172,7 @@ def start_daemon(task_file: Path | str, *, difficulty: str | None = "2", tree: P
         argv += ["--tree", str(tree)]
     stderr_file = folder / "stderr.txt"
     with open(stderr_file, "wb") as err:
-        proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
     daemon = DaemonProcess(proc, sock, stderr_file)
     if wait:
         _wait_ready(daemon, ready_timeout)
@@ -196,14 +204,22 @@ def running_daemon(task_file: Path | str, **kwargs: Any) -> Iterator[DaemonProce
             shutil.rmtree(daemon.stderr_file.parent, ignore_errors=True)
 
 
-def run_ssebench(*args: str, env: Mapping[str, str] | None = None, timeout: float = 120,
-                 cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_ssebench(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the ``ssebench`` CLI to completion (text output captured)."""
     full_env = dict(os.environ)
     full_env.pop("SSE_DIFFICULTY", None)
     full_env.update(env or {})
-    return subprocess.run([SSEBENCH, *args], env=full_env, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, cwd=cwd)
+    return subprocess.run(
+        [SSEBENCH, *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=cwd,
+    )
 
 
 def marked_processes(marker: str, *, exclude: Sequence[int] = ()) -> list[psutil.Process]:

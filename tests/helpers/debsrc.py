@@ -39,13 +39,17 @@ def orig_tarball(package: str, version: str, cache: Path, *, mirror: str | None 
     (apt / "sources.list").write_text(f"deb-src {url} bookworm main\n")
     warnings = apt_get(cache, "update")
     if not any((apt / "lists").glob("*_Sources*")):
-        raise FetchError(f"apt-get update could not fetch bookworm's source index from {url} (no network?): "
-                         + next((w for w in warnings if w.startswith("W: Failed")), "no message"))
+        raise FetchError(
+            f"apt-get update could not fetch bookworm's source index from {url} (no network?): "
+            + next((w for w in warnings if w.startswith("W: Failed")), "no message")
+        )
     apt_get(cache, "source", "--download-only", package)
     found = _cached(src, package, version)
     if found is None:
-        raise FetchError(f"apt-get source {package} did not bring {package}_{version}.orig.tar.*: "
-                         f"bookworm's {package} is no longer {version}?")
+        raise FetchError(
+            f"apt-get source {package} did not bring {package}_{version}.orig.tar.*: "
+            f"bookworm's {package} is no longer {version}?"
+        )
     return found
 
 
@@ -58,15 +62,27 @@ def apt_get(cache: Path, *args: str) -> list[str]:
     """``apt-get ARGS`` with lists, cache and sources under ``cache/apt``, in ``cache/src``;
     returns its lines of standard error (apt's warnings)."""
     apt = cache / "apt"
-    opts = [f"-oDir::Etc::SourceList={apt / 'sources.list'}", f"-oDir::Etc::SourceParts={apt / 'parts'}",
-            f"-oDir::State::Lists={apt / 'lists'}", f"-oDir::Cache={apt / 'cache'}",
-            "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1"]
-    done = subprocess.run(["apt-get", "-q", *opts, *args], cwd=cache / "src", stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    opts = [
+        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
+        f"-oDir::Etc::SourceParts={apt / 'parts'}",
+        f"-oDir::State::Lists={apt / 'lists'}",
+        f"-oDir::Cache={apt / 'cache'}",
+        "-oAPT::Sandbox::User=root" if os.getuid() == 0 else "-oDebug::NoLocking=1",
+    ]
+    done = subprocess.run(
+        ["apt-get", "-q", *opts, *args],
+        cwd=cache / "src",
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     if done.returncode != 0:
-        raise FetchError(f"apt-get {' '.join(args)} failed (exit {done.returncode}): "
-                         + (lines[-1] if lines else "no message"))
+        raise FetchError(
+            f"apt-get {' '.join(args)} failed (exit {done.returncode}): " + (lines[-1] if lines else "no message")
+        )
     return lines
 
 

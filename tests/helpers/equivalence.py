@@ -68,12 +68,28 @@ ALT_C = '#include "util.h"\nint util(void) { return UTIL_BASE + 100; }\n'
 PLAIN_H = "#define PLAIN 5\n"
 CALC_C = '#include "plain.h"\nint calc(void) { return PLAIN * 2; }\n'
 GEN_SH = '#!/bin/sh\necho "#define GEN_VALUE $(cat "$1")"\n'
-FILES = {"Makefile": MAKEFILE, "main.c": MAIN_C, "util.h": UTIL_H, "util.c": UTIL_C, "alt/util_alt.c": ALT_C,
-         "plain.h": PLAIN_H, "calc.c": CALC_C, "gen.def": "42\n", "gen.sh": GEN_SH, "notes.txt": "notes\n"}
+FILES = {
+    "Makefile": MAKEFILE,
+    "main.c": MAIN_C,
+    "util.h": UTIL_H,
+    "util.c": UTIL_C,
+    "alt/util_alt.c": ALT_C,
+    "plain.h": PLAIN_H,
+    "calc.c": CALC_C,
+    "gen.def": "42\n",
+    "gen.sh": GEN_SH,
+    "notes.txt": "notes\n",
+}
 CHECKS = [Check.BUILD, Check.POCS, Check.FUNCTIONAL]
 _FUTURE = re.compile(r"modification time [-+0-9.e]+ s in the future")
-_GIT_ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@a", "GIT_COMMITTER_NAME": "a",
-            "GIT_COMMITTER_EMAIL": "a@a", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "a",
+    "GIT_AUTHOR_EMAIL": "a@a",
+    "GIT_COMMITTER_NAME": "a",
+    "GIT_COMMITTER_EMAIL": "a@a",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 Result = dict[str, tuple[str, str]]
 
@@ -92,8 +108,15 @@ def sandbox(mode: str) -> sb.Sandbox:
 
 
 def _sh(argv: list[str], cwd: Path) -> None:
-    subprocess.run(argv, cwd=cwd, env={**os.environ, **_GIT_ENV}, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **_GIT_ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 @dataclass
@@ -111,8 +134,14 @@ class Driver:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self.box = sandbox(self.mode)
-        self.files = make_task(self.root / "task", build="make prog", functional="./prog; exit 3",
-                               pocs=["x"], poc_run="./prog poc", tree_files=FILES)
+        self.files = make_task(
+            self.root / "task",
+            build="make prog",
+            functional="./prog; exit 3",
+            pocs=["x"],
+            poc_run="./prog poc",
+            tree_files=FILES,
+        )
         self.tree = self.files.tree
         os.chmod(self.tree / "gen.sh", 0o755)
         self.backup = self.root / "backup"  # old versions with old mtimes, for cp -p
@@ -145,6 +174,7 @@ class Driver:
                 text = result.log.read_text() if result.log and result.state == "failed" else ""
                 out[check.value] = (result.state, normalise(text))
             return out
+
         return asyncio.run(go())
 
     def fresh_call(self, tree: Path) -> Result:
@@ -174,8 +204,9 @@ class Driver:
             fresh = self.fresh_call(self.tree)
         self.log.append(f"{self.steps}: {what} -> {self.runner.last_build}")
         if ours != fresh:
-            self.mismatches.append(f"step {self.steps} ({what}; {self.runner.last_build}):\n"
-                                   f"  long-lived: {ours}\n  fresh:      {fresh}")
+            self.mismatches.append(
+                f"step {self.steps} ({what}; {self.runner.last_build}):\n  long-lived: {ours}\n  fresh:      {fresh}"
+            )
 
     def _pick_edit(self) -> tuple[str, Callable[[Driver], str]]:
         edit = self.rng.choice([e for e in EDITS if e is not edit_while_running])
@@ -191,8 +222,9 @@ class Driver:
         path.write_text(text)
 
     def pick(self, *rels: str) -> str:
-        return self.rng.choice([r for r in rels if (self.tree / r).exists() or (self.tree / r).is_symlink()]
-                               or list(rels))
+        return self.rng.choice(
+            [r for r in rels if (self.tree / r).exists() or (self.tree / r).is_symlink()] or list(rels)
+        )
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -302,8 +334,12 @@ def agent_make(d: Driver) -> str:
 
 def agent_git(d: Driver) -> str:
     action = d.rng.choice(["stash", "pop", "checkout", "commit"])
-    argv = {"stash": ["git", "stash", "-q"], "pop": ["git", "stash", "pop", "-q"],
-            "checkout": ["git", "checkout", "-q", "--", "."], "commit": ["git", "commit", "-qam", "wip"]}[action]
+    argv = {
+        "stash": ["git", "stash", "-q"],
+        "pop": ["git", "stash", "pop", "-q"],
+        "checkout": ["git", "checkout", "-q", "--", "."],
+        "commit": ["git", "commit", "-qam", "wip"],
+    }[action]
     _sh(argv, d.tree)
     return f"git {action}"
 
@@ -336,6 +372,24 @@ def edit_while_running(d: Driver) -> str:  # marker: Driver.step handles it
 
 
 EDITS: list[Callable[[Driver], str]] = [
-    repair, repair, repair, edit_number, edit_number, edit_number, edit_number, edit_syntax, edit_flags, edit_symlink, edit_rename,
-    edit_delete_restore, edit_chmod, edit_old_mtime, edit_future_mtime, edit_touch, agent_make,
-    agent_make, agent_git, edit_while_running]
+    repair,
+    repair,
+    repair,
+    edit_number,
+    edit_number,
+    edit_number,
+    edit_number,
+    edit_syntax,
+    edit_flags,
+    edit_symlink,
+    edit_rename,
+    edit_delete_restore,
+    edit_chmod,
+    edit_old_mtime,
+    edit_future_mtime,
+    edit_touch,
+    agent_make,
+    agent_make,
+    agent_git,
+    edit_while_running,
+]

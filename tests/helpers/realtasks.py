@@ -77,8 +77,7 @@ def fixed_tree(name: str, dst: Path) -> Path:
 def apply_patch(tree: Path, patch: Path) -> None:
     """``git apply`` *patch* in *tree* (not a repository: git must not look above it)."""
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tree.parent)}
-    subprocess.run(["git", "apply", "-p1", str(patch)], cwd=tree, env=env, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(["git", "apply", "-p1", str(patch)], cwd=tree, env=env, check=True, capture_output=True, text=True)
 
 
 def _digest(template: Path) -> str:

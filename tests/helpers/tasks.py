@@ -41,15 +41,25 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def make_task(root: Path, *, task_id: str = "test-task", description: str = "A test task.",
-              build: str = "true", build_timeout: float | None = None,
-              pocs: Sequence[str | bytes] | None = None, poc_run: str = POC_RUN,
-              poc_timeout: float | None = None,
-              functional: str | None = "true", functional_timeout: float | None = None,
-              intent: str | None = None, intent_diff: str = ADD_FILE_DIFF,
-              intent_timeout: float | None = None,
-              tree_files: Mapping[str, str | bytes] | None = None, top_toml: str = "",
-              extra_toml: str = "") -> TaskFiles:
+def make_task(
+    root: Path,
+    *,
+    task_id: str = "test-task",
+    description: str = "A test task.",
+    build: str = "true",
+    build_timeout: float | None = None,
+    pocs: Sequence[str | bytes] | None = None,
+    poc_run: str = POC_RUN,
+    poc_timeout: float | None = None,
+    functional: str | None = "true",
+    functional_timeout: float | None = None,
+    intent: str | None = None,
+    intent_diff: str = ADD_FILE_DIFF,
+    intent_timeout: float | None = None,
+    tree_files: Mapping[str, str | bytes] | None = None,
+    top_toml: str = "",
+    extra_toml: str = "",
+) -> TaskFiles:
     """Write a task under *root* (created if missing) and return its paths.
 
     - ``pocs``: PoC file contents, written to ``pocs/poc-1`` ...; ``None`` leaves out
@@ -71,8 +81,14 @@ def make_task(root: Path, *, task_id: str = "test-task", description: str = "A t
         else:
             path.write_text(content)
 
-    lines = [f"id = {_toml_str(task_id)}", 'source = "src"', f"description = {_toml_str(description)}",
-             top_toml, "[build]", f"run = {_toml_str(build)}"]
+    lines = [
+        f"id = {_toml_str(task_id)}",
+        'source = "src"',
+        f"description = {_toml_str(description)}",
+        top_toml,
+        "[build]",
+        f"run = {_toml_str(build)}",
+    ]
     if build_timeout is not None:
         lines.append(f"timeout = {build_timeout}")
     result = TaskFiles(dir=root, file=root / "task.toml", tree=tree)

@@ -1,7 +1,7 @@
 """A small real tmpfs, for tests of a full disk (needs root: ``mount -t tmpfs``).
 
-    with small_tmpfs(tmp_path / "disk", "20m") as disk:
-        ...  # disk is a 20 MiB filesystem; unmounted (lazily if busy) on exit
+with small_tmpfs(tmp_path / "disk", "20m") as disk:
+    ...  # disk is a 20 MiB filesystem; unmounted (lazily if busy) on exit
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def small_tmpfs(path: Path, size: str = "20m") -> Iterator[Path]:
     if reason:
         pytest.skip(reason)
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
     try:

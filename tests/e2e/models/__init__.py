@@ -74,7 +74,15 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
 
 
 __all__ = [
-    "AnthropicModel", "AnthropicToolResult", "GeminiModel", "GeminiToolResult",
-    "OpenAIResponsesModel", "RecordedRequest", "Reply", "ResponsesToolResult", "ScriptedModel",
-    "TOOL_NAMES", "for_cli",
+    "AnthropicModel",
+    "AnthropicToolResult",
+    "GeminiModel",
+    "GeminiToolResult",
+    "OpenAIResponsesModel",
+    "RecordedRequest",
+    "Reply",
+    "ResponsesToolResult",
+    "ScriptedModel",
+    "TOOL_NAMES",
+    "for_cli",
 ]

@@ -23,7 +23,8 @@ class AnthropicToolResult:
     def text_blocks(self) -> list[str] | None:
         """The texts when ``content`` is a list of text blocks only, else None."""
         if isinstance(self.content, list) and all(
-                isinstance(b, dict) and b.get("type") == "text" for b in self.content):
+            isinstance(b, dict) and b.get("type") == "text" for b in self.content
+        ):
             return [b["text"] for b in self.content]
         return None
 
@@ -58,15 +59,15 @@ class AnthropicModel(ScriptedModel):
             return Reply(json_body={"message": "hello"})
         if req.method != "POST" or not path.endswith("/messages"):
             req.kind = "unknown"
-            return Reply(404, {"type": "error", "error": {"type": "not_found_error",
-                                                            "message": f"no route {req.path}"}})
+            return Reply(
+                404, {"type": "error", "error": {"type": "not_found_error", "message": f"no route {req.path}"}}
+            )
         offers_tool = self.tool_name in _tool_names(body)
         req.kind = "turn" if offers_tool else "side"
         answered = self._our_results(body)
         if offers_tool and self.call_tool and not answered:
             req.answer = "tool"
-            block = {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": self.tool_name,
-                     "input": {}}
+            block = {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": self.tool_name, "input": {}}
             return self._message(body, [block], "tool_use")
         req.answer = "text"
         text = self.final_text if offers_tool else "ssebench e2e"
@@ -81,8 +82,7 @@ class AnthropicModel(ScriptedModel):
                 if b.get("type") == "tool_use" and b.get("name") == self.tool_name:
                     ours.add(b.get("id", ""))
                 elif b.get("type") == "tool_result" and b.get("tool_use_id") in ours:
-                    found.append(AnthropicToolResult(b["tool_use_id"], b.get("content"),
-                                                     bool(b.get("is_error"))))
+                    found.append(AnthropicToolResult(b["tool_use_id"], b.get("content"), bool(b.get("is_error"))))
         return found
 
     def tool_results(self) -> list[AnthropicToolResult]:
@@ -96,39 +96,84 @@ class AnthropicModel(ScriptedModel):
     def _message(self, body: dict[str, Any], content: list[dict[str, Any]], stop: str) -> Reply:
         msg_id = f"msg_{next(_ids):04d}"
         model = body.get("model") or self.model_id
-        usage = {"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0}
+        usage = {
+            "input_tokens": 100,
+            "output_tokens": 10,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
         if not body.get("stream"):
-            return Reply(json_body={"id": msg_id, "type": "message", "role": "assistant",
-                                    "model": model, "content": content, "stop_reason": stop,
-                                    "stop_sequence": None, "usage": usage})
-        events: list[tuple[str | None, Any]] = [("message_start", {
-            "type": "message_start",
-            "message": {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-                        "content": [], "stop_reason": None, "stop_sequence": None,
-                        "usage": {**usage, "output_tokens": 1}}})]
+            return Reply(
+                json_body={
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": content,
+                    "stop_reason": stop,
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            )
+        events: list[tuple[str | None, Any]] = [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {**usage, "output_tokens": 1},
+                    },
+                },
+            )
+        ]
         for index, block in enumerate(content):
             if block["type"] == "tool_use":
                 events += [
-                    ("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {**block, "input": {}}}),
-                    ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                             "delta": {"type": "input_json_delta",
-                                                       "partial_json": "{}"}}),
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": {**block, "input": {}}},
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "input_json_delta", "partial_json": "{}"},
+                        },
+                    ),
                 ]
             else:
                 events += [
-                    ("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {"type": "text", "text": ""}}),
-                    ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                             "delta": {"type": "text_delta",
-                                                       "text": block["text"]}}),
+                    (
+                        "content_block_start",
+                        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+                    ),
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": block["text"]},
+                        },
+                    ),
                 ]
             events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         events += [
-            ("message_delta", {"type": "message_delta",
-                               "delta": {"stop_reason": stop, "stop_sequence": None},
-                               "usage": {"output_tokens": 10}}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 10},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
         ]
         return Reply(sse=events)

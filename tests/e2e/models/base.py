@@ -132,9 +132,16 @@ class ScriptedModel:
     #: the tool name this API's CLI exposes for ssebench's test_patch
     tool_name: str = ""
 
-    def __init__(self, *, tool_name: str | None = None, final_text: str = "I ran test_patch.",
-                 call_tool: bool = True, host: str = "127.0.0.1", port: int = 0,
-                 record_path: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        tool_name: str | None = None,
+        final_text: str = "I ran test_patch.",
+        call_tool: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record_path: str | None = None,
+    ) -> None:
         if tool_name is not None:
             self.tool_name = tool_name
         self.final_text = final_text
@@ -157,8 +164,7 @@ class ScriptedModel:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ScriptedModel:
-        self._thread = threading.Thread(target=self._server.serve_forever, name=type(self).__name__,
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name=type(self).__name__, daemon=True)
         self._thread.start()
         return self
 

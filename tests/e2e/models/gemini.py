@@ -81,8 +81,7 @@ class GeminiModel(ScriptedModel):
             return Reply(json_body={"totalTokens": 100})
         if req.method != "POST" or method not in ("generateContent", "streamGenerateContent"):
             req.kind = "unknown"
-            return Reply(404, {"error": {"code": 404, "message": f"no route {path}",
-                                         "status": "NOT_FOUND"}})
+            return Reply(404, {"error": {"code": 404, "message": f"no route {path}", "status": "NOT_FOUND"}})
         streaming = method == "streamGenerateContent"
         config = body.get("generationConfig") or {}
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
@@ -122,10 +121,8 @@ class GeminiModel(ScriptedModel):
 
     def _reply(self, parts: list[dict[str, Any]], streaming: bool) -> Reply:
         chunk = {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                            "index": 0}],
-            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10,
-                              "totalTokenCount": 110},
+            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 10, "totalTokenCount": 110},
             "modelVersion": self.model_id,
             "responseId": f"resp_{next(_ids):04d}",
         }

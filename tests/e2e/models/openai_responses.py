@@ -27,7 +27,8 @@ class ResponsesToolResult:
     def input_texts(self) -> list[str] | None:
         """The texts when ``output`` is a list of input_text items only, else None."""
         if isinstance(self.output, list) and all(
-                isinstance(i, dict) and i.get("type") == "input_text" for i in self.output):
+            isinstance(i, dict) and i.get("type") == "input_text" for i in self.output
+        ):
             return [i["text"] for i in self.output]
         return None
 
@@ -71,15 +72,25 @@ class OpenAIResponsesModel(ScriptedModel):
         if offers_tool and self.call_tool and not self._our_results(body):
             req.answer = "tool"
             call_id = f"call_{next(_ids):04d}"
-            item = {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
-                    "name": self.tool_name, "namespace": self.namespace, "arguments": "{}",
-                    "status": "completed"}
+            item = {
+                "type": "function_call",
+                "id": f"fc_{call_id}",
+                "call_id": call_id,
+                "name": self.tool_name,
+                "namespace": self.namespace,
+                "arguments": "{}",
+                "status": "completed",
+            }
             return self._stream(body, item)
         req.answer = "text"
         text = self.final_text if offers_tool else "ssebench e2e"
-        item = {"type": "message", "id": f"msg_{next(_ids):04d}", "role": "assistant",
-                "status": "completed",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        item = {
+            "type": "message",
+            "id": f"msg_{next(_ids):04d}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
         return self._stream(body, item)
 
     def _our_results(self, body: dict[str, Any]) -> list[ResponsesToolResult]:
@@ -90,7 +101,9 @@ class OpenAIResponsesModel(ScriptedModel):
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "function_call" and item.get("name") in (
-                    self.tool_name, f"{self.namespace}__{self.tool_name}"):
+                self.tool_name,
+                f"{self.namespace}__{self.tool_name}",
+            ):
                 ours.add(item.get("call_id", ""))
             elif item.get("type") == "function_call_output" and item.get("call_id") in ours:
                 found.append(ResponsesToolResult(item["call_id"], item.get("output")))
@@ -106,29 +119,42 @@ class OpenAIResponsesModel(ScriptedModel):
     def _stream(self, body: dict[str, Any], item: dict[str, Any]) -> Reply:
         resp_id = f"resp_{next(_ids):04d}"
         model = body.get("model") or self.model_id
-        base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress",
-                "output": []}
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 110}
+        base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
+        usage = {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 10,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 110,
+        }
         events: list[tuple[str | None, Any]] = [
             ("response.created", {"type": "response.created", "response": base}),
-            ("response.output_item.added", {"type": "response.output_item.added",
-                                            "output_index": 0, "item": item}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
         ]
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            events.append(("response.output_text.delta", {
-                "type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
-                "content_index": 0, "delta": text}))
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": text,
+                    },
+                )
+            )
         events += [
-            ("response.output_item.done", {"type": "response.output_item.done",
-                                           "output_index": 0, "item": item}),
-            ("response.completed", {"type": "response.completed",
-                                    "response": {**base, "status": "completed", "output": [item],
-                                                 "usage": usage}}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+            (
+                "response.completed",
+                {
+                    "type": "response.completed",
+                    "response": {**base, "status": "completed", "output": [item], "usage": usage},
+                },
+            ),
         ]
         if not body.get("stream", True):
             return Reply(json_body={**base, "status": "completed", "output": [item], "usage": usage})
         return Reply(sse=events)
-
