@@ -1,0 +1,144 @@
+"""The index of one folder's runs: SQLite next to the results, re-read only where files changed.
+
+Finding the runs costs a walk and a few ``stat`` calls per run; reading a run (its
+results.json, the dialog's ends, the server's call log) happens only when the sizes or
+mtimes of those files changed since the last look, so a folder of 1,000 runs lists in
+milliseconds after the first index. The database lives in the folder
+(``.ssebench-view.sqlite``) or, when the folder is not writable, in ``~/.cache/ssebench/view/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, Run, read_json, read_run
+
+INDEX_FILE = ".ssebench-view.sqlite"
+SCHEMA = 1
+#: how deep below a folder the walk looks for run folders (job/agent/run is 3)
+MAX_DEPTH = 4
+#: folders a run keeps that are never runs themselves (the agent's tree and HOME)
+NOT_RUNS = {"tree", "home", "node_modules", "__pycache__"}
+
+
+def index_path(root: Path) -> Path:
+    """Where ROOT's index lives: in ROOT when it is writable, else in the user's cache."""
+    if os.access(root, os.W_OK | os.X_OK):
+        return root / INDEX_FILE
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench" / "view"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache / (hashlib.sha256(str(root).encode()).hexdigest()[:20] + ".sqlite")
+
+
+def is_run_folder(folder: Path) -> bool:
+    return any(os.path.lexists(folder / name) for name in (RESULTS, DIALOG))
+
+
+def inside(root: Path, path: Path) -> bool:
+    """PATH (already resolved) is ROOT or below it."""
+    return path == root or root in path.parents
+
+
+def find_runs(root: Path) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    """``(relative folder, job.json row or None)`` of every run under ROOT."""
+    if is_run_folder(root):
+        yield "", None
+        return
+    job = read_json(root / JOB, []) if os.path.lexists(root / JOB) else None
+    if isinstance(job, dict) and isinstance(job.get("runs"), list):
+        yield from _job_runs(root, job["runs"])
+        return
+    yield from _walk(root, root, 0)
+
+
+def _job_runs(root: Path, rows: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("folder"), str):
+            continue
+        folder = (root / row["folder"]).resolve()
+        if inside(root, folder) and folder != root:
+            yield folder.relative_to(root).as_posix(), row
+
+
+def _walk(root: Path, folder: Path, depth: int) -> Iterator[tuple[str, None]]:
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in NOT_RUNS or not entry.is_dir(follow_symlinks=False):
+            continue
+        path = Path(entry.path)
+        if is_run_folder(path):
+            yield path.relative_to(root).as_posix(), None
+        elif depth + 1 < MAX_DEPTH:
+            yield from _walk(root, path, depth + 1)
+
+
+def signature(folder: Path, row: dict[str, Any] | None) -> str:
+    """Sizes and mtimes of the files a run is read from (and its job row): changed → read again."""
+    parts: list[Any] = [SCHEMA, row]
+    for name in WATCHED:
+        try:
+            st = os.lstat(folder / name)
+            parts.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            parts.append(None)
+    return json.dumps(parts, sort_keys=True)
+
+
+class Index:
+    """One root folder's runs, kept in SQLite; :meth:`runs` brings it up to date first."""
+
+    def __init__(self, root: Path, number: int) -> None:
+        self.root = root
+        self.number = number
+        self.path = index_path(root)
+        self._lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, timeout=10)
+            db.execute("CREATE TABLE IF NOT EXISTS runs (rel TEXT PRIMARY KEY, sig TEXT, data TEXT)")
+        except sqlite3.DatabaseError:  # a damaged index is rebuilt, never trusted
+            self.path.unlink(missing_ok=True)
+            db = sqlite3.connect(self.path, timeout=10)
+            db.execute("CREATE TABLE IF NOT EXISTS runs (rel TEXT PRIMARY KEY, sig TEXT, data TEXT)")
+        return db
+
+    def runs(self) -> list[Run]:
+        """Every run of the folder, re-reading those whose files changed (blocking: call in a thread)."""
+        with self._lock, closing(self._connect()) as db, db:
+            known = {rel: (sig, data) for rel, sig, data in db.execute("SELECT rel, sig, data FROM runs")}
+            found: list[Run] = []
+            seen = set()
+            for rel, row in find_runs(self.root):
+                seen.add(rel)
+                folder = self.root / rel
+                sig = signature(folder, row)
+                if rel in known and known[rel][0] == sig:
+                    found.append(Run.from_json(json.loads(known[rel][1])))
+                    continue
+                run = read_run(folder, self.number, rel, row)
+                db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (rel, sig, json.dumps(run.as_json())))
+                found.append(run)
+            gone = [(rel,) for rel in known if rel not in seen]
+            db.executemany("DELETE FROM runs WHERE rel = ?", gone)
+        return found
+
+    def run(self, rel: str) -> Run | None:
+        """The run at REL, read afresh, if REL is a run folder inside this root (else None)."""
+        folder = (self.root / rel).resolve()
+        if not inside(self.root, folder) or not folder.is_dir() or not is_run_folder(folder):
+            return None
+        rel = folder.relative_to(self.root).as_posix() if folder != self.root else ""
+        row = next((row for r, row in find_runs(self.root) if r == rel), None) if rel else None
+        return read_run(folder, self.number, rel, row)
