@@ -86,11 +86,13 @@ def write_run(
     calls: int = 2,
     duration: float = 52.7,
     started: str = "2026-11-30T03:45:10.120Z",
+    tree: bool = True,
 ) -> Path:
     """One finished run in FOLDER of the task TASK_FILE."""
     folder.mkdir(parents=True)
-    shutil.copytree(task_file.parent / "src", folder / "tree")
-    if passed:
+    if tree:
+        shutil.copytree(task_file.parent / "src", folder / "tree")
+    if passed and tree:
         for name, text in FIXED.items():
             (folder / "tree" / name).write_text(text)
     write_dialog(folder / "dialog.jsonl", dialog_lines(agent, model, passed, calls))
@@ -138,7 +140,7 @@ def write_run(
     return folder
 
 
-def write_runs(root: Path, count: int) -> list[Path]:
+def write_runs(root: Path, count: int, tree: bool = True) -> list[Path]:
     """COUNT runs below ROOT/runs of two tasks, four agents and levels 0–4 (a fixed pattern)."""
     tasks = [write_task(root / "tasks" / name, name) for name in ("toy-overflow", "toy-leak")]
     agents = [("claude", "claude-sonnet-4-5"), ("codex", None), ("gemini", "gemini-2.5-pro"), ("opencode", None)]
@@ -156,6 +158,7 @@ def write_runs(root: Path, count: int) -> list[Path]:
                 calls=1 + n % 4,
                 duration=10.0 + n % 50,
                 started=f"2026-11-30T{n // 60 % 24:02d}:{n % 60:02d}:00.000Z",
+                tree=tree,
             )
         )
     return made
