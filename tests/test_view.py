@@ -286,3 +286,21 @@ def test_the_command_names_a_missing_folder_in_one_line(tmp_path: Path) -> None:
         "",
         f"ssebench view: {tmp_path / 'nope'}: no such folder\n",
     )
+
+
+def test_a_thousand_runs_are_listed_and_counted(tmp_path: Path) -> None:
+    """Correctness only; benchmarks/bench_view.py times it (first index, then < 1 s)."""
+    write_runs(tmp_path, 1000, tree=False)
+    with screenshots_script().viewer(tmp_path / "runs") as address:
+        first = get(address, "/").text
+        again = get(address, "/").text
+        sorted_ = rows(get(address, "/?sort=calls&order=desc&agent=claude").text)
+    assert "Runs <small>(1000 shown of 1000)</small>" in first and first == again
+    assert rows(first) == [f"0/run-{n:04d}" for n in range(1000)]
+    claude = first.split('<table id="summary">', 1)[1].split("<tr><th>claude</th>", 1)[1].split("</tr>", 1)[0]
+    passed = sum(1 for n in range(0, 1000, 4) if n % 3)
+    assert claude.endswith(f'<span class="rate">{100 * passed / 250:.0f}%</span> <small>{passed}/250</small></td>')
+    assert len(sorted_) == 250 and sorted_[:2] == [
+        "0/run-0000",
+        "0/run-0004",
+    ]  # calls 1 + n % 4: claude's (n % 4 == 0) all 1

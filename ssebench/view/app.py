@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import jinja2
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ssebench.view import dialog, files, table
 from ssebench.view.index import Index
 from ssebench.view.pages import compare_context, run_context
+from ssebench.view.runs import Run
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger("ssebench.view")
@@ -77,6 +79,17 @@ class View:
     def __init__(self, roots: list[Path]) -> None:
         self.indexes = [Index(root, number) for number, root in enumerate(roots)]
         self.env = environment()
+        self._rows: dict[tuple[int, str], tuple[Run, Markup]] = {}
+
+    def row(self, run: Run) -> Markup:
+        """A run's row of the list, rendered once per version of the run (the index keeps the
+        same object while its files are unchanged), so 1,000 rows do not cost 1,000 renders."""
+        key = (run.root, run.rel)
+        cached = self._rows.get(key)
+        if cached is None or cached[0] is not run:
+            cached = (run, Markup(self.env.get_template("row.html").render(r=run)))
+            self._rows[key] = cached
+        return cached[1]
 
     def page(self, name: str, code: int = 200, **context: Any) -> HTMLResponse:
         roots = [str(i.root) for i in self.indexes]
@@ -98,6 +111,7 @@ class View:
         return self.page(
             "list.html",
             runs=shown,
+            row=self.row,
             total=len(runs),
             query=query,
             columns=table.COLUMNS,

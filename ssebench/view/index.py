@@ -38,8 +38,8 @@ def index_path(root: Path) -> Path:
     return cache / (hashlib.sha256(str(root).encode()).hexdigest()[:20] + ".sqlite")
 
 
-def is_run_folder(folder: Path) -> bool:
-    return any(os.path.lexists(folder / name) for name in (RESULTS, DIALOG))
+def is_run_folder(folder: Path | str) -> bool:
+    return any(os.path.lexists(os.path.join(folder, name)) for name in (RESULTS, DIALOG))
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -56,7 +56,7 @@ def find_runs(root: Path) -> Iterator[tuple[str, dict[str, Any] | None]]:
     if isinstance(job, dict) and isinstance(job.get("runs"), list):
         yield from _job_runs(root, job["runs"])
         return
-    yield from _walk(root, root, 0)
+    yield from _walk(root, str(root), 0)
 
 
 def _job_runs(root: Path, rows: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -68,27 +68,28 @@ def _job_runs(root: Path, rows: list[Any]) -> Iterator[tuple[str, dict[str, Any]
             yield folder.relative_to(root).as_posix(), row
 
 
-def _walk(root: Path, folder: Path, depth: int) -> Iterator[tuple[str, None]]:
+def _walk(root: Path, folder: str, depth: int) -> Iterator[tuple[str, None]]:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
         return
+    prefix = len(str(root)) + 1
     for entry in entries:
         if entry.name.startswith(".") or entry.name in NOT_RUNS or not entry.is_dir(follow_symlinks=False):
             continue
-        path = Path(entry.path)
-        if is_run_folder(path):
-            yield path.relative_to(root).as_posix(), None
+        if is_run_folder(entry.path):
+            yield entry.path[prefix:], None
         elif depth + 1 < MAX_DEPTH:
-            yield from _walk(root, path, depth + 1)
+            yield from _walk(root, entry.path, depth + 1)
 
 
 def signature(folder: Path, row: dict[str, Any] | None) -> str:
     """Sizes and mtimes of the files a run is read from (and its job row): changed → read again."""
     parts: list[Any] = [SCHEMA, row]
+    base = str(folder)
     for name in WATCHED:
         try:
-            st = os.lstat(folder / name)
+            st = os.lstat(os.path.join(base, name))
             parts.append((st.st_size, st.st_mtime_ns))
         except OSError:
             parts.append(None)
@@ -103,6 +104,7 @@ class Index:
         self.number = number
         self.path = index_path(root)
         self._lock = threading.Lock()
+        self._memory: dict[str, tuple[str, Run]] | None = None
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -115,24 +117,45 @@ class Index:
         return db
 
     def runs(self) -> list[Run]:
-        """Every run of the folder, re-reading those whose files changed (blocking: call in a thread)."""
-        with self._lock, closing(self._connect()) as db, db:
-            known = {rel: (sig, data) for rel, sig, data in db.execute("SELECT rel, sig, data FROM runs")}
-            found: list[Run] = []
-            seen = set()
+        """Every run of the folder, re-reading those whose files changed (blocking: call in a thread).
+
+        The runs read are kept in memory too, so a listing decodes nothing that did not change."""
+        with self._lock:
+            if self._memory is None:
+                self._memory = self._load()
+            found, changed, seen = [], [], set()
             for rel, row in find_runs(self.root):
                 seen.add(rel)
-                folder = self.root / rel
+                folder = self.root / rel if rel else self.root
                 sig = signature(folder, row)
-                if rel in known and known[rel][0] == sig:
-                    found.append(Run.from_json(json.loads(known[rel][1])))
-                    continue
-                run = read_run(folder, self.number, rel, row)
-                db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", (rel, sig, json.dumps(run.as_json())))
-                found.append(run)
-            gone = [(rel,) for rel in known if rel not in seen]
-            db.executemany("DELETE FROM runs WHERE rel = ?", gone)
+                known = self._memory.get(rel)
+                if known is None or known[0] != sig:
+                    known = (sig, read_run(folder, self.number, rel, row))
+                    self._memory[rel] = known
+                    changed.append((rel, sig, json.dumps(known[1].as_json())))
+                found.append(known[1])
+            gone = [rel for rel in self._memory if rel not in seen]
+            for rel in gone:
+                del self._memory[rel]
+            if changed or gone:
+                self._store(changed, gone)
         return found
+
+    def _load(self) -> dict[str, tuple[str, Run]]:
+        with closing(self._connect()) as db:
+            rows = db.execute("SELECT rel, sig, data FROM runs").fetchall()
+        loaded = {}
+        for rel, sig, data in rows:
+            try:
+                loaded[rel] = (sig, Run.from_json(json.loads(data)))
+            except (ValueError, TypeError):  # an index of another version: read that run again
+                continue
+        return loaded
+
+    def _store(self, changed: list[tuple[str, str, str]], gone: list[str]) -> None:
+        with closing(self._connect()) as db, db:
+            db.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", changed)
+            db.executemany("DELETE FROM runs WHERE rel = ?", [(rel,) for rel in gone])
 
     def run(self, rel: str) -> Run | None:
         """The run at REL, read afresh, if REL is a run folder inside this root (else None)."""
