@@ -180,7 +180,7 @@ def test_files_are_listed_and_served_as_text_or_downloads(url: str) -> None:
     assert download.headers["content-disposition"] == "attachment; filename*=UTF-8''page.html"
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.evil.example"])
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "[::1].evil.example", ""])
 def test_a_foreign_host_header_is_refused(url: str, host: str) -> None:
     status, _, body = raw_get(url, "/", host=host)
     assert (status, body) == (400, b"Invalid host header")
@@ -188,7 +188,7 @@ def test_a_foreign_host_header_is_refused(url: str, host: str) -> None:
 
 def test_localhost_names_are_accepted(url: str) -> None:
     port = url.rsplit(":", 1)[1]
-    for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost"):
         assert raw_get(url, "/", host=host)[0] == 200
 
 
@@ -213,6 +213,7 @@ def test_the_live_endpoint_pages_by_byte_offset(url: str, folders: tuple[Path, P
     assert (rest.text.strip(), rest.headers["x-next-offset"], rest.headers["x-complete"]) == ("", str(size), "0")
 
 
+@pytest.mark.slow
 def test_a_50_mb_dialog_opens_paged(tmp_path: Path) -> None:
     task = write_task(tmp_path / "task")
     run = write_run(tmp_path / "big", task)
@@ -288,6 +289,7 @@ def test_the_command_names_a_missing_folder_in_one_line(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_thousand_runs_are_listed_and_counted(tmp_path: Path) -> None:
     """Correctness only; benchmarks/bench_view.py times it (first index, then < 1 s)."""
     write_runs(tmp_path, 1000, tree=False)

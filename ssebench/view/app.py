@@ -20,9 +20,8 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -71,6 +70,29 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers if scope["type"] == "http" else send)
+
+
+class HostCheck:
+    """Answers only requests whose Host is one of HOSTS (``*``: any): a page elsewhere cannot
+    reach the view through DNS rebinding. Unlike Starlette's, it reads ``[::1]:port`` right."""
+
+    def __init__(self, app: ASGIApp, hosts: list[str]) -> None:
+        self.app, self.hosts = app, set(hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "*" not in self.hosts and host_name(scope) not in self.hosts:
+            await PlainTextResponse("Invalid host header", status_code=400)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def host_name(scope: Scope) -> str:
+    """The Host header without its port (``[::1]`` keeps its brackets)."""
+    host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+    if host.startswith("["):
+        name, bracket, rest = host.partition("]")
+        return name + bracket if bracket and (not rest or rest.startswith(":")) else host
+    return host.split(":", 1)[0]
 
 
 class View:
@@ -189,9 +211,9 @@ def allowed_hosts(host: str) -> list[str]:
     """The Host headers answered: the bound address and, on loopback, the usual names."""
     if host in ("0.0.0.0", "::", ""):
         return ["*"]
-    names = {host, f"[{host}]" if ":" in host else host}
+    names = {f"[{host}]" if ":" in host else host}
     if host in ("127.0.0.1", "::1", "localhost"):
-        names |= {"127.0.0.1", "localhost", "[::1]", "::1"}
+        names |= {"127.0.0.1", "localhost", "[::1]"}
     return sorted(names)
 
 
@@ -205,6 +227,6 @@ def create_app(roots: list[Path], host: str = "127.0.0.1") -> Starlette:
         Route("/files/{root:int}/{rel:path}", view.file),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    middleware = [Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))]
+    middleware = [Middleware(SecurityHeaders), Middleware(HostCheck, hosts=allowed_hosts(host))]
     handlers: dict[Any, Any] = {HTTPException: view.error, Exception: view.error}
     return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers)

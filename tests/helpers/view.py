@@ -37,7 +37,7 @@ def raw_get(url: str, path: str, host: str | None = None) -> tuple[int, dict[str
     hostport = url.split("//", 1)[1]
     name, port = hostport.rsplit(":", 1)
     with socket.create_connection((name, int(port)), timeout=10) as sock:
-        request = f"GET {path} HTTP/1.1\r\nHost: {host or hostport}\r\nConnection: close\r\n\r\n"
+        request = f"GET {path} HTTP/1.1\r\nHost: {hostport if host is None else host}\r\nConnection: close\r\n\r\n"
         sock.sendall(request.encode())
         data = b""
         while chunk := sock.recv(65536):
