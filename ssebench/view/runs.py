@@ -182,16 +182,23 @@ def _from_dialog_head(run: Run, path: Path) -> None:
 
 
 def _server_calls(path: Path, problems: list[str]) -> list[Call]:
+    """The call log's lines of server.log, read line by line (never the whole log)."""
+    calls = []
     try:
-        data = read_small(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
     except OSError as exc:
         problems.append(f"{SERVER_LOG}: cannot be read ({exc.strerror or exc})")
         return []
-    calls = []
-    for line in (data or b"").decode("utf-8", errors="replace").splitlines():
-        found = _CALL.search(line)
-        if found:
-            calls.append(Call(int(found[1]), found[3], float(found[4])))
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            problems.append(f"{SERVER_LOG}: not a regular file")
+            return []
+        while line := stream.readline(64 << 10):
+            found = _CALL.search(line.decode("utf-8", errors="replace")) if b"test_patch call" in line else None
+            if found:
+                calls.append(Call(int(found[1]), found[3], float(found[4])))
     return calls
 
 

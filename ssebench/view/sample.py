@@ -96,6 +96,14 @@ def write_run(
         for name, text in FIXED.items():
             (folder / "tree" / name).write_text(text)
     write_dialog(folder / "dialog.jsonl", dialog_lines(agent, model, passed, calls))
+    _write_server_log(folder, level, passed, calls)
+    results = _results(folder, task_file, agent, level, passed, duration, started)
+    (folder / "results.json").write_text(json.dumps(results, indent=2))
+    return folder
+
+
+def _write_server_log(folder: Path, level: int, passed: bool, calls: int) -> None:
+    """server.log with the call log's one line per test_patch call."""
     ended = [
         "every check that ran passed [build: passed]" if passed and n == calls else "FAILED [build: passed]"
         for n in range(1, calls + 1)
@@ -105,6 +113,12 @@ def write_run(
         for n, e in enumerate(ended, 1)
     )
     (folder / "server.log").write_text("ssebench serve: test_patch at http://localhost:3000/mcp\n" + log)
+
+
+def _results(
+    folder: Path, task_file: Path, agent: str, level: int, passed: bool, duration: float, started: str
+) -> dict[str, Any]:
+    """results.json of a finished run (docs/container.md's keys)."""
     states = ["passed", "passed" if passed else "failed", "passed" if passed else "not_run"]
     checks = [
         {"check": c, "state": s, "timed_out": False, "elapsed": 0.3}
@@ -112,7 +126,7 @@ def write_run(
     ]
     if not passed:
         checks[1].update(pocs_passed=0, pocs_total=2, log_tail="==3==ERROR: AddressSanitizer: stack-buffer-overflow")
-    results = {
+    return {
         "version": 1,
         "status": "passed" if passed else "checks_failed",
         "exit_code": 0 if passed else 1,
@@ -136,8 +150,6 @@ def write_run(
         "grading": {"task": task_file.parent.name, "tree": str(folder / "tree"), "passed": passed, "checks": checks},
         "dialog": "dialog.jsonl",
     }
-    (folder / "results.json").write_text(json.dumps(results, indent=2))
-    return folder
 
 
 def write_runs(root: Path, count: int, tree: bool = True) -> list[Path]:
