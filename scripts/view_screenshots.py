@@ -57,8 +57,9 @@ def missing() -> str | None:
 
 
 @contextlib.contextmanager
-def browser(size: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
-    """A headless Chromium driven by Selenium, with a fresh profile, quit on exit."""
+def browser(size: tuple[int, int] = (1280, 900), javascript: bool = True) -> Iterator[Any]:
+    """A headless Chromium driven by Selenium, with a fresh profile, quit on exit
+    (*javascript* False: scripts off, as for a reader who turned them off)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -67,6 +68,8 @@ def browser(size: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for flag in (*FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}"):
         options.add_argument(flag)
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver

@@ -180,7 +180,9 @@ def test_files_are_listed_and_served_as_text_or_downloads(url: str) -> None:
     assert download.headers["content-disposition"] == "attachment; filename*=UTF-8''page.html"
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "[::1].evil.example", ""])
+@pytest.mark.parametrize(
+    "host", ["evil.example", "evil.example:80", "127.0.0.1.evil.example", "[::1].evil.example", ""]
+)
 def test_a_foreign_host_header_is_refused(url: str, host: str) -> None:
     status, _, body = raw_get(url, "/", host=host)
     assert (status, body) == (400, b"Invalid host header")

@@ -149,3 +149,51 @@ def test_the_screenshot_script_writes_every_page(tmp_path: Path) -> None:
     assert [p.name for p in made] == [name for name, _, _ in SHOTS.PAGES]
     for path in made:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+
+
+def test_dark_and_light_follow_the_system_setting(site: tuple[str, Path], driver: Any) -> None:
+    url, _ = site
+    driver.get(url + "/")
+    background = "return getComputedStyle(document.body).backgroundColor"
+    colors = {}
+    for scheme in ("light", "dark"):
+        driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]}
+        )
+        colors[scheme] = driver.execute_script(background)
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+    assert colors == {"light": "rgb(255, 255, 255)", "dark": "rgb(21, 24, 28)"}
+
+
+def test_a_narrow_window_needs_no_sideways_scrolling(site: tuple[str, Path]) -> None:
+    url, _ = site
+    with SHOTS.browser((420, 900)) as narrow:
+        for path in ("/", "/run/0/runs/run-0001", "/compare?run=0/runs/run-0000&run=0/runs/run-0004"):
+            narrow.get(url + path)
+            width = narrow.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+            )
+            assert width[0] <= width[1], (path, width)
+
+
+def test_everything_but_the_live_update_works_with_javascript_off(site: tuple[str, Path]) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    url, _ = site
+    with SHOTS.browser(javascript=False) as plain:
+        plain.get(url + "/")
+        Select(plain.find_element(By.ID, "filter-level")).select_by_visible_text("4")
+        plain.find_element(By.CSS_SELECTOR, ".filters button").click()
+        wait(lambda: "level=4" in plain.current_url)
+        plain.find_element(By.CSS_SELECTOR, 'a[data-sort="agent"]').click()
+        wait(lambda: "sort=agent" in plain.current_url)
+        assert texts(plain, "#runs tbody td:nth-child(3)") == ["claude", "codex"]
+        for box in plain.find_elements(By.CSS_SELECTOR, 'input[name="run"]'):
+            box.click()
+        plain.find_element(By.CSS_SELECTOR, "#runs thead button").click()
+        wait(lambda: "/compare" in plain.current_url)
+        assert len(plain.find_elements(By.CSS_SELECTOR, "#compare .column")) == 2
+        plain.get(url + "/run/0/runs/run-0001")
+        assert texts(plain, "#timeline .event .kind")[-1] == "complete"
+        assert plain.find_element(By.ID, "live-status").is_displayed() is False

@@ -26,7 +26,7 @@ COLUMNS: dict[str, tuple[str, Callable[[Run], Any]]] = {
     "folder": ("Folder", lambda r: (r.root, r.rel)),
 }
 #: the columns the filter form offers (a value must match exactly)
-FILTERS = ("task", "agent", "model", "level", "outcome", "exit")
+FILTERS = ("task", "agent", "model", "level", "outcome", "calls", "exit")
 
 
 def value(run: Run, column: str) -> str:
