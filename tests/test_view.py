@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -308,3 +310,59 @@ def test_a_thousand_runs_are_listed_and_counted(tmp_path: Path) -> None:
         "0/run-0000",
         "0/run-0004",
     ]  # calls 1 + n % 4: claude's (n % 4 == 0) all 1
+
+
+@pytest.mark.slow
+def test_a_real_run_folder_viewed_on_its_own(task_factory, tmp_path: Path) -> None:
+    """What ``ssebench run`` leaves (a real daemon, server and MCP client agent), as one DIR."""
+    task = task_factory(build="true", functional="test -f fixed")
+    results = tmp_path / "run"
+    agent = Path(__file__).parent / "fixtures" / "agents" / "call_test_patch.py"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SSE_")}
+    argv = ["run", "--task", str(task.file), "--results", str(results), "--difficulty", "1"]
+    done = subprocess.run(
+        ssebench_argv(*argv, "--", sys.executable, str(agent), "--write", "fixed", "yes"),
+        env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with screenshots_script().viewer(results) as address:
+        listing = get(address, "/").text
+        page = get(address, "/run/0/").text
+        files = get(address, "/files/0/").text
+    assert rows(listing) == ["0/"]
+    row = listing.split('data-run="0/"', 1)[1].split("</tr>", 1)[0]
+    assert '<a href="/run/0/">test-task</a>' in row and '<span class="badge passed">passed</span>' in row
+    assert '<td>1: <span class="call">every check that ran passed</span></td>' in row
+    assert "<li>every check that ran passed [build: passed, PoCs: passed, functional tests: passed] <small>in " in page
+    assert "1 file(s) differ." in page and '<code>fixed</code> <span class="status">added</span>' in page
+    assert '<span class="add">+yes\n</span>' in page
+    for name in ("results.json", "server.log", "daemon.log", "grading.json"):
+        assert f'<a href="/files/0/{name}">{name}</a>' in files
+
+
+def test_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = subprocess.run(
+            ssebench_argv("view", str(tmp_path), "--port", str(port)), capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"ssebench view: port {port} is in use") and result.stderr.count("\n") == 1
+
+
+def test_sigterm_ends_the_view_with_status_0(tmp_path: Path) -> None:
+    from ssebench.supervise import free_port, spawn, wait_for_http
+
+    port = free_port()
+    child = spawn(
+        "view", ssebench_argv("view", str(tmp_path), "--port", str(port)), env=dict(os.environ), log=tmp_path / "log"
+    )
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", what="ssebench view", timeout=60)
+        assert "No runs found in these folders" in get(f"http://127.0.0.1:{port}", "/").text
+    finally:
+        code = child.stop(grace=10)
+    assert code == 0
+    assert (tmp_path / "log").read_text() == f"ssebench view: http://localhost:{port}/ (1 folder); Ctrl-C stops it\n"
