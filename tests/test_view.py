@@ -366,3 +366,17 @@ def test_sigterm_ends_the_view_with_status_0(tmp_path: Path) -> None:
         code = child.stop(grace=10)
     assert code == 0
     assert (tmp_path / "log").read_text() == f"ssebench view: http://localhost:{port}/ (1 folder); Ctrl-C stops it\n"
+
+
+def test_a_damaged_index_is_rebuilt(tmp_path: Path) -> None:
+    from ssebench.view.index import Index
+
+    write_runs(tmp_path, 3, tree=False)
+    (tmp_path / "runs" / INDEX_FILE).write_bytes(b"not a database\0" * 100)
+    runs = Index(tmp_path / "runs", 0).runs()
+    assert [r.rel for r in runs] == ["run-0000", "run-0001", "run-0002"]
+    assert [r.rel for r in Index(tmp_path / "runs", 0).runs()] == [
+        "run-0000",
+        "run-0001",
+        "run-0002",
+    ]  # from the new index

@@ -113,9 +113,11 @@ class View:
             self._rows[key] = cached
         return cached[1]
 
-    def page(self, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+    async def page(self, name: str, code: int = 200, **context: Any) -> HTMLResponse:
+        """The template NAME rendered in a worker thread (1,000 rows are CPU work)."""
         roots = [str(i.root) for i in self.indexes]
-        return HTMLResponse(self.env.get_template(name).render(roots=roots, **context), status_code=code)
+        text = await run_in_threadpool(self.env.get_template(name).render, roots=roots, **context)
+        return HTMLResponse(text, status_code=code)
 
     def index_of(self, request: Request) -> Index:
         number = request.path_params["root"]
@@ -130,7 +132,7 @@ class View:
         query = dict(request.query_params)
         shown = table.select(runs, query)
         agents, levels, cells = table.summary(shown)
-        return self.page(
+        return await self.page(
             "list.html",
             runs=shown,
             row=self.row,
@@ -151,7 +153,7 @@ class View:
         context = await run_in_threadpool(run_context, index, rel, offset)
         if context is None:
             raise HTTPException(404, f"{rel or 'the folder'} is not a run folder in {index.root}")
-        return self.page("run.html", **context)
+        return await self.page("run.html", **context)
 
     async def dialog_part(self, request: Request) -> Response:
         """The events appended since ``offset``, as HTML, for the live view (X-Next-Offset)."""
@@ -159,7 +161,7 @@ class View:
         rel = request.path_params["rel"].strip("/")
         offset = _int(request.query_params.get("offset"), 0)
         path = files.resolve(index.root, f"{rel}/dialog.jsonl".lstrip("/"))
-        if path is None or await run_in_threadpool(index.run, rel) is None:
+        if path is None or await run_in_threadpool(index.folder, rel) is None:
             raise HTTPException(404, "not a run folder")
         try:
             page = await run_in_threadpool(dialog.read_page, path, offset)
@@ -175,14 +177,14 @@ class View:
         context = await run_in_threadpool(compare_context, self.indexes, wanted)
         if isinstance(context, str):
             raise HTTPException(404 if "not" in context else 400, context)
-        return self.page("compare.html", **context)
+        return await self.page("compare.html", **context)
 
     async def file(self, request: Request) -> Response:
         index = self.index_of(request)
         rel = request.path_params["rel"].strip("/")
         entries = await run_in_threadpool(files.listing, index.root, rel)
         if entries is not None:
-            return self.page("files.html", root=index.number, rel=rel, entries=entries, base=str(index.root))
+            return await self.page("files.html", root=index.number, rel=rel, entries=entries, base=str(index.root))
         opened = await run_in_threadpool(files.open_file, index.root, rel)
         if opened is None:
             raise HTTPException(404, f"no file {rel} in {index.root}")
@@ -194,10 +196,10 @@ class View:
 
     async def error(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException):
-            return self.page("error.html", exc.status_code, status=exc.status_code, message=exc.detail)
+            return await self.page("error.html", exc.status_code, status=exc.status_code, message=exc.detail)
         log.exception("ssebench view: %s failed", request.url.path)
         message = f"this page could not be made ({type(exc).__name__}: {exc}); the server's log has the details"
-        return self.page("error.html", 500, status=500, message=message)
+        return await self.page("error.html", 500, status=500, message=message)
 
 
 def _int(text: str | None, default: int) -> int:

@@ -31,7 +31,8 @@ def folders(dirs: list[str]) -> list[Path] | str:
     for text in dirs or ["ssebench-runs"]:
         path = Path(text).expanduser()
         if not path.is_dir():
-            return f"{text}: not a folder" if path.exists() else f"{text}: no such folder"
+            hint = "" if dirs else " (name the results folders to view: ssebench view DIR ...)"
+            return (f"{text}: not a folder" if path.exists() else f"{text}: no such folder") + hint
         roots.append(path.resolve())
     return roots
 

@@ -9,8 +9,10 @@ milliseconds after the first index. The database lives in the folder
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,6 +23,7 @@ from typing import Any
 
 from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, Run, read_json, read_run
 
+log = logging.getLogger("ssebench.view")
 INDEX_FILE = ".ssebench-view.sqlite"
 SCHEMA = 1
 #: how deep below a folder the walk looks for run folders (job/agent/run is 3)
@@ -34,7 +37,8 @@ def index_path(root: Path) -> Path:
     if os.access(root, os.W_OK | os.X_OK):
         return root / INDEX_FILE
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench" / "view"
-    cache.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # no cache folder: opening the index fails, memory serves
+        cache.mkdir(parents=True, exist_ok=True)
     return cache / (hashlib.sha256(str(root).encode()).hexdigest()[:20] + ".sqlite")
 
 
@@ -107,14 +111,18 @@ class Index:
         self._memory: dict[str, tuple[str, Run]] | None = None
 
     def _connect(self) -> sqlite3.Connection:
-        try:
+        """The index, made if missing; a file that is not one is replaced (a busy one is not)."""
+        for attempt in (1, 2):
             db = sqlite3.connect(self.path, timeout=10)
-            db.execute("CREATE TABLE IF NOT EXISTS runs (rel TEXT PRIMARY KEY, sig TEXT, data TEXT)")
-        except sqlite3.DatabaseError:  # a damaged index is rebuilt, never trusted
-            self.path.unlink(missing_ok=True)
-            db = sqlite3.connect(self.path, timeout=10)
-            db.execute("CREATE TABLE IF NOT EXISTS runs (rel TEXT PRIMARY KEY, sig TEXT, data TEXT)")
-        return db
+            try:
+                db.execute("CREATE TABLE IF NOT EXISTS runs (rel TEXT PRIMARY KEY, sig TEXT, data TEXT)")
+                return db
+            except sqlite3.DatabaseError as exc:
+                db.close()
+                if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
+                    raise
+                self.path.unlink(missing_ok=True)  # damaged: rebuilt, never trusted
+        raise AssertionError("unreachable")
 
     def runs(self) -> list[Run]:
         """Every run of the folder, re-reading those whose files changed (blocking: call in a thread).
@@ -142,8 +150,12 @@ class Index:
         return found
 
     def _load(self) -> dict[str, tuple[str, Run]]:
-        with closing(self._connect()) as db:
-            rows = db.execute("SELECT rel, sig, data FROM runs").fetchall()
+        try:
+            with closing(self._connect()) as db:
+                rows = db.execute("SELECT rel, sig, data FROM runs").fetchall()
+        except (sqlite3.Error, OSError) as exc:  # no index file: the runs are read, kept in memory
+            log.warning("ssebench view: the index %s cannot be read (%s); reading every run", self.path, exc)
+            return {}
         loaded = {}
         for rel, sig, data in rows:
             try:
@@ -153,14 +165,24 @@ class Index:
         return loaded
 
     def _store(self, changed: list[tuple[str, str, str]], gone: list[str]) -> None:
-        with closing(self._connect()) as db, db:
-            db.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", changed)
-            db.executemany("DELETE FROM runs WHERE rel = ?", [(rel,) for rel in gone])
+        try:
+            with closing(self._connect()) as db, db:
+                db.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?, ?)", changed)
+                db.executemany("DELETE FROM runs WHERE rel = ?", [(rel,) for rel in gone])
+        except (sqlite3.Error, OSError) as exc:  # a full or read-only disk: the memory copy still serves
+            log.warning("ssebench view: the index %s cannot be written (%s)", self.path, exc)
+
+    def folder(self, rel: str) -> Path | None:
+        """ROOT/REL resolved, if it is a run folder inside this root (else None)."""
+        folder = (self.root / rel).resolve()
+        if not inside(self.root, folder) or not folder.is_dir() or not is_run_folder(folder):
+            return None
+        return folder
 
     def run(self, rel: str) -> Run | None:
         """The run at REL, read afresh, if REL is a run folder inside this root (else None)."""
-        folder = (self.root / rel).resolve()
-        if not inside(self.root, folder) or not folder.is_dir() or not is_run_folder(folder):
+        folder = self.folder(rel)
+        if folder is None:
             return None
         rel = folder.relative_to(self.root).as_posix() if folder != self.root else ""
         row = next((row for r, row in find_runs(self.root) if r == rel), None) if rel else None
