@@ -192,7 +192,7 @@ class View:
         name = quote(Path(rel).name)
         kind = "attachment" if request.query_params.get("download") else "inline"
         headers = {"Content-Disposition": f"{kind}; filename*=UTF-8''{name}", "Content-Length": str(size)}
-        return StreamingResponse(files.chunks(fd), media_type="text/plain; charset=utf-8", headers=headers)
+        return StreamingResponse(files.chunks(fd, size), media_type="text/plain; charset=utf-8", headers=headers)
 
     async def error(self, request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPException):

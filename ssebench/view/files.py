@@ -51,10 +51,12 @@ def open_file(root: Path, rel: str) -> tuple[int, int] | None:
     return fd, st.st_size
 
 
-def chunks(fd: int) -> Iterator[bytes]:
-    """The file's bytes in chunks (blocking reads: Starlette iterates this in a thread)."""
+def chunks(fd: int, size: int) -> Iterator[bytes]:
+    """The file's first SIZE bytes in chunks (what Content-Length promised, even if the file
+    grows meanwhile, as a live dialog does); blocking reads: Starlette iterates in a thread."""
     with os.fdopen(fd, "rb") as stream:
-        while chunk := stream.read(CHUNK):
+        while size > 0 and (chunk := stream.read(min(CHUNK, size))):
+            size -= len(chunk)
             yield chunk
 
 

@@ -13,7 +13,7 @@ import re
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 RESULTS = "results.json"
 DIALOG = "dialog.jsonl"
@@ -97,6 +97,15 @@ def read_small(path: Path, limit: int = SMALL_LIMIT) -> bytes | None:
     return data
 
 
+def open_nofollow(path: Path) -> BinaryIO:
+    """PATH opened for reading, never through a symlink (OSError for one), regular files only."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
 def read_json(path: Path, problems: list[str]) -> Any:
     """The JSON in PATH, or None with a named problem (missing files are no problem)."""
     try:
@@ -168,7 +177,7 @@ def checks_of(data: dict[str, Any]) -> list[tuple[str, str]]:
 def _from_dialog_head(run: Run, path: Path) -> None:
     """Agent and model from the dialog's first line (``init``), read alone."""
     try:
-        with open(path, "rb") as stream:
+        with open_nofollow(path) as stream:
             head = stream.readline(64 << 10)
     except OSError:
         return
@@ -206,7 +215,7 @@ def _dialog_calls(path: Path) -> list[Call]:
     """test_patch calls from the dialog's tool results (when no server log was kept)."""
     calls: list[Call] = []
     try:
-        with open(path, "rb") as stream:
+        with open_nofollow(path) as stream:
             read = 0
             for line in stream:
                 read += len(line)
@@ -232,7 +241,7 @@ def _call_ending(event: dict[str, Any]) -> str:
 def _dialog_complete(path: Path) -> bool:
     """Whether the dialog's last line is ``complete`` (read from the end, not whole)."""
     try:
-        with open(path, "rb") as stream:
+        with open_nofollow(path) as stream:
             size = stream.seek(0, os.SEEK_END)
             stream.seek(max(0, size - (64 << 10)))
             tail = stream.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
