@@ -36,6 +36,11 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (half / "results.json").write_text('{"version": 1, "status": "pass')
     (odd / "half" / "out-link").symlink_to("/etc/passwd")
     (odd / "half" / "page.html").write_text("<script>window.pwned = 1</script>")
+    linked = write_run(odd / "linked", task, agent="gemini")
+    secret = tmp_path_factory.mktemp("outside") / "secret.jsonl"
+    write_dialog(secret, [{"seq": 1, "type": "init", "agent": "LEAKED-AGENT", "model": "LEAKED-MODEL"}])
+    (linked / "dialog.jsonl").unlink()
+    (linked / "dialog.jsonl").symlink_to(secret)
     return runs, odd
 
 
@@ -60,7 +65,7 @@ def rows(page: str) -> list[str]:
 
 def test_the_list_shows_every_run_with_its_columns(url: str) -> None:
     page = get(url, "/").text
-    assert "Runs <small>(14 shown of 14)</small>" in page
+    assert "Runs <small>(15 shown of 15)</small>" in page
     assert rows(page)[:3] == ["0/runs/run-0000", "0/runs/run-0001", "0/runs/run-0002"]
     first = page.split('data-run="0/runs/run-0001"', 1)[1].split("</tr>", 1)[0]
     assert '<a href="/run/0/runs/run-0001">toy-leak</a>' in first
@@ -74,12 +79,12 @@ def test_the_list_shows_every_run_with_its_columns(url: str) -> None:
 
 def test_sorting_and_filters_come_from_the_query(url: str) -> None:
     by_duration = rows(get(url, "/?sort=duration&order=desc").text)
-    assert by_duration[:3] == ["1/hostile", "0/runs/run-0011", "0/runs/run-0010"]
+    assert by_duration[:4] == ["1/hostile", "1/linked", "0/runs/run-0011", "0/runs/run-0010"]
     assert by_duration[-1] == "1/half"  # no duration: last either way
     assert rows(get(url, "/?sort=duration").text)[:2] == ["0/runs/run-0000", "0/runs/run-0001"]
     codex = get(url, "/?agent=codex").text
     assert rows(codex) == ["0/runs/run-0001", "0/runs/run-0005", "0/runs/run-0009", "1/half"]
-    assert "Runs <small>(4 shown of 14)</small>" in codex
+    assert "Runs <small>(4 shown of 15)</small>" in codex
     assert rows(get(url, "/?agent=codex&level=1").text) == ["0/runs/run-0001"]
     assert rows(get(url, "/?outcome=failed&task=toy-overflow").text) == ["0/runs/run-0000", "0/runs/run-0006"]
     assert "No runs match these filters." in get(url, "/?agent=nobody").text
@@ -168,6 +173,12 @@ def test_path_traversal_is_a_404_page(url: str, path: str) -> None:
     assert b"root:" not in body and b"import" not in body
     if path.startswith(("/files", "/run", "/dialog")):
         assert b'<p class="error" id="message">' in body
+
+
+def test_a_dialog_symlinked_out_of_the_folder_is_not_read(url: str) -> None:
+    listing, page = get(url, "/").text, get(url, "/run/1/linked").text
+    assert "LEAKED" not in listing and "LEAKED" not in page
+    assert "dialog.jsonl: cannot be read" in page
 
 
 def test_files_are_listed_and_served_as_text_or_downloads(url: str) -> None:
