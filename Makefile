@@ -27,12 +27,18 @@ demo: setup
 # installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
 # The agent CLIs (npm) are installed by the e2e fixtures into ~/.cache/ssebench.
+# `ssebench view`'s browser tests drive Debian's chromium with its chromium-driver (Selenium,
+# from the test extra); installed the same way.
 test-deps:
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { [ "$$(id -u)" = 0 ] && \
+	  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; }; } || \
+	  { [ "$$CI" != true ] || exit 1; echo "make: no chromium/chromedriver: the browser tests of ssebench view will skip"; }
 
 # The linter and the type checker (configured in pyproject.toml); both test targets run
 # it first, so a lint or type error fails fast, before the slower tests.
