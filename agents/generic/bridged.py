@@ -75,10 +75,9 @@ CLIENTS = (
         user_path=".aws/amazonq/mcp.json",
         timeout_key="timeout",
         timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour=(
-            "Amazon Q's default for a request is 120 s. Amazon Q Developer CLI is now Kiro CLI (client kiro)."
-        ),
+        timeout_behaviour="Amazon Q's default for a request is 120 s.",
         binaries=("q",),
+        extra_notes=("Amazon Q Developer CLI is now Kiro CLI: `ssebench agents install kiro` writes its file.",),
     ),
     Bridged(
         name="tome",

@@ -24,9 +24,10 @@ CLIENTS = (
         shape=(("type", "http"), ("url", URL), ("tools", ["*"])),
         timeout_key="timeout",
         timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour="Copilot CLI's default for a call is 60 s; `copilot mcp get NAME` shows the one it read.",
+        timeout_behaviour="Copilot CLI's default for a call is 60 s.",
         binaries=("copilot",),
         extra_notes=(
+            "`copilot mcp get NAME` shows the timeout Copilot CLI read.",
             "Project scope: Copilot CLI also reads ./.mcp.json, the file `ssebench agents install claude "
             "--scope project` writes (one entry serves both), so ssebench writes no second one there.",
         ),
@@ -117,8 +118,9 @@ CLIENTS = (
         shape=(("transport", "http"), ("url", URL)),
         timeout_key="toolTimeoutMs",
         timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour="Kimi Code takes up to 2147483647 ms; a project file loads only once the folder is trusted.",
+        timeout_behaviour="Kimi Code takes up to 2147483647 ms.",
         binaries=("kimi",),
+        extra_notes=("Kimi Code loads a project's .kimi-code/mcp.json only once the folder is trusted.",),
     ),
     TableClient(
         name="pi",
@@ -131,8 +133,9 @@ CLIENTS = (
         shape=(("url", URL),),
         timeout_key="requestTimeoutMs",
         timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour="Pi has no MCP of its own: its pi-mcp-adapter extension reads this file (/reload).",
+        timeout_behaviour="pi-mcp-adapter applies it to each request.",
         binaries=("pi",),
+        extra_notes=("Pi has no MCP of its own: its pi-mcp-adapter extension reads this file (/reload applies it).",),
     ),
     TableClient(
         name="grok-build",
@@ -145,7 +148,8 @@ CLIENTS = (
         shape=(("url", URL),),
         timeout_key="tool_timeout_sec",
         timeout_unit=Unit.SECONDS,
-        timeout_behaviour="Grok Build (xAI) reads it per call; the Grok CLI of @vibe-kit/grok-cli is another client.",
+        timeout_behaviour="Grok Build applies it to each tool call.",
+        extra_notes=("Grok Build is xAI's CLI; the Grok CLI of @vibe-kit/grok-cli is another client.",),
     ),
     TableClient(
         name="mcporter",
@@ -179,7 +183,8 @@ CLIENTS = (
         container=("mcp",),
         user_path=".fx/mcp.json",
         shape=(("type", "http"), ("url", URL), ("enabled", True)),
-        timeout_behaviour="fx reads MCP servers only from ~/.fx/mcp.json (/mcp reload applies a change).",
+        timeout_behaviour=NO_KEY,
+        extra_notes=("fx reads MCP servers only from ~/.fx/mcp.json (/mcp reload applies a change).",),
         binaries=("fx",),
     ),
     TableClient(
@@ -192,7 +197,7 @@ CLIENTS = (
         shape=(("type", "streamable-http"), ("url", URL)),
         timeout_key="timeout",
         timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour="LibreChat's timeout is per tool call; initTimeout (the connection) stays its default.",
+        timeout_behaviour="LibreChat applies it to each tool call; initTimeout (connecting) keeps its default.",
         extra_notes=("LibreChat runs on a server: its URL must reach the ssebench server (--url).",),
     ),
     TableClient(
@@ -202,7 +207,10 @@ CLIENTS = (
         container=("mcpServers",),
         user_path=None,
         shape=(("url", URL),),
-        timeout_behaviour="Warp keeps MCP servers in its cloud-synced settings (Settings > AI > MCP servers > Add).",
+        timeout_behaviour=NO_KEY,
         binaries=("warp-terminal", "warp"),
+        extra_notes=(
+            "Warp keeps MCP servers in its cloud-synced settings: paste this in Settings > AI > MCP servers.",
+        ),
     ),
 )
