@@ -55,7 +55,8 @@ def client_clis() -> tuple[Path, Path]:
 
 
 def _env(home: Path, bin_dir: Path, cache: Path) -> dict[str, str]:
-    env = clean_env(home, bin_dir)
+    """clean_env without the variables that would point these two elsewhere (COPILOT_HOME...)."""
+    env = {k: v for k, v in clean_env(home, bin_dir).items() if not k.startswith(("COPILOT_", "MCPORTER_"))}
     env.update(XDG_CACHE_HOME=str(cache), COPILOT_AUTO_UPDATE="false")
     return env
 
