@@ -142,6 +142,10 @@ def test_a_capped_timeout_is_cut_and_said() -> None:
 def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:
     from ssebench.agents.base import Settings
 
+    desktop = CLIENTS["claude-desktop"].entry(Settings())
+    for client in bridged.CLIENTS:  # the entry the e2e proves with a real call, plus a timeout key
+        assert {k: v for k, v in client.entry(Settings()).items() if k != client.timeout_key} == desktop
+        assert client.bridged
     assert CLIENTS["amazonq"].entry(Settings()) == {
         "command": "npx",
         "args": ["-y", "mcp-remote", "http://localhost:3000/mcp"],

@@ -4,7 +4,10 @@ what the client's own program sees, and uninstall gives back the bytes it found.
 - GitHub Copilot CLI (`@github/copilot`): `copilot mcp get NAME` / `copilot mcp list --json`
   read ~/.copilot/mcp-config.json offline (no login needed for these commands);
 - MCPorter (`mcporter`): `mcporter config get NAME --json` reads ~/.mcporter/mcporter.json and
-  ./config/mcporter.json, and `mcporter call NAME.test_patch` calls the real server with it.
+  ./config/mcporter.json, and `mcporter call NAME.test_patch` calls the real server with it;
+- the stdio bridge of the stdio-only clients (Witsy, Tome, Claude Desktop...): their entry,
+  `npx -y mcp-remote URL`, written into MCPorter's file (a stdio entry of the same shape), is
+  started by MCPorter and carries the call to the real server.
 
 Both are pinned in configs/client-clis/ (not the agents' pin file: ssebench does not drive
 them) and installed once per run into the shared cache (tests/e2e/conftest.py). Each test has
@@ -42,7 +45,8 @@ def client_clis() -> tuple[Path, Path]:
         pytest.skip("npm/node not found on PATH: the client CLIs cannot be installed")
     from filelock import FileLock
 
-    bin_dir = install_clis(lambda line: print(line, file=sys.stderr), pins=CLIENT_PINS, bins=("copilot", "mcporter"))
+    bins = ("copilot", "mcporter", "mcp-remote")
+    bin_dir = install_clis(lambda line: print(line, file=sys.stderr), pins=CLIENT_PINS, bins=bins)
     cache = bin_dir.parent.parent / "xdg-cache"
     with FileLock(str(cache) + ".lock"):  # the first run unpacks Copilot (~10 s); later ones reuse it
         home = Path(tempfile.mkdtemp(prefix="sse-copilot-"))
@@ -120,20 +124,23 @@ def test_mcporter_reads_both_scopes(client_clis: tuple[Path, Path], tmp_path: Pa
     assert not (project / "config").exists() and not (home / ".mcporter").exists()  # all ssebench had created
 
 
-def test_mcporter_calls_test_patch_through_the_installed_entry(client_clis: tuple[Path, Path], tmp_path: Path) -> None:
-    """The written entry reaches the real server: mcporter's call gets the spec's exact text."""
-    bin_dir, cache = client_clis
-    task = copy_task(DEMO_TASK, tmp_path / "task", fix=DEMO_FIX)
-    home = tmp_path / "home"
+def _mcporter_call(
+    bin_dir: Path, cache: Path, workdir: Path, install: tuple[str, ...], config: tuple[str, ...] = ()
+) -> dict:
+    """``ssebench agents install *install --url URL`` into a fresh HOME, then ``mcporter
+    [*config] call ssebench.test_patch`` on the real stack (the demo task, fixed, level 0)."""
+    task = copy_task(DEMO_TASK, workdir / "task", fix=DEMO_FIX)
+    home = workdir / "home"
     home.mkdir(mode=0o700)
     env = _env(home, bin_dir, cache)
     env["MCPORTER_CALL_TIMEOUT"] = "3600000"  # what `agents show mcporter` tells users to set
+    env["npm_config_offline"] = "true"  # npx must find the pinned mcp-remote, not the registry
     stack_dir = Path(tempfile.mkdtemp(prefix="sse-e2e-", dir="/tmp"))
     try:
         with running_stack(task, stack_dir, tree=task.parent / "src", difficulty="0", env=env) as stack:
-            _ssebench(env, home, "install", "mcporter", "--url", stack.url)
+            _ssebench(env, home, "install", *install, "--url", stack.url)
             proc = run_group(
-                [str(bin_dir / "mcporter"), "call", "ssebench.test_patch", "--output", "json"],
+                [str(bin_dir / "mcporter"), *config, "call", "ssebench.test_patch", "--output", "json"],
                 env=env,
                 cwd=home,
                 timeout=180,
@@ -141,5 +148,27 @@ def test_mcporter_calls_test_patch_through_the_installed_entry(client_clis: tupl
     finally:
         shutil.rmtree(stack_dir, ignore_errors=True)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    result = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_mcporter_calls_test_patch_through_the_installed_entry(client_clis: tuple[Path, Path], tmp_path: Path) -> None:
+    """The written entry reaches the real server: mcporter's call gets the spec's exact text."""
+    result = _mcporter_call(*client_clis, tmp_path, ("mcporter",))
+    assert result["content"] == [{"type": "text", "text": level0_all_passed(poc_count(DEMO_TASK))}]
+
+
+def test_the_bridged_entry_carries_the_call(client_clis: tuple[Path, Path], tmp_path: Path) -> None:
+    """A stdio-only client's entry (``npx -y mcp-remote URL``), started by a real stdio client,
+    gets test_patch's exact text from the real server. Claude Desktop's: the bridged rows of
+    agents/generic/bridged.py write the same entry (test_agents_registry checks that)."""
+    bin_dir, cache = client_clis
+    # MCPorter starts a stdio server in its config file's folder: one of ours below the pins'
+    # folder, so that npx finds the pinned mcp-remote there (offline) instead of fetching it
+    folder = Path(tempfile.mkdtemp(prefix="bridge-", dir=bin_dir.parent.parent))
+    try:
+        mcporter_file = folder / "mcporter.json"
+        install = ("claude-desktop", "--file", str(mcporter_file))
+        result = _mcporter_call(bin_dir, cache, tmp_path, install, ("--config", str(mcporter_file)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     assert result["content"] == [{"type": "text", "text": level0_all_passed(poc_count(DEMO_TASK))}]
