@@ -72,6 +72,11 @@ CLIENTS = (
         shape=(("type", "http"), ("url", URL)),
         timeout_behaviour=NO_TIMEOUT_KEY,
         binaries=("code",),
+        extra_notes=(
+            "VS Code forwards this entry to its Copilot agent sessions, which also read the portable Copilot "
+            "files: ~/.copilot/mcp-config.json (`ssebench agents install copilot`, with a timeout key) and "
+            "./.mcp.json.",
+        ),
     ),
     TableClient(
         name="cursor",
