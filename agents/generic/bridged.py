@@ -76,7 +76,7 @@ CLIENTS = (
         timeout_key="timeout",
         timeout_unit=Unit.MILLISECONDS,
         timeout_behaviour="Amazon Q's default for a request is 120 s.",
-        binaries=("q",),
+        # no binaries: `q` is many tools' name; ~/.aws/amazonq says Amazon Q is here
         extra_notes=("Amazon Q Developer CLI is now Kiro CLI: `ssebench agents install kiro` writes its file.",),
     ),
     Bridged(

@@ -185,7 +185,7 @@ CLIENTS = (
         shape=(("type", "http"), ("url", URL), ("enabled", True)),
         timeout_behaviour=NO_KEY,
         extra_notes=("fx reads MCP servers only from ~/.fx/mcp.json (/mcp reload applies a change).",),
-        binaries=("fx",),
+        # no binaries: `fx` is also a common JSON viewer's name, so ~/.fx alone says it is here
     ),
     TableClient(
         name="librechat",
