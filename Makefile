@@ -26,7 +26,8 @@ demo: setup
 # docker-compose), and strace (the daemon traces its builds to reuse them safely):
 # installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
-# The agent CLIs (npm) are installed by the e2e fixtures into ~/.cache/ssebench.
+# The agent CLIs (npm) and the read-back clients (configs/client-clis/) are installed by the
+# e2e fixtures into ~/.cache/ssebench.
 # `ssebench view`'s browser tests drive Debian's chromium with its chromium-driver (Selenium,
 # from the test extra); installed the same way.
 test-deps:

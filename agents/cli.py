@@ -208,7 +208,7 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
 
     client = get(name)
     settings = _settings(args)
-    if client.name == "generic" and args.file is None:
+    if client.user_path is None and client.project_path is None and args.file is None:
         return _generic(args, client, settings, install)
     try:
         action = actions.install if install else actions.uninstall
@@ -232,11 +232,11 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
 
 
 def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple[int, dict | None]:
-    """``generic`` without ``--file``: print the standard entry (it has no config of its own)."""
+    """``generic`` (or ``warp``) without ``--file``: print the entry (no config file of its own)."""
     from ssebench.agents import actions
 
     if not install:
-        _error("generic has no config file of its own: give --file PATH")
+        _error(f"{client.name} has no config file of its own: give --file PATH")
         return 2, None
     if args.json:
         return 0, {"entry": client.entry(settings), "notes": client.notes(settings)}

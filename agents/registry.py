@@ -12,10 +12,18 @@ from __future__ import annotations
 from ssebench.agents import claude, codex, gemini, opencode
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
-from ssebench.agents.generic import claude_desktop, goose, standard, table, zed
+from ssebench.agents.generic import bridged, claude_desktop, goose, rows, standard, table, zed
 
 _BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT)
-_REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT, standard.CLIENT)
+_REGISTER_ONLY: tuple[Client, ...] = (
+    *table.CLIENTS,
+    goose.CLIENT,
+    zed.CLIENT,
+    claude_desktop.CLIENT,
+    *rows.CLIENTS,
+    *bridged.CLIENTS,
+    standard.CLIENT,
+)
 
 AGENTS: dict[str, Agent] = {}
 CLIENTS: dict[str, Client] = {}

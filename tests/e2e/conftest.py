@@ -87,23 +87,25 @@ def _cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "ssebench" / "e2e-node"
 
 
-def install_clis(report: Callable[[str], None] = print) -> Path:
-    """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``."""
+def install_clis(report: Callable[[str], None] = print, *, pins: Path = PINS, bins: tuple[str, ...] = CLIS) -> Path:
+    """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``.
+    ``pins``/``bins``: another pin file (configs/client-clis/, the read-back-only clients) and the
+    programs it must provide; each pin file gets its own folder in the one cache."""
     from filelock import FileLock
 
-    lock_bytes = (PINS / "package-lock.json").read_bytes()
-    digest = hashlib.sha256((PINS / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
+    lock_bytes = (pins / "package-lock.json").read_bytes()
+    digest = hashlib.sha256((pins / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
     target = _cache_root() / digest
     stamp = target / "installed.json"
     bin_dir = target / "node_modules" / ".bin"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f"{digest}.lock"), timeout=INSTALL_TIMEOUT + 60):
-        if stamp.is_file() and all((bin_dir / c).exists() for c in CLIS):
+        if stamp.is_file() and all((bin_dir / c).exists() for c in bins):
             return bin_dir
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(mode=0o700)
         for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(PINS / name, target / name)
+            shutil.copyfile(pins / name, target / name)
         started = time.monotonic()
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with
