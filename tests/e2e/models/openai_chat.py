@@ -98,8 +98,8 @@ class OpenAIChatModel(ScriptedModel):
             return self._reply(body, {"content": json.dumps(_fill(schema) if schema else {})}, "stop")
         if offers_tool and self.call_tool and not self._our_results(body):
             req.answer = "tool"
-            call = {"id": f"call_{next(_ids):04d}", "type": "function"}
-            call["function"] = {"name": self.tool_name, "arguments": "{}"}
+            function = {"name": self.tool_name, "arguments": "{}"}
+            call = {"id": f"call_{next(_ids):04d}", "type": "function", "function": function}
             return self._reply(body, {"content": None, "tool_calls": [call]}, "tool_calls")
         req.answer = "text"
         return self._reply(body, {"content": self.final_text if offers_tool else "ssebench e2e"}, "stop")
@@ -148,8 +148,8 @@ def _chunks(head: dict[str, Any], body: dict[str, Any], message: dict[str, Any],
     calls = message.get("tool_calls")
     if calls:
         call = calls[0]
-        first = {"index": 0, "id": call["id"], "type": "function"}
-        first["function"] = {"name": call["function"]["name"], "arguments": ""}
+        name = {"name": call["function"]["name"], "arguments": ""}
+        first = {"index": 0, "id": call["id"], "type": "function", "function": name}
         second = {"index": 0, "function": {"arguments": call["function"]["arguments"]}}
         out = [chunk({"role": "assistant", "content": None, "tool_calls": [first]}), chunk({"tool_calls": [second]})]
     else:
