@@ -36,11 +36,13 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import names
+
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
-CLIS = ("claude", "codex", "gemini", "opencode")
+CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -60,6 +62,11 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "SSE_AGENT_MODEL": "scripted-model",
     },
     "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
+    "qwen": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -71,6 +78,7 @@ _LEAKY = (
     "CODEX_",
     "CLAUDE_",
     "OPENCODE_",
+    "QWEN_",
     "SSE_",
     "MCP_",
     "XDG_",

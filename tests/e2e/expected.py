@@ -82,6 +82,8 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert texts is not None and len(texts) == 2, run.explain()
         assert WALL_TIME.fullmatch(texts[0]), texts[0]
         assert texts[1] == expected, run.explain()
+    elif cli == "qwen":  # a role=tool message whose content is one text part
+        assert result.text_parts == [expected], run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
         assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
     else:  # pragma: no cover

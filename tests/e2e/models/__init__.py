@@ -61,7 +61,11 @@ TOOL_NAMES = {
     "codex": "test_patch",  # in namespace mcp__ssebench
     "gemini": "mcp_ssebench_test_patch",
     "opencode": "ssebench_test_patch",
+    "qwen": "mcp__ssebench__test_patch",
 }
+
+#: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
+CHAT_CLIS = ("qwen",)
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
@@ -73,6 +77,8 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
+    if cli in CHAT_CLIS:
+        return OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
     raise ValueError(f"no scripted model for CLI {cli!r}; known: {', '.join(TOOL_NAMES)}")
 
 
