@@ -167,6 +167,28 @@ def test_qwen_stream():
     ]
 
 
+def test_continue_prints_only_the_final_answer():
+    events = without_duration(convert("continue", fixture("continue")))
+    assert events == [
+        {"type": "init", "agent": "continue"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 1,
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+    failed = convert(
+        "continue",
+        ['{"status":"error","message":"MCP server(s) failed to load:\\nssebench: fetch failed"}'],
+        exit_code=1,
+    )
+    assert failed[-1]["status"] == "error" and "ssebench: fetch failed" in json.dumps(failed[-1])
+
+
 def test_gemini_deltas_are_merged_into_one_message():
     lines = [
         json.dumps(e)
@@ -288,10 +310,10 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode, qwen"
+    known = "claude, codex, gemini, opencode, qwen, continue"
     with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
-    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "qwen"}
+    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "qwen", "continue"}
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):

@@ -36,7 +36,8 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
             difficulty=2,
         )
     assert (
-        str(error.value) == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen"
+        str(error.value)
+        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue"
     )
     assert not (tmp_path / "r").exists()
 

@@ -61,7 +61,8 @@ def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("vscode")
     assert (
-        str(error.value) == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen"
+        str(error.value)
+        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue"
     )
 
 

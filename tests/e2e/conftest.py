@@ -62,6 +62,11 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "SSE_AGENT_MODEL": "scripted-model",
     },
     "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
+    "continue": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
     "qwen": lambda url: {
         "OPENAI_BASE_URL": url + "/v1",
         "OPENAI_API_KEY": "sk-e2e",
@@ -79,6 +84,7 @@ _LEAKY = (
     "CLAUDE_",
     "OPENCODE_",
     "QWEN_",
+    "CONTINUE_",
     "SSE_",
     "MCP_",
     "XDG_",

@@ -13,6 +13,8 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
   to 30 s; default 5 minutes); the server's heartbeats reset it, and the entry's
   ``timeout`` (from agents install) covers the whole call, which progress does not extend.
   The control run (heartbeats every 600 s) shows the idle abort the heartbeats prevent.
+- Continue CLI cannot wait: it calls tools with the MCP SDK's fixed 60 s limit, which no
+  setting raises and progress does not reset; its run shows the error it hands the model.
 
 The runs the selected tests need go at once (own daemon, server and model each), so the
 case costs ~95 s; ``-k qwen`` runs only Qwen Code's.
@@ -79,11 +81,13 @@ VARIANTS = {
     ),
     "qwen": Variant("qwen", QWEN_IDLE),
     "qwen-no-heartbeats-control": Variant("qwen", QWEN_IDLE, server_args=("--heartbeat", "600")),
+    "continue-60s-limit-control": Variant("continue"),
 }
 #: the control runs each control test reads
 CONTROLS = {
     "test_without_heartbeats_claude_code_gives_up_after_30s": "claude-no-heartbeats-control",
     "test_without_heartbeats_qwen_code_gives_up_after_30s": "qwen-no-heartbeats-control",
+    "test_continue_cli_gives_up_after_60s_whatever_the_heartbeats": "continue-60s-limit-control",
 }
 
 
@@ -162,3 +166,12 @@ def test_without_heartbeats_qwen_code_gives_up_after_30s(slow_runs: dict[str, An
     assert len(results) == 1, run.explain()
     assert "did not respond within 30000ms idle timeout" in results[0].text, run.explain()
     assert run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_continue_cli_gives_up_after_60s_whatever_the_heartbeats(slow_runs: dict[str, Any]) -> None:
+    """Continue CLI, heartbeats every 15 s as usual: the MCP SDK's 60 s request limit still ends the call."""
+    run = _run(slow_runs, "continue-60s-limit-control")
+    results = run.model.tool_results()
+    assert len(results) == 1, run.explain()
+    assert "Request timed out" in results[0].text, run.explain()
+    assert 60 <= run.seconds < SILENT_BUILD_SECONDS, run.explain()

@@ -62,10 +62,11 @@ TOOL_NAMES = {
     "gemini": "mcp_ssebench_test_patch",
     "opencode": "ssebench_test_patch",
     "qwen": "mcp__ssebench__test_patch",
+    "continue": "test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen",)
+CHAT_CLIS = ("qwen", "continue")
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
