@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.agents.registry import names
+from ssebench.agents.registry import agent, names
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
@@ -112,10 +112,10 @@ def install_clis(report: Callable[[str], None] = print) -> Path:
     bin_dir = target / "node_modules" / ".bin"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f"{digest}.lock"), timeout=INSTALL_TIMEOUT + 60):
-        if stamp.is_file() and all((bin_dir / c).exists() for c in CLIS):
+        if stamp.is_file() and all((bin_dir / agent(c).binary).exists() for c in CLIS):
             return bin_dir
         shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(mode=0o700)
+        target.mkdir(mode=0o700, exist_ok=True)  # rmtree may leave the folder itself behind
         for name in ("package.json", "package-lock.json"):
             shutil.copyfile(PINS / name, target / name)
         started = time.monotonic()
