@@ -9,12 +9,19 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, codex, gemini, opencode
+from ssebench.agents import claude, codex, continue_cli, gemini, opencode, qwen
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
 from ssebench.agents.generic import bridged, claude_desktop, goose, rows, standard, table, zed
 
-_BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT)
+_BUNDLED: tuple[Agent, ...] = (
+    claude.AGENT,
+    codex.AGENT,
+    gemini.AGENT,
+    opencode.AGENT,
+    qwen.AGENT,
+    continue_cli.AGENT,
+)
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,
     goose.CLIENT,

@@ -76,8 +76,18 @@ def clients_table(clients: list[Client], settings: Settings, *, readme: bool = F
 def agents_table(records: list[Agent]) -> str:
     """The README's table of the agents ``ssebench run --agent`` launches, from their records."""
     lines = [
-        "| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) |",
-        "|---|---|---|",
+        "| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) "
+        "| A long test_patch call |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {r.name} | {r.model_vars} | `{r.package}` |" for r in records]
+    lines += [f"| {r.name} | {r.model_vars} | `{r.package}` | {_long_call(r.client)} |" for r in records]
     return "\n".join(lines) + "\n"
+
+
+def _long_call(client: Client) -> str:
+    """The README's cell: the timeout ``agents install`` writes, then how the client waits."""
+    if client.timeout_key is None:
+        return client.timeout_behaviour
+    unit = "ms" if client.timeout_unit is Unit.MILLISECONDS else "s"
+    value = client.timeout_value(Settings().timeout)
+    return f"`{client.timeout_key}` = {value} {unit} (agents install); {client.timeout_behaviour}"

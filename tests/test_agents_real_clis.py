@@ -104,3 +104,23 @@ def test_opencode_reads_a_jsonc_file(env: dict[str, str], tmp_path: Path) -> Non
     out = listed.stdout + listed.stderr
     assert "ssebench" in out and URL in out
     assert "1 server(s)" in out
+
+
+def test_qwen_lists_the_entry_beside_the_users_server(env: dict[str, str], tmp_path: Path) -> None:
+    settings = Path(env["HOME"]) / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  // mine\n  "mcpServers": {"other": {"httpUrl": "http://127.0.0.1:8/mcp"}}\n}\n'
+    settings.write_text(original)
+    install("qwen", env, tmp_path)
+    entry = json.loads(settings.read_text().replace("  // mine\n", ""))["mcpServers"]["ssebench"]
+    assert entry == {"httpUrl": URL, "timeout": 1_234_000, "trust": True, "alwaysLoadTools": True}
+    listed = run(["qwen", "mcp", "list"], env, tmp_path)
+    out = listed.stdout + listed.stderr
+    assert "other: http://127.0.0.1:8/mcp (http)" in out
+    assert f"ssebench: {URL} (http)" in out
+    uninstall("qwen", env, tmp_path)
+    # qwen itself rewrote the file when it read it (it adds "$version" and reflows it), so
+    # the check is that only our entry went: the user's comment and server stay
+    left = settings.read_text()
+    assert "// mine" in left and '"other"' in left and "ssebench" not in left
+    assert "ssebench" not in (lambda p: p.stdout + p.stderr)(run(["qwen", "mcp", "list"], env, tmp_path))

@@ -64,7 +64,18 @@ YAML_FIXTURES = {
     "no-extensions": "GOOSE_PROVIDER: openai\nGOOSE_MODEL: gpt\n",
 }
 
-FIXTURES = {"json": JSON_FIXTURES, "toml": TOML_FIXTURES, "yaml": YAML_FIXTURES}
+# Continue CLI's config.yaml: servers (and models) are lists of named items
+YAML_LIST_FIXTURES = {
+    "continue": (
+        "# my Continue config\nname: Main Config  # shown in cn\nversion: 1.0.0\nschema: v1\nmodels:\n"
+        "  - name: Claude\n    provider: anthropic\n    model: claude-x\n    roles:\n      - chat\n\n"
+        'mcpServers:\n  - name: other\n    command: npx\n    args: ["-y", "srv-ü"]\n'
+    ),
+    "flush-lists": "name: x\nversion: 0.0.1\nrules:\n- be brief\n- 'quoted: yes'\n",
+    "no-servers": "name: Local\nversion: 1.0.0\nschema: v1\n",
+}
+
+FIXTURES = {"json": JSON_FIXTURES, "toml": TOML_FIXTURES, "yaml": YAML_FIXTURES, "yaml-list": YAML_LIST_FIXTURES}
 CASES = [
     pytest.param(client, name, id=f"{client.name}-{name}")
     for client in CLIENTS.values()

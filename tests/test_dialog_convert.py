@@ -147,6 +147,48 @@ def test_opencode_stream():
     ]
 
 
+def test_qwen_stream():
+    events = without_duration(convert("qwen", fixture("qwen")))
+    tools = events[0].pop("tools")
+    assert "mcp__ssebench__test_patch" in tools and "run_shell_command" in tools
+    assert events == [
+        {"type": "init", "agent": "qwen", "session": "31533645-77a6-47c9-b976-fcb058b4ae20", "model": "scripted-model"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": "call_0001", "name": "mcp__ssebench__test_patch", "status": "running", "input": {}},
+        {"type": "tool", "id": "call_0001", "name": "mcp__ssebench__test_patch", "status": "success", "output": RESULT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "tokens": {"input": 200, "output": 20, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+
+
+def test_continue_prints_only_the_final_answer():
+    events = without_duration(convert("continue", fixture("continue")))
+    assert events == [
+        {"type": "init", "agent": "continue"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 1,
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+    failed = convert(
+        "continue",
+        ['{"status":"error","message":"MCP server(s) failed to load:\\nssebench: fetch failed"}'],
+        exit_code=1,
+    )
+    assert failed[-1]["status"] == "error" and "ssebench: fetch failed" in json.dumps(failed[-1])
+
+
 def test_gemini_deltas_are_merged_into_one_message():
     lines = [
         json.dumps(e)
@@ -268,10 +310,10 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode"
+    known = "claude, codex, gemini, opencode, qwen, continue"
     with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
-    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode"}
+    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "qwen", "continue"}
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
