@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ def _checks_reach_tmp_path(request: pytest.FixtureRequest) -> None:
     if os.geteuid() != 0 or "tmp_path" not in request.fixturenames:
         return
     path = request.getfixturevalue("tmp_path")
-    for folder in (path, *list(path.parents)[:2]):
+    top = Path(tempfile.gettempdir())
+    # Up to the temp folder: pytest-of-root/pytest-N/[popen-gwK/ under pytest-xdist]/test_x0.
+    for folder in (path, *list(itertools.takewhile(lambda p: p != top, path.parents))[:3]):
         if folder.stat().st_uid == 0 and folder.stat().st_mode & 0o011 != 0o011:
             folder.chmod(folder.stat().st_mode & 0o7777 | 0o011)
 
