@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--task", action="append", default=[], metavar="FILE", help="a task (repeat); instead of a file")
     run.add_argument("--agent", action="append", default=[], metavar="NAME", help="a bundled agent (repeat)")
     run.add_argument("--difficulty", action="append", default=[], metavar="N", help="a level 0-4 (repeat)")
-    run.add_argument("--attempts", type=int, default=1, metavar="K", help="attempts per cell (without a file)")
+    run.add_argument("--attempts", type=_positive, default=1, metavar="K", help="attempts per cell (without a file)")
     run.add_argument("--results", metavar="DIR", help="the job's folder (default: ./ssebench-jobs/<job>-<time>)")
     _common(run)
     run.set_defaults(func=_run)
@@ -45,8 +45,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.set_defaults(func=_report, format="text")
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of runs, 1 or more, got {text!r}")
+    return int(text)
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", type=int, dest="concurrency", metavar="N", help="at most N runs at once")
+    p.add_argument("-n", type=_positive, dest="concurrency", metavar="N", help="at most N runs at once")
     p.add_argument("--backend", choices=("local", "docker", "kubernetes"), help="where runs execute (default: local)")
 
 

@@ -7,6 +7,7 @@ folders of earlier tries of a retried run (docs/jobs.md, "The job folder").
 
 from __future__ import annotations
 
+import secrets
 import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -43,7 +44,7 @@ def create(folder: Path, job: Job, flags: Mapping[str, Any] | None, backend: str
         raise StateError(f"{folder} already holds a job; continue it with: ssebench jobs resume {folder}")
     folder.mkdir(parents=True, exist_ok=True)
     header = {
-        "job_id": folder.resolve().name,
+        "job_id": f"{folder.resolve().name}-{secrets.token_hex(4)}",  # unique: sweeps go by it
         "created": now(),
         **source(job, flags),
         "backend": backend,

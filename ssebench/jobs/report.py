@@ -112,9 +112,9 @@ def cell(runs: list[Run], k: int) -> dict[str, Any]:
     passed = sum(1 for r in verdicts if r.passed)
     low, high = wilson(passed, len(verdicts))
     durations = sorted(r.duration for r in runs if r.duration is not None and r.state != "pending")
-    per_task: dict[str, list[bool]] = {}
+    per_task: dict[tuple[str, str, int], list[bool]] = {}  # pass@k: over the attempts of one task × agent × level
     for r in verdicts:
-        per_task.setdefault(r.task, []).append(bool(r.passed))
+        per_task.setdefault((r.task, r.agent, r.level), []).append(bool(r.passed))
     ks = [pass_at_k(len(v), sum(v), k) for v in per_task.values() if len(v) >= k]
     ended = [r for r in runs if r.state != "pending"]
     call_counts = {e: sum(r.calls.get(e, 0) for r in ended) for e in CALL_ENDINGS}

@@ -22,7 +22,7 @@ from ssebench import supervise
 from ssebench.jobs.backend import Outcome, Resources, RunSpec
 from ssebench.jobs.outcome import CANCELLED, RUN_TIMEOUT, START_FAILED, classify
 
-JOB_VAR, RUN_VAR = "SSE_JOB_ID", "SSE_JOB_RUN"
+JOB_VAR, RUN_VAR = "SSE_JOB_ID", "SSE_JOB_RUN"  # ssebench/settings.py; container labels: engine.py
 STOP_GRACE = 10.0  # SIGTERM → SIGKILL: the entrypoint needs ~5.5 s to stop its children
 POLL = 0.2
 RUN_LOG = "ssebench-run.log"  # the run's display (stderr), moved into its folder when it ended
@@ -93,12 +93,15 @@ class LocalBackend:
         with open(_log(spec), "wb") as log:
             return supervise.popen(
                 run_argv(spec, self.extra_args),
-                run_env(spec),
+                self.env(spec),
                 die_with_parent=True,
                 cwd=self.cwd,
                 stdout=subprocess.DEVNULL,  # --json: results.json again; the run folder has it
                 stderr=log,
             )
+
+    def env(self, spec: RunSpec) -> dict[str, str]:
+        return run_env(spec)
 
     def _wait(self, proc: subprocess.Popen[bytes], spec: RunSpec, cancel: threading.Event) -> str | None:
         """Wait for the run; None when it ended by itself, else why it was stopped."""
