@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.tasks import TaskFiles, make_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,3 +125,65 @@ def run_ids() -> list[str]:
         for level in (0, 2)
         for attempt in (1, 2)
     ]
+
+
+def expected(run_id: str) -> tuple[str, int]:
+    return ("passed", 0) if ".fixer." in run_id else ("checks_failed", 1)
+
+
+def assert_run_folders(job: Path, docker: bool = False) -> None:
+    """Every run folder holds the exact results of its run (tests/helpers/jobs.py's job)."""
+    document = json.loads((job / "job.json").read_text(encoding="utf-8"))
+    assert [r["run_id"] for r in document["runs"]] == run_ids()
+    for record in document["runs"]:
+        status, code = expected(record["run_id"])
+        assert (record["state"], record["status"], record["exit_status"], record["tries"]) == (
+            "graded",
+            status,
+            code,
+            1,
+        )
+        assert record["folder"] == f"runs/{record['run_id']}"
+        folder = job / record["folder"]
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        assert (results["status"], results["exit_code"], results["passed"]) == (status, code, code == 0)
+        assert results["difficulty"]["level"] == record["level"]
+        assert results["task"]["id"] == record["task_id"]
+        calls = (folder / "server.log").read_text(encoding="utf-8").count("test_patch call ")
+        assert calls == (1 if ".fixer." in record["run_id"] else 0)
+        files = {"daemon.log", "server.log", "grading.json", "ssebench-run.log", *(["container.log"] if docker else [])}
+        assert files <= {p.name for p in folder.iterdir()}
+    assert not (job / "tries").exists()
+
+
+def assert_report(job: Path) -> None:
+    """`ssebench jobs report --json`'s numbers for the job, exact."""
+    done = jobs("report", job, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    cells = {(c["agent"], c["level"]): c for c in report["cells"]}
+    assert list(cells) == [("fixer", 0), ("fixer", 2), ("noop", 0), ("noop", 2)]
+    for (agent, level), c in cells.items():
+        fixer = agent == "fixer"
+        assert (c["runs"], c["graded"], c["passed"], c["k"]) == (4, 4, 4 if fixer else 0, 2)
+        assert c["pass_rate"] == (1.0 if fixer else 0.0)
+        assert c["pass_rate_ci95"] == pytest.approx([0.5101, 1.0] if fixer else [0.0, 0.4899], abs=1e-4)
+        assert c["pass_at_k"] == (1.0 if fixer else 0.0)
+        assert c["test_patch_calls"] == (4 if fixer else 0)
+        assert c["test_patch_endings"] == {  # level 0 runs every check, level 2 withholds the PoCs
+            e: (4 if fixer and e == "passed" else 0)
+            for e in ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")
+        }
+        assert (c["agent_failures"], c["infra_failures"], c["not_run"]) == (0, 0, 0)
+        durations = sorted(
+            json.loads((job / "runs" / f"{t}.{agent}.L{level}.a{a}" / "results.json").read_text())["duration"]
+            for t in ("demo-overflow", "toggle")
+            for a in (1, 2)
+        )
+        assert c["duration_median"] == pytest.approx((durations[1] + durations[2]) / 2)
+        assert c["duration_p90"] == pytest.approx(durations[2] + (durations[3] - durations[2]) * 0.7)
+    tasks = {t["task"]: t for t in report["tasks"]}
+    assert list(tasks) == ["demo-overflow", "toggle"]
+    for t in tasks.values():
+        assert (t["runs"], t["graded"], t["passed"], t["pass_rate"], t["test_patch_calls"]) == (8, 8, 4, 0.5, 4)
+        assert t["pass_at_k"] == 0.5  # the mean over its agent × level groups: 1, 1, 0, 0

@@ -39,15 +39,18 @@ class DockerBackend(LocalBackend):
             DockerEngine.locate()
         except DockerRunError as error:
             return Outcome("infra", START_FAILED, None, str(error))
-        if self.env(spec).get(NETWORK_VAR, "host") != "host":
-            return super().run(spec, cancel)
-        while not _HOST_PORT.acquire(timeout=0.5):
-            if cancel.is_set():
-                return Outcome("infra", CANCELLED, None, "stopped by the scheduler: cancelled")
         try:
-            return super().run(spec, cancel)
-        finally:
-            _HOST_PORT.release()
+            if self.env(spec).get(NETWORK_VAR, "host") != "host":
+                return super().run(spec, cancel)
+            while not _HOST_PORT.acquire(timeout=0.5):
+                if cancel.is_set():
+                    return Outcome("infra", CANCELLED, None, "stopped by the scheduler: cancelled")
+            try:
+                return super().run(spec, cancel)
+            finally:
+                _HOST_PORT.release()
+        finally:  # after every run, however it ended: a container costs too much to leave
+            remove_labelled(f"{LABELS[RUN_VAR]}={spec.job_id}/{spec.run_id}")
 
     def env(self, spec: RunSpec) -> dict[str, str]:
         """A custom command's containers get no network (its server is inside its own container)
@@ -56,10 +59,6 @@ class DockerBackend(LocalBackend):
         if spec.command is not None and NETWORK_VAR not in spec.env and not env.get(NETWORK_VAR):
             env[NETWORK_VAR] = "none"
         return env
-
-    def cleanup(self, spec: RunSpec) -> None:
-        super().cleanup(spec)
-        remove_labelled(f"{LABELS[RUN_VAR]}={spec.job_id}/{spec.run_id}")
 
     def sweep(self, job_id: str) -> None:
         super().sweep(job_id)

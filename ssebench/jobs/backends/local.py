@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from ssebench import supervise
 from ssebench.jobs.backend import Outcome, Resources, RunSpec
-from ssebench.jobs.outcome import CANCELLED, RUN_TIMEOUT, START_FAILED, classify
+from ssebench.jobs.outcome import CANCELLED, KILLED, NO_RESULTS, RUN_TIMEOUT, START_FAILED, classify
 
 JOB_VAR, RUN_VAR = "SSE_JOB_ID", "SSE_JOB_RUN"  # ssebench/settings.py; container labels: engine.py
 STOP_GRACE = 10.0  # SIGTERM → SIGKILL: the entrypoint needs ~5.5 s to stop its children
@@ -80,14 +80,17 @@ class LocalBackend:
             proc = self._start(spec)
         except OSError as error:
             return Outcome("infra", START_FAILED, None, f"could not start ssebench run: {error}")
+        stopped: str | None = "error"
         try:
             stopped = self._wait(proc, spec, cancel)
         finally:
             code = supervise.stop(proc, STOP_GRACE) if proc.poll() is None else proc.returncode
-            self.cleanup(spec)
+            outcome = classify(code, spec.folder, stopped)
+            if stopped is not None or outcome.status in (KILLED, NO_RESULTS, "interrupted"):
+                self.cleanup(spec)  # a normal end leaves nothing (the entrypoint stops all it started)
             with contextlib.suppress(OSError):
                 _log(spec).replace(spec.folder / RUN_LOG)
-        return classify(code, spec.folder, stopped)
+        return outcome
 
     def _start(self, spec: RunSpec) -> subprocess.Popen[bytes]:
         with open(_log(spec), "wb") as log:
