@@ -4,6 +4,8 @@ rule and the report's formats (fast: nothing here starts a run)."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,12 @@ from hypothesis import strategies as st
 
 from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix, report
+from ssebench.jobs.backend import Outcome, Resources, RunSpec
 from ssebench.jobs.jobfile import AgentSpec, Job
+from ssebench.jobs.scheduler import Policy, Scheduler
 from ssebench.jobs.state import STATES, JobState, new_run
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
+from ssebench.task import TaskError, load_task
 from tests.helpers.jobs import DEMO, jobs
 
 GOOD = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "noop"\ncommand = ["true"]\n'
@@ -89,7 +94,7 @@ def test_flags_without_a_file_need_a_task_and_an_agent(tmp_path: Path) -> None:
     done = jobs("run", "--task", DEMO / "task.toml", "--agent", "claude", "--difficulty", "7")
     assert (done.returncode, done.stderr) == (
         2,
-        "ssebench jobs: ssebench jobs run: levels[0]: must be a level 0-4, got 7\n",
+        "ssebench jobs: --difficulty: must be a level 0-4, got 7\n",
     )
 
 
@@ -223,4 +228,113 @@ def test_report_compares_two_jobs(tmp_path: Path) -> None:
     text = report.render([first, first], "text")
     assert text.endswith(
         "j1 → j1\nagent  level  pass rate j1  pass rate j1  change\na      2      100%          100%          +0 pts\n"
+    )
+
+
+# --- the scheduler: resources and retries ---------------------------------------------------------
+
+
+class CountingBackend:
+    """A backend whose runs take 50 ms and end as *script* says (per run id, per try)."""
+
+    name = "counting"
+
+    def __init__(self, script: dict[str, list[str]] | None = None) -> None:
+        self.script = script or {}
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+        self.tries: dict[str, int] = {}
+
+    def capacity(self) -> Resources:
+        return Resources(4.0, 8 << 30)
+
+    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.tries[spec.run_id] = n = self.tries.get(spec.run_id, 0) + 1
+        time.sleep(0.05)
+        with self.lock:
+            self.now -= 1
+        kind = (self.script.get(spec.run_id) or ["graded"] * 9)[n - 1]
+        status = {"graded": "passed", "agent": "agent_failed", "infra": "daemon_failed"}[kind]
+        return Outcome(kind, status, 0, "")  # type: ignore[arg-type]
+
+    def sweep(self, job_id: str) -> None:
+        pass
+
+
+def _schedule(tmp_path: Path, backend: CountingBackend, cpus: float, runs: int = 8, **policy: object) -> JobState:
+    records = [new_run(f"t.a.L2.a{i}", "/t/task.toml", "t", "a", 2, i) for i in range(1, runs + 1)]
+    state = JobState(tmp_path, {"job_id": "j"}, records)
+    specs = {
+        r["run_id"]: RunSpec(
+            "j",
+            r["run_id"],
+            Path("/t/task.toml"),
+            "a",
+            ("true",),
+            None,
+            {},
+            2,
+            r["attempt"],
+            None,
+            cpus,
+            1 << 30,
+            tmp_path / r["folder"],
+        )
+        for r in records
+    }
+    assert Scheduler(backend, state, specs, Policy(**policy)).run(list(specs))  # type: ignore[arg-type]
+    state.close()
+    return state
+
+
+@pytest.mark.parametrize(("cpus", "most"), [(1.0, 4), (2.0, 2), (3.0, 1), (64.0, 1)])
+def test_the_scheduler_never_overcommits_the_cpus(tmp_path: Path, cpus: float, most: int) -> None:
+    backend = CountingBackend()
+    _schedule(tmp_path, backend, cpus)
+    assert backend.most == most
+
+
+def test_the_concurrency_limit_holds(tmp_path: Path) -> None:
+    backend = CountingBackend()
+    _schedule(tmp_path, backend, 0.5, concurrency=3)
+    assert backend.most == 3
+
+
+def test_infra_failures_are_retried_an_agents_own_failure_is_not(tmp_path: Path) -> None:
+    script = {"t.a.L2.a1": ["infra", "graded"], "t.a.L2.a2": ["agent"], "t.a.L2.a3": ["infra"] * 3}
+    state = _schedule(tmp_path, CountingBackend(script), 1.0, runs=3)
+    assert [(r["state"], r["status"], r["tries"]) for r in state] == [
+        ("graded", "passed", 2),
+        ("agent", "agent_failed", 1),
+        ("infra", "daemon_failed", 3),
+    ]
+    assert sorted(p.name for p in (tmp_path / "tries").iterdir()) == [
+        "t.a.L2.a1.try1",
+        "t.a.L2.a3.try1",
+        "t.a.L2.a3.try2",
+    ]
+    asked = _schedule(
+        tmp_path / "again",
+        CountingBackend({"t.a.L2.a1": ["agent", "graded"]}),
+        1.0,
+        runs=1,
+        retry_on=("infra", "agent_failed"),
+    )
+    assert [(r["state"], r["tries"]) for r in asked] == [("graded", 2)]
+
+
+def test_a_task_declares_what_a_run_needs(tmp_path: Path) -> None:
+    from tests.helpers.tasks import make_task
+
+    task = make_task(tmp_path / "t", top_toml='[resources]\ncpus = 2\nmemory = "3G"\n')
+    assert jobfolder.task_resources(task.file) == Resources(2.0, 3 << 30)
+    assert jobfolder.task_resources(DEMO / "task.toml") == jobfolder.DEFAULT_RUN
+    bad = make_task(tmp_path / "b", top_toml="[resources]\ncpus = 0\n")
+    with pytest.raises(TaskError) as error:
+        load_task(bad.file)
+    assert (
+        str(error.value) == f"{bad.file}: key 'resources.cpus': must be a number of CPUs above 0 (at most 1024), got 0"
     )

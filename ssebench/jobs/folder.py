@@ -8,7 +8,6 @@ folders of earlier tries of a retried run (docs/jobs.md, "The job folder").
 from __future__ import annotations
 
 import secrets
-import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,10 +117,9 @@ def specs(job: Job, state: JobState) -> dict[str, RunSpec]:
 
 def task_resources(task: Path) -> Resources:
     """A task's ``[resources]`` (docs/task-format.md), else :data:`DEFAULT_RUN`."""
-    from ssebench.daemon.limits import parse_size
+    from ssebench.task import load_task
 
-    with open(task, "rb") as stream:
-        table = tomllib.load(stream).get("resources") or {}
-    cpus = float(table.get("cpus", DEFAULT_RUN.cpus))
-    memory = table.get("memory", DEFAULT_RUN.memory)
-    return Resources(cpus, memory if isinstance(memory, int) else parse_size("memory", str(memory)))
+    declared = load_task(task).resources
+    if declared is None:
+        return DEFAULT_RUN
+    return Resources(declared.cpus or DEFAULT_RUN.cpus, declared.memory or DEFAULT_RUN.memory)

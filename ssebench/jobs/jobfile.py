@@ -250,9 +250,21 @@ def _timeouts(r: _Reader, table: object) -> dict[str, float]:
     return {k: float(v) for k, v in table.items()}
 
 
+class _FlagReader(_Reader):
+    """Names the flag, not the job file's key: ``--difficulty 7: must be a level 0-4, got 7``."""
+
+    FLAGS = (("tasks", "--task"), ("agents", "--agent"), ("levels", "--difficulty"), ("attempts", "--attempts"))
+
+    def fail(self, key: str, problem: str) -> JobFileError:
+        for name, flag in self.FLAGS:
+            if key.startswith(name):
+                return JobFileError(f"{flag}: {problem}")
+        return JobFileError(f"{key}: {problem}")
+
+
 def from_flags(tasks: list[str], agents: list[str], levels: list[str], attempts: int) -> Job:
     """The job of ``ssebench jobs run --task ... --agent ... --difficulty ...`` (no file)."""
-    r = _Reader("ssebench jobs run")
+    r = _FlagReader("ssebench jobs run")
     parsed: list[int | str] = [int(v) if v.strip().isdigit() else v for v in levels]
     data: dict[str, Any] = {"tasks": tasks, "agents": [{"name": a} for a in agents], "attempts": attempts}
     if parsed:
