@@ -265,6 +265,7 @@ class CountingBackend:
 
 
 def _schedule(tmp_path: Path, backend: CountingBackend, cpus: float, runs: int = 8, **policy: object) -> JobState:
+    tmp_path.mkdir(exist_ok=True)
     records = [new_run(f"t.a.L2.a{i}", "/t/task.toml", "t", "a", 2, i) for i in range(1, runs + 1)]
     state = JobState(tmp_path, {"job_id": "j"}, records)
     specs = {
