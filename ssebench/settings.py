@@ -191,6 +191,20 @@ VARIABLES: tuple[Variable, ...] = (
         "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "server.limits:parse_duration"
     ),
     Variable(
+        "SSE_JOB_ID",
+        "text",
+        "",
+        "set by ssebench jobs for a run: its job (marks its processes, labels its containers)",
+        ("ssebench.jobs", "ssebench.container"),
+    ),
+    Variable(
+        "SSE_JOB_RUN",
+        "text",
+        "",
+        "set by ssebench jobs for a run: JOB/RUN (marks its processes, labels its containers)",
+        ("ssebench.jobs", "ssebench.container"),
+    ),
+    Variable(
         "MCP_LOG_DIR",
         "path",
         "/tmp/mcp/logs",

@@ -645,3 +645,68 @@ def test_engine_script_is_idempotent_and_leaves_nothing_behind(docker_host: str,
     finally:
         _script(ENGINE_SCRIPT, "stop", env=env, timeout=60)
         shutil.rmtree(state, ignore_errors=True)
+
+
+# --- ssebench jobs --backend docker ------------------------------------------------------------
+
+
+def test_jobs_docker_backend_runs_the_job_and_leaves_no_container(base_image: str, tmp_path: Path) -> None:
+    """The 16-run job of tests/helpers/jobs.py (2 tasks × 2 custom agents × 2 levels × 2
+    attempts), two at a time in task containers: every run folder and the report exact, and
+    no container with the job's label left."""
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import assert_report, assert_run_folders, jobs, write_job
+
+    job = write_job(tmp_path)
+    began = time.monotonic()
+    done = jobs("run", job, "--results", tmp_path / "out", "--backend", "docker", timeout=CONTAINER_TIMEOUT * 8)
+    _timed("ssebench jobs run --backend docker (16 runs, 2 at a time)", began)
+    assert done.returncode == 0, done.stderr
+    assert_run_folders(tmp_path / "out", docker=True)
+    assert_report(tmp_path / "out")
+    job_id = read(tmp_path / "out")["job_id"]
+    left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+    assert (left.returncode, left.stdout) == (0, "")
+
+
+def test_jobs_docker_ctrl_c_removes_the_runs_containers(base_image: str, tmp_path: Path) -> None:
+    """SIGINT while a run's containers are up (they carry the job's label): exit 130 and
+    neither a container nor a process of the job is left."""
+    import signal
+
+    from ssebench import supervise
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import JOBS, jobs_env, toggle_task
+
+    task = toggle_task(tmp_path / "toggle")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'tasks = ["{task.file}"]\n[[agents]]\nname = "sleeper"\ncommand = ["sleep", "600"]\n', encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [*JOBS, "run", str(job), "--results", str(out), "--backend", "docker"],
+        env=jobs_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, labelled = time.monotonic() + CONTAINER_TIMEOUT, ""
+        while not labelled and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(1)
+            if (out / "job.json").exists():
+                job_id = read(out)["job_id"]
+                listed = _script("docker", "ps", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+                labelled = listed.stdout.strip()
+        assert labelled, "no container with the job's label appeared"
+        time.sleep(3)  # the agent's container is up beside the sidecar
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+    assert (left.returncode, left.stdout) == (0, "")
+    assert supervise.marked("SSE_JOB_ID", job_id) == []
+    assert read(out)["runs"][0]["status"] == "cancelled"

@@ -1,0 +1,1 @@
+"""One file per backend (docs/jobs.md, "Backends"): local, docker, kubernetes."""
