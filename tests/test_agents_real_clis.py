@@ -104,3 +104,21 @@ def test_opencode_reads_a_jsonc_file(env: dict[str, str], tmp_path: Path) -> Non
     out = listed.stdout + listed.stderr
     assert "ssebench" in out and URL in out
     assert "1 server(s)" in out
+
+
+def test_kilo_reads_a_jsonc_file_with_its_timeout(env: dict[str, str], tmp_path: Path) -> None:
+    config = Path(env["XDG_CONFIG_HOME"]) / "kilo" / "kilo.jsonc"
+    config.parent.mkdir(parents=True)
+    config.write_text('{\n  // kilo settings\n  "$schema": "https://app.kilo.ai/config.json",\n}\n')
+    install("kilo", env, tmp_path)
+    assert "// kilo settings" in config.read_text()
+    kilo_env = {**env, "KILO_NO_DAEMON": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1"}
+    listed = run(["kilo", "mcp", "list"], kilo_env, tmp_path)
+    out = listed.stdout + listed.stderr
+    assert "ssebench" in out and URL in out, out
+    # `kilo debug config` prints the configuration Kilo resolved, as JSON
+    resolved = run(["kilo", "debug", "config"], kilo_env, tmp_path).stdout
+    mcp = json.loads(resolved[resolved.index("{") :])["mcp"]
+    assert mcp["ssebench"] == {"type": "remote", "url": URL, "enabled": True, "timeout": 1234000}
+    uninstall("kilo", env, tmp_path)
+    assert "ssebench" not in run(["kilo", "mcp", "list"], kilo_env, tmp_path).stdout

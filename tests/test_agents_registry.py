@@ -30,6 +30,7 @@ def test_timeouts_in_each_clients_unit() -> None:
         "codex": ("tool_timeout_sec", 3600),
         "gemini": ("timeout", 3_600_000),
         "opencode": ("timeout", 3_600_000),
+        "kilo": ("timeout", 3_600_000),
         "goose": ("timeout", 3600),
         "zed": ("timeout", 600),
     }

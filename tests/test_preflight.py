@@ -32,12 +32,14 @@ MISSING_KEY = {
     "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
+    "kilo": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
     "codex": {"OPENAI_API_KEY": "k"},
     "gemini": {"GEMINI_API_KEY": "k"},
     "opencode": {"ANTHROPIC_API_KEY": "k"},
+    "kilo": {"ANTHROPIC_API_KEY": "k"},
 }
 
 

@@ -40,7 +40,7 @@ E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
-CLIS = ("claude", "codex", "gemini", "opencode")
+CLIS = ("claude", "codex", "gemini", "opencode", "kilo")
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -60,6 +60,11 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "SSE_AGENT_MODEL": "scripted-model",
     },
     "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
+    "kilo": lambda url: {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5",
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -71,6 +76,7 @@ _LEAKY = (
     "CODEX_",
     "CLAUDE_",
     "OPENCODE_",
+    "KILO_",
     "SSE_",
     "MCP_",
     "XDG_",

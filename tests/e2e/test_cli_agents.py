@@ -23,7 +23,7 @@ from tests.e2e.expected import (
 
 pytestmark = pytest.mark.e2e
 
-CLIS = ("claude", "codex", "gemini", "opencode")
+CLIS = ("claude", "codex", "gemini", "opencode", "kilo")
 
 
 @pytest.mark.parametrize("cli", CLIS)
