@@ -31,6 +31,7 @@ def test_timeouts_in_each_clients_unit() -> None:
         "gemini": ("timeout", 3_600_000),
         "opencode": ("timeout", 3_600_000),
         "kilo": ("timeout", 3_600_000),
+        "cline": ("timeout", 3600),
         "goose": ("timeout", 3600),
         "zed": ("timeout", 600),
     }

@@ -6,6 +6,7 @@ with the code under test could not fail.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,10 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert texts[1] == expected, run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
         assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
+    elif cli == "cline":  # a role=tool message whose content is the MCP result as JSON text
+        assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
+            run.explain()
+        )
     else:  # pragma: no cover
         raise AssertionError(cli)
 

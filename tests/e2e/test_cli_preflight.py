@@ -31,6 +31,7 @@ MISSING_KEY = {
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
     "kilo": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
+    "cline": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -38,6 +39,7 @@ KEYS = {
     "gemini": {"GEMINI_API_KEY": "k"},
     "opencode": {"ANTHROPIC_API_KEY": "k"},
     "kilo": {"ANTHROPIC_API_KEY": "k"},
+    "cline": {"OPENAI_API_KEY": "k"},
 }
 
 

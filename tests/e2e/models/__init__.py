@@ -63,6 +63,7 @@ TOOL_NAMES = {
     "gemini": "mcp_ssebench_test_patch",
     "opencode": "ssebench_test_patch",
     "kilo": "ssebench_test_patch",
+    "cline": "ssebench__test_patch",
 }
 
 
@@ -75,6 +76,8 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
+    if cli == "cline":
+        return OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
     raise ValueError(f"no scripted model for CLI {cli!r}; known: {', '.join(TOOL_NAMES)}")
 
 
