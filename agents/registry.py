@@ -9,12 +9,20 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, cline, codex, gemini, kilo, opencode
+from ssebench.agents import claude, cline, codex, copilot, gemini, kilo, opencode
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
 from ssebench.agents.generic import claude_desktop, goose, standard, table, zed
 
-_BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT, kilo.AGENT, cline.AGENT)
+_BUNDLED: tuple[Agent, ...] = (
+    claude.AGENT,
+    codex.AGENT,
+    gemini.AGENT,
+    opencode.AGENT,
+    kilo.AGENT,
+    cline.AGENT,
+    copilot.AGENT,
+)
 _REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT, standard.CLIENT)
 
 AGENTS: dict[str, Agent] = {}

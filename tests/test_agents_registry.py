@@ -32,6 +32,7 @@ def test_timeouts_in_each_clients_unit() -> None:
         "opencode": ("timeout", 3_600_000),
         "kilo": ("timeout", 3_600_000),
         "cline": ("timeout", 3600),
+        "copilot": ("timeout", 3_600_000),
         "goose": ("timeout", 3600),
         "zed": ("timeout", 600),
     }

@@ -268,10 +268,10 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode, kilo, cline"
+    known = "claude, codex, gemini, opencode, kilo, cline, copilot"
     with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
-    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "kilo", "cline"}
+    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "kilo", "cline", "copilot"}
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):

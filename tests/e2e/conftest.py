@@ -40,7 +40,7 @@ E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
-CLIS = ("claude", "codex", "gemini", "opencode", "kilo", "cline")
+CLIS = ("claude", "codex", "gemini", "opencode", "kilo", "cline", "copilot")
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -65,6 +65,12 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "ANTHROPIC_API_KEY": "sk-ant-e2e",
         "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5",
     },
+    "copilot": lambda url: {
+        "COPILOT_PROVIDER_BASE_URL": url,
+        "COPILOT_PROVIDER_TYPE": "anthropic",
+        "COPILOT_PROVIDER_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "claude-sonnet-4-5",
+    },
     "cline": lambda url: {
         "OPENAI_BASE_URL": url + "/v1",
         "OPENAI_API_KEY": "sk-e2e",
@@ -83,6 +89,9 @@ _LEAKY = (
     "OPENCODE_",
     "KILO_",
     "CLINE_",
+    "COPILOT_",
+    "GH_",
+    "GITHUB_",
     "SSE_",
     "MCP_",
     "XDG_",

@@ -75,7 +75,7 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
     if cli == "claude":  # a tool_result whose content is text blocks
         assert result.text_blocks == [expected], run.explain()
         assert not result.is_error
-    elif cli in ("opencode", "kilo"):  # a tool_result whose content is the text itself
+    elif cli in ("opencode", "kilo", "copilot"):  # a tool_result whose content is the text itself
         assert result.content == expected, run.explain()
         assert not result.is_error
     elif cli == "codex":  # input_text items: a "Wall time" line first, then the text verbatim

@@ -23,7 +23,7 @@ from tests.e2e.expected import (
 
 pytestmark = pytest.mark.e2e
 
-CLIS = ("claude", "codex", "gemini", "opencode", "kilo", "cline")
+CLIS = ("claude", "codex", "gemini", "opencode", "kilo", "cline", "copilot")
 
 
 @pytest.mark.parametrize("cli", CLIS)

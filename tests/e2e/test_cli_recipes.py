@@ -35,7 +35,7 @@ def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> No
 def test_unknown_agent_names_the_known_ones() -> None:
     with pytest.raises(
         ValueError,
-        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, kilo, cline",
+        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, kilo, cline, copilot",
     ):
         get_recipe("goose")
 

@@ -64,13 +64,14 @@ TOOL_NAMES = {
     "opencode": "ssebench_test_patch",
     "kilo": "ssebench_test_patch",
     "cline": "ssebench__test_patch",
+    "copilot": "ssebench-test_patch",
 }
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     """The scripted model a CLI talks to, with that CLI's tool name."""
     kwargs.setdefault("tool_name", TOOL_NAMES[cli])
-    if cli in ("claude", "opencode", "kilo"):
+    if cli in ("claude", "opencode", "kilo", "copilot"):
         return AnthropicModel(**kwargs)  # type: ignore[arg-type]
     if cli == "codex":
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
