@@ -5,8 +5,9 @@ with ``options.baseURL``, given as ``KILO_CONFIG_CONTENT`` (merged over the user
 the MCP entry stays where ``agents install`` put it). Offline it needs what Kilo's own test
 harness sets: no models fetch, no auto-update, no background daemon, no share, session
 ingest, presence or LSP downloads, telemetry off (``KILO_TELEMETRY_LEVEL`` other than
-``all``). ``--auto`` approves the tool without a prompt. Its 60 s default per-call limit is
-reset by progress (``resetTimeoutOnProgress``), and the entry's ``timeout`` raises it.
+``all``), and an empty ``PWD`` (below). ``--auto`` approves the tool without a prompt. Its
+60 s default per-call limit is reset by progress (``resetTimeoutOnProgress``), and the
+entry's ``timeout`` raises it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ OFFLINE_ENV = {
     "KILO_DISABLE_PRESENCE": "1",
     "KILO_DISABLE_LSP_DOWNLOAD": "1",
     "KILO_TELEMETRY_LEVEL": "off",
+    # Kilo's run starts its server in $PWD, not in its working folder: an inherited PWD (the
+    # shell that started ssebench) made it work on that folder's git repository instead of
+    # the task's tree; empty, it falls back to the working folder
+    "PWD": "",
 }
 
 

@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SILENT_BUILD_SECONDS = 90
 CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
+CLINE_SETTINGS = ".cline/data/settings/cline_mcp_settings.json"
+CLINE_TIMEOUT = ("mcpServers", "ssebench", "timeout")
 
 
 def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], None]:
@@ -70,6 +72,16 @@ VARIANTS = {
     "opencode": Variant("opencode"),
     "opencode-progress-only": Variant(
         "opencode", after_install=drop_timeout(".config/opencode/opencode.json", ("mcp", "ssebench", "timeout"))
+    ),
+    "kilo": Variant("kilo"),
+    "kilo-progress-only": Variant(
+        "kilo", after_install=drop_timeout(".config/kilo/kilo.jsonc", ("mcp", "ssebench", "timeout"))
+    ),
+    "cline": Variant("cline"),
+    "cline-default-timeout-control": Variant("cline", after_install=drop_timeout(CLINE_SETTINGS, CLINE_TIMEOUT)),
+    "copilot": Variant("copilot"),
+    "copilot-progress-only": Variant(
+        "copilot", after_install=drop_timeout(".copilot/mcp-config.json", ("mcpServers", "ssebench", "timeout"))
     ),
 }
 
