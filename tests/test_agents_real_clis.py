@@ -122,3 +122,22 @@ def test_kilo_reads_a_jsonc_file_with_its_timeout(env: dict[str, str], tmp_path:
     assert mcp["ssebench"] == {"type": "remote", "url": URL, "enabled": True, "timeout": 1234000}
     uninstall("kilo", env, tmp_path)
     assert "ssebench" not in run(["kilo", "mcp", "list"], kilo_env, tmp_path).stdout
+
+
+def test_cline_finds_the_entry_and_keeps_its_timeout(env: dict[str, str], tmp_path: Path) -> None:
+    """Cline CLI has no list or get command (``cline config`` needs a terminal): its own
+    ``mcp add`` rewrites the file around the entry, and ``mcp remove`` finds it by name."""
+    cline_env = {**env, "CLINE_NO_AUTO_UPDATE": "1"}
+    config = Path(env["HOME"]) / ".cline" / "data" / "settings" / "cline_mcp_settings.json"
+    install("cline", env, tmp_path)
+    added = run(
+        ["cline", "mcp", "add", "other", "http://127.0.0.1:8/mcp", "--transport", "streamableHttp", "--yes", "--json"],
+        cline_env,
+        tmp_path,
+    )
+    assert json.loads(added.stdout)["status"] == "installed", added.stderr
+    servers = json.loads(config.read_text())["mcpServers"]
+    assert servers["ssebench"] == {"transport": {"type": "streamableHttp", "url": URL}, "timeout": 1234}
+    removed = run(["cline", "mcp", "remove", "ssebench", "--json"], cline_env, tmp_path)
+    assert json.loads(removed.stdout) == {"name": "ssebench", "status": "uninstalled"}, removed.stderr
+    assert list(json.loads(config.read_text())["mcpServers"]) == ["other"]

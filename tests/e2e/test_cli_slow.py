@@ -9,12 +9,20 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
 - opencode: its 60 s default is reset by progress; one run has no ``timeout`` in its entry.
 - Codex (60 s default) and Gemini CLI: progress does not extend their limits, so the
   timeouts ``agents install`` writes must carry them.
+- Kilo Code CLI (an opencode fork): its 60 s default is reset by progress; one run has no
+  ``timeout`` in its entry.
+- Cline CLI sends no progress token: only the written ``timeout`` (seconds, at most 3600)
+  carries it; a control run without it shows Cline's 60 s default cutting the call.
+- Copilot CLI: one run with the written ``timeout``, one without it (heartbeats only), and one
+  without either: all three get the text, so Copilot's own default outlasts a 90 s call
+  (measured with 1.0.102; how long it is was not measured).
 
 All runs go at once (own daemon, server and model each), so the case costs ~95 s.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +43,8 @@ SILENT_BUILD_SECONDS = 90
 CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
 CLINE_SETTINGS = ".cline/data/settings/cline_mcp_settings.json"
 CLINE_TIMEOUT = ("mcpServers", "ssebench", "timeout")
+COPILOT_CONFIG = ".copilot/mcp-config.json"
+COPILOT_TIMEOUT = ("mcpServers", "ssebench", "timeout")
 
 
 def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], None]:
@@ -80,8 +90,9 @@ VARIANTS = {
     "cline": Variant("cline"),
     "cline-default-timeout-control": Variant("cline", after_install=drop_timeout(CLINE_SETTINGS, CLINE_TIMEOUT)),
     "copilot": Variant("copilot"),
-    "copilot-progress-only": Variant(
-        "copilot", after_install=drop_timeout(".copilot/mcp-config.json", ("mcpServers", "ssebench", "timeout"))
+    "copilot-progress-only": Variant("copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT)),
+    "copilot-no-timeout-no-heartbeats": Variant(
+        "copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT), server_args=("--heartbeat", "600")
     ),
 }
 
@@ -136,3 +147,13 @@ def test_without_heartbeats_claude_code_gives_up_after_30s(slow_runs: dict[str, 
     assert len(results) == 1, run.explain()
     assert re.search(r"sent no response or progress for \d+s; aborting", results[0].text), run.explain()
     assert run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_without_its_timeout_cline_gives_up_after_60s(slow_runs: dict[str, Any]) -> None:
+    """The control: Cline's default limit (60 s) cuts the 90 s call; heartbeats do not help."""
+    run = _run(slow_runs, "cline-default-timeout-control")
+    (result,) = run.model.tool_results()
+    assert json.loads(result.content) == {
+        "error": 'MCP error -32001: MCP request to "ssebench" timed out after 60s. Increase the "timeout" '
+        "field (in seconds) for this server in cline_mcp_settings.json."
+    }, run.explain()
