@@ -36,7 +36,7 @@ CLIENT = Copilot(
     path_note="(or $COPILOT_HOME/mcp-config.json)",
     timeout_key="timeout",
     timeout_unit=Unit.MILLISECONDS,
-    timeout_behaviour="Copilot CLI's default for a call is 60 s.",
+    timeout_behaviour="Copilot CLI's own default outlasted a 90 s call without progress (measured with 1.0.102).",
     binaries=("copilot",),
     extra_notes=("`copilot mcp get NAME` shows the timeout Copilot CLI read.",),
 )
