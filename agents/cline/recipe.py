@@ -6,8 +6,8 @@ URL, and only from ``~/.cline/data/settings/providers.json`` (what ``cline auth 
 -b URL -m MODEL`` writes); ``-P``/``-k``/``-m`` pick a provider, key and model for one run but no
 URL. So :meth:`ClineRecipe.prepare` writes that provider entry, key included (the run's HOME is
 private), and the launch names the provider and model. ``CLINE_NO_AUTO_UPDATE=1`` stops its
-update check. Its per-request MCP limit is the entry's ``timeout`` (seconds, at most 3600);
-progress does not extend it.
+update check, ``CLINE_SESSION_BACKEND_MODE=local`` its background hub daemon. Its per-request
+MCP limit is the entry's ``timeout`` (seconds, at most 3600); progress does not extend it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ from ssebench.agents.recipe import AgentRecipe, Launch, ModelApi, model_from
 PROVIDER = "openai-compatible"
 DEFAULT_MODEL = "gpt-4.1"  # Cline needs a model name; SSE_AGENT_MODEL overrides it
 PROVIDERS_FILE = (".cline", "data", "settings", "providers.json")
+#: no update check; the session in this process: by default Cline starts a detached "hub"
+#: daemon that outlives the run (found left behind by a test) and later runs reuse it
+LOCAL_ENV = {"CLINE_NO_AUTO_UPDATE": "1", "CLINE_SESSION_BACKEND_MODE": "local"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class ClineRecipe(AgentRecipe):
         argv = (self.binary, "--json", "-P", PROVIDER, "-m", model_from(env) or DEFAULT_MODEL, prompt)
         return Launch(
             argv=argv,
-            env={"CLINE_NO_AUTO_UPDATE": "1"},
+            env=LOCAL_ENV,
             stream_format=self.stream_format,
             timeouts={"timeout": "from agents install (default 3600 s, Cline's maximum), not reset by progress"},
         )

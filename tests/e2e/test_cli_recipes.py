@@ -119,7 +119,10 @@ def test_cline_prepare_writes_the_provider_and_keeps_the_rest(tmp_path: Path) ->
     }
     run = launch("cline", **env)
     assert run.argv == ("cline", "--json", "-P", "openai-compatible", "-m", "m", "-fix it")
-    assert "sk" not in " ".join(run.argv) and run.env == {"CLINE_NO_AUTO_UPDATE": "1"}
+    assert "sk" not in " ".join(run.argv) and run.env == {
+        "CLINE_NO_AUTO_UPDATE": "1",
+        "CLINE_SESSION_BACKEND_MODE": "local",
+    }
 
 
 def test_copilot_goes_offline_only_with_a_provider_of_its_own() -> None:
