@@ -62,7 +62,7 @@ def test_unknown_agent_is_refused_with_the_known_ones() -> None:
         render_agent_dockerfile("vscode")
     assert (
         str(error.value)
-        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue"
+        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
     )
 
 

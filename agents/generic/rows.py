@@ -1,8 +1,9 @@
 """The HTTP clients of the installers (add-mcp 2.4.0, install-mcp 1.10.2, @smithery/cli 4.11.1)
 beyond the ones in table.py: one fixed-shape row each, checked against each client's docs.
 
-Left to the bundled agents (their own folders): Cline CLI, Kilo Code, Grok CLI, Qwen Code, Crush,
-Continue CLI. Clients that start stdio servers only are in bridged.py.
+Left to the bundled agents (their own folders): Cline CLI, Kilo Code, Copilot CLI, Qwen Code and
+Continue CLI; Grok CLI and Crush are left out (docs/adding-an-agent.md says why).
+Clients that start stdio servers only are in bridged.py.
 """
 
 from __future__ import annotations
@@ -14,24 +15,6 @@ NO_KEY = "Its own default limit applies to every call."
 _VSCODE_STORAGE = "{app}/Code/User/globalStorage"
 
 CLIENTS = (
-    TableClient(
-        name="copilot",
-        title="GitHub Copilot CLI",
-        format="json",
-        container=("mcpServers",),
-        user_path=".copilot/mcp-config.json",
-        home_var=("COPILOT_HOME", ".copilot"),
-        shape=(("type", "http"), ("url", URL), ("tools", ["*"])),
-        timeout_key="timeout",
-        timeout_unit=Unit.MILLISECONDS,
-        timeout_behaviour="Copilot CLI's default for a call is 60 s.",
-        binaries=("copilot",),
-        extra_notes=(
-            "`copilot mcp get NAME` shows the timeout Copilot CLI read.",
-            "Project scope: Copilot CLI also reads ./.mcp.json, the file `ssebench agents install claude "
-            "--scope project` writes (one entry serves both), so ssebench writes no second one there.",
-        ),
-    ),
     TableClient(
         name="antigravity",
         title="Antigravity",

@@ -72,6 +72,22 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "OPENAI_API_KEY": "sk-e2e",
         "SSE_AGENT_MODEL": "scripted-model",
     },
+    "kilo": lambda url: {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5",
+    },
+    "copilot": lambda url: {
+        "COPILOT_PROVIDER_BASE_URL": url,
+        "COPILOT_PROVIDER_TYPE": "anthropic",
+        "COPILOT_PROVIDER_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "claude-sonnet-4-5",
+    },
+    "cline": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -85,6 +101,11 @@ _LEAKY = (
     "OPENCODE_",
     "QWEN_",
     "CONTINUE_",
+    "KILO_",
+    "CLINE_",
+    "COPILOT_",
+    "GH_",
+    "GITHUB_",
     "SSE_",
     "MCP_",
     "XDG_",

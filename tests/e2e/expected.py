@@ -75,7 +75,7 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
     if cli == "claude":  # a tool_result whose content is text blocks
         assert result.text_blocks == [expected], run.explain()
         assert not result.is_error
-    elif cli == "opencode":  # a tool_result whose content is the text itself
+    elif cli in ("opencode", "kilo", "copilot"):  # a tool_result whose content is the text itself
         assert result.content == expected, run.explain()
         assert not result.is_error
     elif cli == "codex":  # input_text items: a "Wall time" line first, then the text verbatim
@@ -89,6 +89,10 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert json.loads(result.content) == [{"type": "text", "text": expected}], run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
         assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
+    elif cli == "cline":  # a role=tool message whose content is the MCP result as JSON text
+        assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
+            run.explain()
+        )
     else:  # pragma: no cover
         raise AssertionError(cli)
 

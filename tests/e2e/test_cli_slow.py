@@ -16,12 +16,21 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
 - Continue CLI cannot wait: it calls tools with the MCP SDK's fixed 60 s limit, which no
   setting raises and progress does not reset; its run shows the error it hands the model.
 
+- Kilo Code CLI (an opencode fork): its 60 s default is reset by progress; one run has no
+  ``timeout`` in its entry.
+- Cline CLI sends no progress token: only the written ``timeout`` (seconds, at most 3600)
+  carries it; a control run without it shows Cline's 60 s default cutting the call.
+- Copilot CLI: one run with the written ``timeout``, one without it (heartbeats only), and one
+  without either: all three get the text, so Copilot's own default outlasts a 90 s call
+  (measured with 1.0.102; how long it is was not measured).
+
 The runs the selected tests need go at once (own daemon, server and model each), so the
 case costs ~95 s; ``-k qwen`` runs only Qwen Code's.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +50,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SILENT_BUILD_SECONDS = 90
 CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
 QWEN_IDLE = {"QWEN_CODE_MCP_TOOL_IDLE_TIMEOUT_MS": "30000"}  # ms; Qwen Code's default is 300000
+CLINE_SETTINGS = ".cline/data/settings/cline_mcp_settings.json"
+CLINE_TIMEOUT = ("mcpServers", "ssebench", "timeout")
+COPILOT_CONFIG = ".copilot/mcp-config.json"
+COPILOT_TIMEOUT = ("mcpServers", "ssebench", "timeout")
 
 
 def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], None]:
@@ -82,12 +95,24 @@ VARIANTS = {
     "qwen": Variant("qwen", QWEN_IDLE),
     "qwen-no-heartbeats-control": Variant("qwen", QWEN_IDLE, server_args=("--heartbeat", "600")),
     "continue-60s-limit-control": Variant("continue"),
+    "kilo": Variant("kilo"),
+    "kilo-progress-only": Variant(
+        "kilo", after_install=drop_timeout(".config/kilo/kilo.jsonc", ("mcp", "ssebench", "timeout"))
+    ),
+    "cline": Variant("cline"),
+    "cline-default-timeout-control": Variant("cline", after_install=drop_timeout(CLINE_SETTINGS, CLINE_TIMEOUT)),
+    "copilot": Variant("copilot"),
+    "copilot-progress-only": Variant("copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT)),
+    "copilot-no-timeout-no-heartbeats": Variant(
+        "copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT), server_args=("--heartbeat", "600")
+    ),
 }
 #: the control runs each control test reads
 CONTROLS = {
     "test_without_heartbeats_claude_code_gives_up_after_30s": "claude-no-heartbeats-control",
     "test_without_heartbeats_qwen_code_gives_up_after_30s": "qwen-no-heartbeats-control",
     "test_continue_cli_gives_up_after_60s_whatever_the_heartbeats": "continue-60s-limit-control",
+    "test_without_its_timeout_cline_gives_up_after_60s": "cline-default-timeout-control",
 }
 
 
@@ -175,3 +200,13 @@ def test_continue_cli_gives_up_after_60s_whatever_the_heartbeats(slow_runs: dict
     assert len(results) == 1, run.explain()
     assert "Request timed out" in results[0].text, run.explain()
     assert 60 <= run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_without_its_timeout_cline_gives_up_after_60s(slow_runs: dict[str, Any]) -> None:
+    """The control: Cline's default limit (60 s) cuts the 90 s call; heartbeats do not help."""
+    run = _run(slow_runs, "cline-default-timeout-control")
+    (result,) = run.model.tool_results()
+    assert json.loads(result.content) == {
+        "error": 'MCP error -32001: MCP request to "ssebench" timed out after 60s. Increase the "timeout" '
+        "field (in seconds) for this server in cline_mcp_settings.json."
+    }, run.explain()

@@ -28,6 +28,7 @@ Constructor keywords: ``tool_name`` (default: the name the usual CLI exposes),
 |------------------------|----------------|-------------------------------|-----------------------------|
 | AnthropicModel         | Claude Code    | ANTHROPIC_BASE_URL = url      | mcp__ssebench__test_patch   |
 | AnthropicModel         | opencode       | provider baseURL = url + /v1  | ssebench_test_patch (pass it)|
+| AnthropicModel         | Kilo Code CLI  | provider baseURL = url + /v1  | ssebench_test_patch         |
 | OpenAIResponsesModel   | Codex          | base_url = url + /v1          | test_patch in mcp__ssebench |
 | GeminiModel            | Gemini CLI     | GOOGLE_GEMINI_BASE_URL = url  | mcp_ssebench_test_patch     |
 | OpenAIChatModel        | OpenAI-compatible CLIs | base URL = url + /v1  | per CLI (pass it)           |
@@ -63,16 +64,19 @@ TOOL_NAMES = {
     "opencode": "ssebench_test_patch",
     "qwen": "mcp__ssebench__test_patch",
     "continue": "test_patch",
+    "kilo": "ssebench_test_patch",
+    "cline": "ssebench__test_patch",
+    "copilot": "ssebench-test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue")
+CHAT_CLIS = ("qwen", "continue", "cline")
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     """The scripted model a CLI talks to, with that CLI's tool name."""
     kwargs.setdefault("tool_name", TOOL_NAMES[cli])
-    if cli in ("claude", "opencode"):
+    if cli in ("claude", "opencode", "kilo", "copilot"):
         return AnthropicModel(**kwargs)  # type: ignore[arg-type]
     if cli == "codex":
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
