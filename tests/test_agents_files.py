@@ -69,6 +69,7 @@ _EXISTING = {
     "json": '{\n  // the user\'s\n  "theme": "dark", /* kept */\n}\n',
     "toml": '# the user\'s\nmodel = "x"  # kept\n',
     "yaml": "# the user's\ntheme: dark  # kept\n",
+    "yaml-list": "# the user's\nname: mine  # kept\nversion: 1.0.0\nschema: v1\n",
 }
 
 
