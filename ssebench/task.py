@@ -98,6 +98,7 @@ class Task:
 # The keys task-format.md defines; anything else is refused (see the module docstring).
 _TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent", "resources"}
 _TABLE_KEYS = TASK_TABLE_KEYS  # one row per check kind: ssebench/checks.py
+_RESOURCE_KEYS = {"cpus", "memory"}  # ``[resources]``, not a check kind
 
 
 class _Reader:
@@ -259,7 +260,7 @@ def _resources(r: _Reader, data: dict[str, Any]) -> Resources | None:
         return None
     if not isinstance(table, dict):
         raise r.fail("resources", f"must be a table, got {_kind(table)}")
-    r.unknown(table, {"cpus", "memory"}, "resources.")
+    r.unknown(table, _RESOURCE_KEYS, "resources.")
     cpus = table.get("cpus")
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0 < cpus <= 1024):
         raise r.fail("resources.cpus", f"must be a number of CPUs above 0 (at most 1024), got {cpus!r}")
