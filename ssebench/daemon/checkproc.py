@@ -16,9 +16,10 @@ from ssebench.checks import Check, State
 from ssebench.contract import CheckHeartbeat
 from ssebench.daemon import procs, tracefile
 from ssebench.daemon.housekeeping import Housekeeping
+from ssebench.daemon.limits import Guard, limit_note
 from ssebench.daemon.logs import CheckLog, note
 from ssebench.daemon.runtypes import CheckRun, Outcome, Run, RunError
-from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Guard, Launch, TreeView, limit_note
+from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Launch, TreeView
 from ssebench.task import Command
 
 

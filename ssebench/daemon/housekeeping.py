@@ -21,9 +21,10 @@ from typing import Any
 
 from ssebench.checks import Check
 from ssebench.daemon import buildgraph, procs, safefs, stale, taskview, tracefile
+from ssebench.daemon.limits import Limits
 from ssebench.daemon.mirror import BuildMirror
 from ssebench.daemon.runtypes import MIN_FREE, Run, RunError
-from ssebench.daemon.sandbox import TASK_PATH, Limits, Sandbox
+from ssebench.daemon.sandbox import TASK_PATH, Sandbox
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import Snapshot, SourceStore
 from ssebench.task import Task

@@ -38,10 +38,11 @@ from ssebench.daemon import buildgraph, procs, tracefile
 from ssebench.daemon.build import BuildEngine
 from ssebench.daemon.committed import committed_files
 from ssebench.daemon.housekeeping import check_reachable
+from ssebench.daemon.limits import Limits
 from ssebench.daemon.logs import CheckLog
 from ssebench.daemon.mirror import BuildMirror
 from ssebench.daemon.runtypes import DEFAULT_LOG_BUDGET, DISK_FULL, MIN_FREE, CheckRun, Outcome, Run, RunError
-from ssebench.daemon.sandbox import Limits, Sandbox, TreeView
+from ssebench.daemon.sandbox import Sandbox, TreeView
 from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import Snapshot, SourceStore, SyncCancelled, SyncError
 from ssebench.task import Task
