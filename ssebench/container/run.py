@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.container.display import Display
+from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_URL
 
 STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
@@ -258,7 +259,7 @@ def _run_process(
         tree = results / "tree"
         shutil.copytree(task.source, tree, symlinks=True)
     port = args.port or free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{DEFAULT_MCP_HOST}:{port}{DEFAULT_MCP_PATH}"
     agent_env: dict[str, str] = {}
     dialog = args.dialog
     if args.agent:
@@ -309,9 +310,7 @@ def _run_docker(
     if args.agent:
         home = Path("/root")
         own = without_user_config(env)  # paths of this machine
-        plan = recipe_plan(
-            args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra}, prepare=False
-        )
+        plan = recipe_plan(args.agent, prompt, url=DEFAULT_MCP_URL, home=home, env={**own, **extra}, prepare=False)
         command = plan.command
         extra.update(plan.env)
         if plan.dialog:
