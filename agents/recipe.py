@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from ssebench import settings
+
 if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
 
@@ -127,7 +129,7 @@ def get_recipe(agent: str) -> Recipe:
 
 def model_from(env: Mapping[str, str]) -> str | None:
     """The model the run asked for (``SSE_AGENT_MODEL``); None leaves the CLI's default."""
-    value = (env.get(MODEL_VAR) or "").strip()
+    value = (settings.raw(MODEL_VAR, env) or "").strip()
     return value or None
 
 
