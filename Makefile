@@ -48,13 +48,17 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p ssebench
 
-# Everything CI runs: lint, fast tests, then the slow and end-to-end ones.
+# Everything CI runs: lint, then every test (fast, slow, end-to-end) on PYTEST_WORKERS
+# pytest-xdist workers: most slow tests wait (on an agent CLI, a container, a browser), so
+# three keep two cores busy; tests/conftest.py keeps the Docker tests on one worker and a
+# module with a module-wide fixture on one. --durations: where a run's time went.
+PYTEST_WORKERS ?= 3
 test: setup test-deps lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 # Lint and the fast tests only, for the edit-test loop.
 test-fast: setup lint
-	$(BIN)/pytest -m "not slow and not e2e"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow and not e2e"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

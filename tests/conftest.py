@@ -79,3 +79,26 @@ def daemon_factory() -> Iterator[Callable[..., DaemonProcess]]:
 @pytest.fixture
 def demo_task() -> Path:
     return DEMO_TASK
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How ``make test`` spreads tests over pytest-xdist workers (``--dist loadgroup``).
+
+    Tests go one by one to whichever worker is free, except: a test module's module- or
+    session-wide fixture (a built venv, a real task's builds, a server) would be built
+    again in every worker that gets one of its tests, so such a module's tests share one
+    group (one worker); and the Docker tests (one engine, one image cache) are one group,
+    marked ``xdist_group("docker")`` in their modules.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for defs in info.name2fixturedefs.values():
+            fixture = defs[-1]
+            where = getattr(fixture.func, "__module__", "")
+            if fixture.scope in ("module", "session") and where == getattr(item.module, "__name__", None):
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+                break

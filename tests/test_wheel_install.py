@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("docker")]
 
 CLIENTS = ("codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose", "zed", "claude-desktop")
 

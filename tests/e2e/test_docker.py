@@ -37,7 +37,7 @@ AGENT = "claude"
 PROMPT = "Fix the stack overflow in the name parser. Check your work with test_patch."
 CONTAINER_TIMEOUT = 300  # seconds for one container run (build of the task included)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("docker")]
 
 
 def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
