@@ -12,14 +12,14 @@ killed ``ssebench jobs`` loses at most the runs in flight.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ssebench.agents import files
 
 JOB_FILE = "job.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -39,17 +39,8 @@ def now() -> str:
 
 
 def atomic_write(path: Path, data: dict[str, Any]) -> None:
-    """A fresh temp file in the same folder, then rename: never half-written."""
-    fd, tmp = tempfile.mkstemp(prefix=".job-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, indent=1, ensure_ascii=False)
-            stream.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """job.json whole or as it was, never half-written (agents/files.py's atomic write)."""
+    files.atomic_write(path, (json.dumps(data, indent=1, ensure_ascii=False) + "\n").encode(), 0o644)
 
 
 def new_run(run_id: str, task: str, task_id: str, agent: str, level: int, attempt: int) -> dict[str, Any]:
