@@ -30,6 +30,8 @@ MISSING_KEY = {
     "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
+    "qwen": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "continue": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "kilo": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
     "cline": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "copilot": "no model API key: set COPILOT_PROVIDER_API_KEY, COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN "
@@ -40,6 +42,8 @@ KEYS = {
     "codex": {"OPENAI_API_KEY": "k"},
     "gemini": {"GEMINI_API_KEY": "k"},
     "opencode": {"ANTHROPIC_API_KEY": "k"},
+    "qwen": {"OPENAI_API_KEY": "k"},
+    "continue": {"OPENAI_API_KEY": "k"},
     "kilo": {"ANTHROPIC_API_KEY": "k"},
     "cline": {"OPENAI_API_KEY": "k"},
     "copilot": {"COPILOT_PROVIDER_API_KEY": "k"},
