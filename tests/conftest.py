@@ -81,6 +81,10 @@ def demo_task() -> Path:
     return DEMO_TASK
 
 
+# tryfirst: pytest-xdist's own hook reads the xdist_group marks into the node ids; its plugin is
+# registered after this conftest, so it runs first unless this one says so, and the groups
+# added here were never seen (a real task's five-level build ran once per worker).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """How ``make test`` spreads tests over pytest-xdist workers (``--dist loadgroup``).
 
