@@ -26,11 +26,13 @@ demo: setup
 # docker-compose), and strace (the daemon traces its builds to reuse them safely):
 # installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
-# The agent CLIs (npm) and the read-back clients (configs/client-clis/) are installed by the
-# e2e fixtures into ~/.cache/ssebench.
+# The agent CLIs (npm) and the read-back clients (configs/client-clis/) start installing in the
+# background (tests/e2e/prefetch.py) into ~/.cache/ssebench; the e2e fixtures wait for them.
 # `ssebench view`'s browser tests drive Debian's chromium with its chromium-driver (Selenium,
 # from the test extra); installed the same way.
-test-deps:
+test-deps: setup
+	@mkdir -p $(HOME)/.cache/ssebench && nohup $(BIN)/python -m tests.e2e.prefetch \
+	  >$(HOME)/.cache/ssebench/prefetch.log 2>&1 &
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \

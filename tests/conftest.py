@@ -92,7 +92,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     session-wide fixture (a built venv, a real task's builds, a server) would be built
     again in every worker that gets one of its tests, so such a module's tests share one
     group (one worker); and the Docker tests (one engine, one image cache) are one group,
-    marked ``xdist_group("docker")`` in their modules.
+    marked ``xdist_group("docker")`` in their modules. The tests that need something still
+    being installed in the background go last.
     """
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
@@ -106,3 +107,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if fixture.scope in ("module", "session") and where == getattr(item.module, "__name__", None):
                 item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
                 break
+    items.sort(key=_waits_for_a_background_install)
+
+
+# `make test-deps` starts installs in the background (tests/e2e/prefetch.py: the npm CLIs, ~2 GiB,
+# ~9 minutes on a new machine; scripts/kube-build.sh): the tests that need them go last, so the
+# workers run the rest meanwhile instead of waiting on an install's lock. These modules go
+# last of all, in this order:
+BACKGROUND_LAST = ("tests/e2e/test_kubernetes.py",)
+
+
+def _waits_for_a_background_install(item: pytest.Item) -> int:
+    """0 for most tests; 1 and 2 for the agent CLI tests (``e2e``, outside the Docker group,
+    which installs its own per-agent layers); 3 and up for BACKGROUND_LAST. A stable sort keeps
+    each module's tests together (a module fixture is built once)."""
+    module = item.nodeid.split("::")[0]
+    if module in BACKGROUND_LAST:
+        return 3 + BACKGROUND_LAST.index(module)
+    group = item.get_closest_marker("xdist_group")
+    in_docker_group = group is not None and "docker" in (*group.args, group.kwargs.get("name"))
+    if item.get_closest_marker("e2e") is None or in_docker_group:
+        return 0
+    return 1 if module == LONGEST_CLI_MODULE else 2  # the longest first: it must not end the run
+
+
+LONGEST_CLI_MODULE = "tests/e2e/test_cli_slow.py"  # ~18 agent runs around a 90 s silent build

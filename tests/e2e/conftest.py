@@ -41,6 +41,8 @@ from ssebench.agents.registry import agent, names
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
+CLIENT_PINS = REPO / "configs" / "client-clis"  # the read-back-only clients (test_cli_client_readback)
+CLIENT_BINS = ("copilot", "mcporter", "mcp-remote")
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 INSTALL_TIMEOUT = 900

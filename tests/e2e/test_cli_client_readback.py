@@ -26,12 +26,11 @@ from pathlib import Path
 import pytest
 
 from ssebench.server.stack import running_stack
-from tests.e2e.conftest import REPO, SSEBENCH, clean_env, copy_task, install_clis, run_group
+from tests.e2e.conftest import CLIENT_BINS, CLIENT_PINS, SSEBENCH, clean_env, copy_task, install_clis, run_group
 from tests.e2e.expected import DEMO_FIX, DEMO_TASK, level0_all_passed, poc_count
 
 pytestmark = pytest.mark.e2e
 
-CLIENT_PINS = REPO / "configs" / "client-clis"
 URL = "http://127.0.0.1:3999/mcp"
 COMMENTED = (
     '{\n  // mine\n  "mcpServers": {\n    "other": {"type": "http", "url": "http://other/mcp"}, // keep\n  },\n}\n'
@@ -45,8 +44,7 @@ def client_clis() -> tuple[Path, Path]:
         pytest.skip("npm/node not found on PATH: the client CLIs cannot be installed")
     from filelock import FileLock
 
-    bins = ("copilot", "mcporter", "mcp-remote")
-    bin_dir = install_clis(lambda line: print(line, file=sys.stderr), pins=CLIENT_PINS, bins=bins)
+    bin_dir = install_clis(lambda line: print(line, file=sys.stderr), pins=CLIENT_PINS, bins=CLIENT_BINS)
     cache = bin_dir.parent.parent / "xdg-cache"
     with FileLock(str(cache) + ".lock"):  # the first run unpacks Copilot (~10 s); later ones reuse it
         home = Path(tempfile.mkdtemp(prefix="sse-copilot-"))

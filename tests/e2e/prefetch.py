@@ -1,0 +1,32 @@
+"""Install the pinned npm CLIs before the tests ask for them.
+
+``make test-deps`` starts ``python -m tests.e2e.prefetch`` in the background: on a new
+machine the two pin files' CLIs (~2 GiB) take minutes to install, and meanwhile lint and
+the tests that do not need them run (tests/conftest.py orders those first). The fixtures
+call the same :func:`install_clis`, so they wait on its lock and then find the install.
+Without npm there is nothing to do; a failure here is printed and the fixtures retry it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+from tests.e2e.conftest import CLIENT_BINS, CLIENT_PINS, install_clis
+
+
+def main() -> int:
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        print("prefetch: no npm/node; the agent CLI tests will skip", file=sys.stderr)
+        return 0
+    try:
+        install_clis()
+        install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
+    except Exception as exc:  # the fixtures install again and fail the tests with it
+        print(f"prefetch: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
