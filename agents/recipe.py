@@ -14,7 +14,9 @@ The model API comes from the environment, the same variables each CLI reads itse
 ``GOOGLE_GEMINI_BASE_URL``/``GEMINI_API_KEY``); ``SSE_AGENT_MODEL`` picks the model.
 Recipes read the environment and never write files: ``launch`` also runs on the host for
 a container (``home`` is then the container's HOME), so anything a CLI needs on disk
-beyond the MCP entry is done by :meth:`Recipe.prepare`, run where the agent runs.
+beyond the MCP entry is done by :meth:`Recipe.prepare`, run where the agent runs: in a
+container both when its layer is built and, with the run's variables, by the entrypoint
+just before the agent starts (``SSE_AGENT``); so it must be idempotent.
 
 :func:`preflight` checks, before anything starts, what a run needs from this machine: the
 model API variables each recipe names (:meth:`Recipe.model_api`) and the CLI on PATH at

@@ -129,6 +129,9 @@ VARIABLES: tuple[Variable, ...] = (
         "ssebench.settings:whole_seconds",
     ),
     Variable("SSE_DIALOG", "choice", "", "agent whose stream becomes dialog.jsonl", ("ssebench.container",)),
+    Variable(
+        "SSE_AGENT", "choice", "", "bundled agent whose recipe sets up its HOME at launch", ("ssebench.container",)
+    ),
     Variable("SSE_PROMPT", "text", "", "prompt logged as the dialog's first line", ("ssebench.container",)),
     Variable("SSE_AGENT_MODEL", "text", "", "model an agent recipe asks for", ("agents",)),
     Variable(
@@ -256,6 +259,7 @@ ENTRYPOINT_VARIABLES = frozenset(
         "SSE_MCP_PATH",
         "SSE_DAEMON_SOCKET",
         "SSE_DIALOG",
+        "SSE_AGENT",
         "SSE_PROMPT",
         "MCP_LOG_DIR",
         "SSE_MCP_URL",

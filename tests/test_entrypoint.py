@@ -199,6 +199,36 @@ def test_bad_agent_timeout_and_difficulty(runner: Runner):
     )
 
 
+def test_an_unknown_sse_agent_stops_before_anything_starts(runner: Runner):
+    from ssebench.agents.registry import names
+
+    result = runner.run(*agent(), SSE_AGENT="clin")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"ssebench entrypoint: SSE_AGENT must be one of {', '.join(names())}, got 'clin'\n"
+
+
+@pytest.mark.slow
+def test_sse_agent_runs_the_recipe_setup_with_the_runs_variables(runner: Runner, tmp_path: Path):
+    """What a Docker run of Cline needs: its provider (URL, key) written just before it starts,
+    from the container's variables, over what the layer's build wrote without them."""
+    from ssebench.agents.cline.recipe import PROVIDERS_FILE
+    from ssebench.agents.recipe import get_recipe
+
+    home = tmp_path / "home"
+    get_recipe("cline").prepare(home=home, env={})  # the layer's build: no URL, no key
+    show = ["--", sys.executable, "-c", f"print(open({str(home.joinpath(*PROVIDERS_FILE))!r}).read())"]
+    model = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-run", "SSE_AGENT_MODEL": "m-1"}
+    result = runner.run(*show, SSE_AGENT="cline", HOME=str(home), **model)
+    assert result.returncode == 1, result.stderr  # the agent ran; the tree is unfixed
+    provider = json.loads((runner.results / "agent-stdout.log").read_text())["providers"]["openai-compatible"]
+    assert provider["settings"] == {
+        "provider": "openai-compatible",
+        "model": "m-1",
+        "apiKey": "sk-run",
+        "baseUrl": "http://127.0.0.1:9/v1",
+    }
+
+
 def test_no_agent_command(runner: Runner):
     result = runner.run()
     assert result.returncode == 2

@@ -5,8 +5,10 @@ Measured with Cline CLI 3.0.65: only its ``openai``/``openai-compatible`` provid
 URL, and only from ``~/.cline/data/settings/providers.json`` (what ``cline auth -p openai -k KEY
 -b URL -m MODEL`` writes); ``-P``/``-k``/``-m`` pick a provider, key and model for one run but no
 URL. So :meth:`ClineRecipe.prepare` writes that provider entry, key included (the run's HOME is
-private), and the launch names the provider and model. ``CLINE_NO_AUTO_UPDATE=1`` stops its
-update check, ``CLINE_SESSION_BACKEND_MODE=local`` its background hub daemon. Its per-request
+private), and the launch names the provider and model. In a container the entrypoint does that
+again just before Cline starts (``SSE_AGENT``), from the variables the launch passes on: the
+layer's build had no URL or key. ``CLINE_NO_AUTO_UPDATE=1`` stops its update check,
+``CLINE_SESSION_BACKEND_MODE=local`` its background hub daemon. Its per-request
 MCP limit is the entry's ``timeout`` (seconds, at most 3600); progress does not extend it.
 """
 
@@ -20,11 +22,14 @@ from pathlib import Path
 from ssebench.agents import files
 from ssebench.agents.cline import AGENT
 from ssebench.agents.formats import EDITORS
-from ssebench.agents.recipe import AgentRecipe, Launch, ModelApi, model_from
+from ssebench.agents.recipe import MODEL_VAR, AgentRecipe, Launch, ModelApi, model_from, pick
 
 PROVIDER = "openai-compatible"
 DEFAULT_MODEL = "gpt-4.1"  # Cline needs a model name; SSE_AGENT_MODEL overrides it
 PROVIDERS_FILE = (".cline", "data", "settings", "providers.json")
+#: what :meth:`ClineRecipe.prepare` reads, passed on so that a container's entrypoint, which
+#: runs it again just before the agent (an image's layer has no key or URL), has them too
+PROVIDER_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 #: no update check; the session in this process: by default Cline starts a detached "hub"
 #: daemon that outlives the run (found left behind by a test) and later runs reuse it
 LOCAL_ENV = {"CLINE_NO_AUTO_UPDATE": "1", "CLINE_SESSION_BACKEND_MODE": "local"}
@@ -39,7 +44,7 @@ class ClineRecipe(AgentRecipe):
         argv = (self.binary, "--json", "-P", PROVIDER, "-m", model_from(env) or DEFAULT_MODEL, prompt)
         return Launch(
             argv=argv,
-            env=LOCAL_ENV,
+            env={**LOCAL_ENV, **pick(env, *PROVIDER_VARS)},
             stream_format=self.stream_format,
             timeouts={"timeout": "from agents install (default 3600 s, Cline's maximum), not reset by progress"},
         )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.container import results as results_file
+from ssebench.container.prepare import setup_agent
 from ssebench.container.readiness import StartupError, wait_for_mcp
 from ssebench.container.results import (
     DIALOG_FILE,
@@ -232,6 +233,7 @@ class Entrypoint(SignalHandling):
         env = {k: v for k, v in s.env.items() if k not in ("SSE_TASK",)}  # no path to hidden parts
         env.update(self.agent_env or {})
         env["SSE_MCP_URL"] = s.mcp_url
+        setup_agent(s.agent, env)  # with the run's model API (a Docker layer ran it without)
         log = s.results_dir / "agent-stderr.log"
         pipeline = reader = None
         if s.dialog:

@@ -53,3 +53,18 @@ def _task(s: Settings) -> Any:
         return load_task(s.task)
     except TaskError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def setup_agent(agent: str | None, env: dict[str, str]) -> None:
+    """The bundled agent's recipe setup (``Recipe.prepare``) in its HOME, just before it starts,
+    with the run's variables: an agent layer ran it at build time without them (Cline's
+    provider URL and key). OSError saying what failed when it cannot write there."""
+    if agent is None:
+        return
+    from ssebench.agents.recipe import get_recipe
+
+    home = Path(env.get("HOME") or Path.home())
+    try:
+        get_recipe(agent).prepare(home=home, env=env)
+    except (OSError, ValueError) as exc:
+        raise OSError(f"{agent}'s setup in {home} failed: {exc}") from None

@@ -313,6 +313,7 @@ def _run_docker(
         plan = recipe_plan(args.agent, prompt, url=DEFAULT_MCP_URL, home=home, env={**own, **extra}, prepare=False)
         command = plan.command
         extra.update(plan.env)
+        extra["SSE_AGENT"] = args.agent  # its recipe's setup runs in the container, with these variables
         if plan.dialog:
             extra["SSE_DIALOG"] = plan.dialog
     current: list[str] = []

@@ -44,6 +44,7 @@ class Settings:
     agent_timeout: int = DEFAULT_AGENT_TIMEOUT
     sidecar: bool = False
     dialog: str | None = None  # the agent whose stream converter writes dialog.jsonl
+    agent: str | None = None  # the bundled agent whose recipe's setup runs just before it starts
     prompt: str | None = None  # logged as the dialog's prompt line
     env: dict[str, str] = field(default_factory=dict)  # the environment children inherit
 
@@ -78,6 +79,12 @@ def from_environment(environ: Mapping[str, str] | None = None, **flags: object) 
 
         if dialog not in CONVERTERS:
             raise SettingsError(f"SSE_DIALOG must be one of {', '.join(CONVERTERS)}, got {shown(dialog)}")
+    agent = pick("agent", "SSE_AGENT")
+    if agent is not None:
+        from ssebench.agents.registry import names
+
+        if agent not in names():
+            raise SettingsError(f"SSE_AGENT must be one of {', '.join(names())}, got {shown(agent)}")
     log_dir = settings.raw("MCP_LOG_DIR", env)
     if log_dir:  # read by the server; checked here so it cannot fail half-way
         settings.path("MCP_LOG_DIR", log_dir)
@@ -93,6 +100,7 @@ def from_environment(environ: Mapping[str, str] | None = None, **flags: object) 
         agent_timeout=_seconds("SSE_AGENT_TIMEOUT", agent_timeout, DEFAULT_AGENT_TIMEOUT),
         sidecar=bool(flags.get("sidecar")),
         dialog=dialog,
+        agent=agent,
         prompt=pick("prompt", "SSE_PROMPT"),
         env=env,
     )

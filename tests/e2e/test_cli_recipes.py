@@ -119,9 +119,12 @@ def test_cline_prepare_writes_the_provider_and_keeps_the_rest(tmp_path: Path) ->
     }
     run = launch("cline", **env)
     assert run.argv == ("cline", "--json", "-P", "openai-compatible", "-m", "m", "-fix it")
+    # the key stays out of argv; the model variables are passed on, so that a container's
+    # entrypoint can run prepare again with them (SSE_AGENT) just before Cline starts
     assert "sk" not in " ".join(run.argv) and run.env == {
         "CLINE_NO_AUTO_UPDATE": "1",
         "CLINE_SESSION_BACKEND_MODE": "local",
+        **env,
     }
 
 

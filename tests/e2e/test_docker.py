@@ -269,21 +269,7 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-# Cline's provider (base URL and key) is written by its recipe's prepare step, which for a
-# Docker run happens when the agent image is built, without the run's model API: a known
-# gap (issue 20). strict: the day it passes, this mark must go.
-_DOCKER_CLIS = [
-    pytest.param(
-        cli,
-        marks=pytest.mark.xfail(strict=True, reason="Cline's provider is written at image build time (issue 20)"),
-    )
-    if cli == "cline"
-    else cli
-    for cli in CLIS
-]
-
-
-@pytest.mark.parametrize("cli", _DOCKER_CLIS)
+@pytest.mark.parametrize("cli", CLIS)
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
