@@ -27,9 +27,13 @@ demo: setup
 # installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
 # The agent CLIs (npm) are installed by the e2e fixtures into ~/.cache/ssebench.
+# The Kubernetes server binaries (scripts/kube-build.sh, from Debian's source, ~7 min) build
+# in the background while the other tests run; tests/e2e/test_kubernetes.py waits for them.
 test-deps:
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
+	@scripts/kube-build.sh install >/dev/null && scripts/kube-build.sh background || { [ "$$CI" != true ] || exit 1; \
+	  echo "make: the Kubernetes tests will skip (scripts/kube-build.sh install failed)"; }
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }

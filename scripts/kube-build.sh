@@ -3,7 +3,11 @@
 #
 #   scripts/kube-build.sh install   # apt-get install the build and runtime packages (once; root)
 #   scripts/kube-build.sh build     # fetch + build kube-apiserver, -controller-manager, -scheduler, kubelet, pause
+#   scripts/kube-build.sh background  # the build, started in the background (make test-deps: it overlaps the other tests)
 #   scripts/kube-build.sh bindir    # print the folder of the built binaries (exit 1 when not built)
+#
+# One build at a time: `build` holds $CACHE/build.lock (flock), so a test session that asks for the
+# binaries while the background build runs waits for it instead of building twice.
 #
 # Why a build: no package registry ships the Kubernetes server binaries, but Debian's `kubernetes`
 # source package (1.20.2, the whole upstream tree with vendor/) builds them offline with Debian's
@@ -65,6 +69,10 @@ build_pause() {
 
 cmd_build() {
     [ -f "$BIN/.done" ] && { echo "kube-build.sh: built already ($BIN)"; return; }
+    mkdir -p "$CACHE"
+    exec 9>"$CACHE/build.lock"
+    flock 9
+    [ -f "$BIN/.done" ] && { echo "kube-build.sh: built already ($BIN)"; return; }
     have_packages || die "missing packages (run: $0 install)"
     fetch_source
     local tree="$CACHE/src/tree" start=$SECONDS
@@ -82,11 +90,19 @@ cmd_build() {
     echo "kube-build.sh: built $BINS pause in $((SECONDS - start))s into $BIN"
 }
 
+cmd_background() {
+    [ -f "$BIN/.done" ] && return
+    mkdir -p "$CACHE"
+    setsid "$0" build >"$CACHE/build.log" 2>&1 </dev/null &
+    echo "kube-build.sh: building in the background (log: $CACHE/build.log)"
+}
+
 cmd_bindir() { [ -f "$BIN/.done" ] || die "not built (run: $0 build)"; echo "$BIN"; }
 
 case "${1:-}" in
     install) cmd_install ;;
     build) cmd_build ;;
+    background) cmd_background ;;
     bindir) cmd_bindir ;;
-    *) echo "usage: $0 install|build|bindir" >&2; exit 2 ;;
+    *) echo "usage: $0 install|build|background|bindir" >&2; exit 2 ;;
 esac

@@ -155,3 +155,59 @@ def test_native_sidecar_manifests_match_the_api_schema(minor):
 def test_classic_manifests_match_the_api_schema():
     for obj in km.manifests(plan(20), {"ANTHROPIC_API_KEY": "k"}):
         kubernetes_validate.validate(obj, SCHEMA, strict=True)
+
+
+def _pod(phase="Running", reason=None, waiting=None, agent_exit=None):
+    from kubernetes import client
+
+    def status(name, state):
+        return client.V1ContainerStatus(name=name, image="i", image_id="", ready=False, restart_count=0, state=state)
+
+    agent_state = client.V1ContainerState(running=client.V1ContainerStateRunning())
+    if agent_exit is not None:
+        agent_state = client.V1ContainerState(terminated=client.V1ContainerStateTerminated(exit_code=agent_exit))
+    stage_state = client.V1ContainerState(
+        waiting=client.V1ContainerStateWaiting(reason=waiting, message="no such image") if waiting else None
+    )
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name="sse-x"),
+        status=client.V1PodStatus(
+            phase=phase,
+            reason=reason,
+            message="The node was low on resource: memory." if reason else None,
+            init_container_statuses=[status("stage", stage_state)],
+            container_statuses=[status("agent", agent_state)],
+        ),
+    )
+
+
+def test_judge_tells_the_clusters_failures_from_the_agents_end():
+    from ssebench.jobs.backends.kube_pod import PodEnd, judge
+
+    assert judge(_pod()) is None
+    assert judge(_pod(agent_exit=6)) == PodEnd("agent_exited", "exit status 6", "sse-x")
+    assert judge(_pod(waiting="ErrImageNeverPull")) == PodEnd(
+        "image_not_found", "container stage: ErrImageNeverPull: no such image", "sse-x"
+    )
+    assert judge(_pod(phase="Failed", reason="Evicted")) == PodEnd(
+        "evicted", "pod sse-x: Evicted: The node was low on resource: memory.", "sse-x"
+    )
+    assert judge(_pod(phase="Unknown")) == PodEnd("node_lost", "pod sse-x: its node stopped answering", "sse-x")
+
+
+def test_outcomes_and_secret_split(tmp_path):
+    from ssebench.jobs.backends.kube_pod import PodEnd
+    from ssebench.jobs.backends.kubernetes import classify, split_env
+
+    assert split_env({"ANTHROPIC_API_KEY": "k", "GH_TOKEN": "t", "ANTHROPIC_BASE_URL": "u"}) == (
+        {"ANTHROPIC_BASE_URL": "u"},
+        {"ANTHROPIC_API_KEY": "k", "GH_TOKEN": "t"},
+    )
+    lost = classify(tmp_path, PodEnd("evicted", "pod sse-x: Evicted: low memory", "sse-x"))
+    assert (lost.kind, lost.status, lost.detail) == ("infra", "evicted", "pod sse-x: Evicted: low memory")
+    (tmp_path / "results.json").write_text(json.dumps({"status": "agent_failed", "exit_code": 6, "error": "exit 3"}))
+    agent = classify(tmp_path, PodEnd("agent_exited", "exit status 6", "sse-x"))
+    assert (agent.kind, agent.status, agent.exit_status, agent.detail) == ("agent", "agent_failed", 6, "exit 3")
+    (tmp_path / "results.json").write_text(json.dumps({"status": "checks_failed", "exit_code": 1}))
+    graded = classify(tmp_path, PodEnd("agent_exited", "exit status 0", "sse-x"))
+    assert (graded.kind, graded.status, graded.detail) == ("graded", "checks_failed", "a check failed")

@@ -372,3 +372,9 @@ def agent_run(agent_clis: Path, tmp_path: Path) -> Iterator[Callable[..., AgentR
         return run_agent(cli, agent_clis, task_file, workdir=workdir, **kw)  # type: ignore[arg-type]
 
     yield run
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Kubernetes tests last: its server binaries build in the background meanwhile
+    (``make test-deps`` starts scripts/kube-build.sh; ~7 minutes on 2 cores)."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/e2e/test_kubernetes.py"))

@@ -214,7 +214,7 @@ def agent_container(plan: PodPlan) -> dict[str, Any]:
     """The entrypoint in sidecar mode: the tree, the socket folder, its results; its exit
     status goes to a file the backend reads (the Pod keeps running until collected)."""
     script = f'"$@"; status=$?; echo "$status" > {AGENT_EXITED}; exit "$status"'
-    env = [{"name": name, "value": value} for name, value in sorted(plan.env.items())]
+    env: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in sorted(plan.env.items())]
     env += [
         {"name": name, "valueFrom": {"secretKeyRef": {"name": object_name(plan.job_id, plan.run_id), "key": name}}}
         for name in sorted(plan.secret_keys)
