@@ -23,11 +23,11 @@ VERSION=1.20.2
 SUITE=bookworm
 BIN="$CACHE/$VERSION/bin"
 BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet"
-PACKAGES="golang-1.19-go etcd-server containerd runc containernetworking-plugins gcc libc6-dev dpkg-dev rsync openssl"
+PACKAGES="golang-1.19-go golang-github-modern-go-reflect2-dev etcd-server containerd runc containernetworking-plugins gcc libc6-dev dpkg-dev rsync openssl"
 
 die() { echo "kube-build.sh: $*" >&2; exit 1; }
 
-have_packages() { [ -x /usr/lib/go-1.19/bin/go ] && command -v etcd >/dev/null && command -v containerd >/dev/null \
+have_packages() { [ -x /usr/lib/go-1.19/bin/go ] && [ -f /usr/share/gocode/src/github.com/modern-go/reflect2/go_above_118.go ] && command -v etcd >/dev/null && command -v containerd >/dev/null \
     && command -v runc >/dev/null && [ -x /usr/lib/cni/loopback ] && command -v gcc >/dev/null \
     && command -v dpkg-source >/dev/null && command -v openssl >/dev/null; }
 
@@ -62,6 +62,17 @@ fetch_source() {
     touch "$src/tree/.ssebench-extracted"
 }
 
+# Kubernetes 1.20 vendors modern-go/reflect2 1.0.1, whose map iteration faults under Go >= 1.18
+# (seen here: kube-apiserver died of SIGSEGV in reflect2's UnsafeIterate at its first requests);
+# 1.0.2 fixed it (go_above_118.go). Debian ships 1.0.2's source: it replaces the vendored copy.
+patch_reflect2() {
+    local vendored="$CACHE/src/tree/vendor/github.com/modern-go/reflect2" fixed=/usr/share/gocode/src/github.com/modern-go/reflect2
+    [ -f "$vendored/go_above_118.go" ] && return
+    [ -f "$fixed/go_above_118.go" ] || die "golang-github-modern-go-reflect2-dev (1.0.2) is not installed (run: $0 install)"
+    rm -f "$vendored"/*.go "$vendored"/*.s
+    cp "$fixed"/*.go "$fixed"/*.s "$vendored/"
+}
+
 build_pause() {
     # build/pause/Makefile: CFLAGS = -Os -Wall -Werror -static; a static C binary, the Pod's sandbox.
     gcc -Os -Wall -Werror -static -DVERSION="v3.4.1-ssebench" -o "$BIN/pause" "$CACHE/src/tree/build/pause/linux/pause.c"
@@ -75,6 +86,7 @@ cmd_build() {
     [ -f "$BIN/.done" ] && { echo "kube-build.sh: built already ($BIN)"; return; }
     have_packages || die "missing packages (run: $0 install)"
     fetch_source
+    patch_reflect2
     local tree="$CACHE/src/tree" start=$SECONDS
     mkdir -p "$tree/.go/src/k8s.io" "$BIN"
     [ -L "$tree/.go/src/k8s.io/kubernetes" ] || ln -s ../../.. "$tree/.go/src/k8s.io/kubernetes"
