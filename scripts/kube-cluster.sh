@@ -25,7 +25,9 @@ PORT_KUBELET=10350
 PORT_KUBELET_HEALTH=10348
 PORT_CM=10357
 PORT_SCHED=10359
-NODE=ssebench-node
+# The node is called localhost: the kubelet refuses a loopback --node-ip (its status then has no
+# address at all), so the API server reaches it by its Hostname address, localhost = 127.0.0.1.
+NODE=localhost
 PAUSE_IMAGE=ssebench.local/pause:3.4.1
 START_TIMEOUT=${SSEBENCH_KUBE_START_TIMEOUT:-120}
 COMPONENTS="kubelet containerd kube-scheduler kube-controller-manager kube-apiserver etcd"  # stop order
@@ -44,7 +46,7 @@ certs() {
         -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
     cert apiserver "/CN=kube-apiserver" "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:127.0.0.1,IP:10.96.0.1"
     cert admin "/O=system:masters/CN=ssebench-admin" ""
-    cert kubelet "/O=system:nodes/CN=system:node:$NODE" "DNS:$NODE,DNS:localhost,IP:127.0.0.1"
+    cert kubelet "/O=system:nodes/CN=system:node:$NODE" "DNS:localhost,IP:127.0.0.1"
     openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
     openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
     touch "$pki/.done"
@@ -106,7 +108,7 @@ start_control_plane() {
         --secure-port "$PORT_API" --insecure-port 0 --etcd-servers "http://127.0.0.1:$PORT_ETCD" \
         --client-ca-file "$pki/ca.crt" --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
         --kubelet-client-certificate "$pki/admin.crt" --kubelet-client-key "$pki/admin.key" \
-        --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types InternalIP \
+        --kubelet-certificate-authority "$pki/ca.crt" --kubelet-preferred-address-types Hostname \
         --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
         --service-account-signing-key-file "$pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
         --authorization-mode Node,RBAC --feature-gates ProcMountType=true --allow-privileged=false \
@@ -186,7 +188,7 @@ featureGates: {ProcMountType: true}
 EOF
     launch kubelet "$BUILT/kubelet" --kubeconfig "$DIR/admin.kubeconfig" --config "$DIR/kubelet.yaml" \
         --container-runtime remote --container-runtime-endpoint "unix://$DIR/containerd.sock" \
-        --root-dir "$DIR/kubelet" --cert-dir "$DIR/kubelet/pki" --hostname-override "$NODE" --node-ip 127.0.0.1 \
+        --root-dir "$DIR/kubelet" --cert-dir "$DIR/kubelet/pki" --hostname-override "$NODE" \
         --seccomp-profile-root "$DIR/seccomp" --oom-score-adj 0 --network-plugin cni \
         --cni-bin-dir /usr/lib/cni --cni-conf-dir "$DIR/cni/net.d" --pod-infra-container-image "$PAUSE_IMAGE"
     wait_until "the node $NODE Ready" kubelet node_ready

@@ -80,7 +80,7 @@ def test_the_cluster_runs_a_pod(kube_cluster: Cluster) -> None:
         while core.read_namespaced_pod("sse-smoke", "default").status.phase != "Running":
             assert time.monotonic() < deadline, core.read_namespaced_pod("sse-smoke", "default").status
             time.sleep(0.5)
-        node = core.read_node("ssebench-node")
+        node = core.read_node("localhost")
         assert node.status.node_info.kubelet_version == "v1.20.2"
     finally:
         core.delete_namespaced_pod("sse-smoke", "default", grace_period_seconds=0)
