@@ -9,7 +9,7 @@
 # The binaries come from scripts/kube-build.sh (Debian's kubernetes 1.20.2 source); etcd,
 # containerd, runc and the CNI plugins from Debian. Everything listens on 127.0.0.1 only; the
 # Pods' network is the CNI loopback plugin alone: each Pod has its own network namespace with
-# just `lo`, so nothing on the host reaches a Pod and a Pod reaches nothing (the agent, the
+# `lo` and a ptp veth without masquerade; nothing on the host connects to a Pod (the agent, the
 # daemon and a scripted model API talk on the Pod's loopback). All state (certificates, etcd,
 # containerd's root, logs, pidfiles) is in $SSEBENCH_KUBE_DIR (default /var/lib/ssebench/kube), 0700.
 # Quirks of these machines: no CAP_SYS_RESOURCE (containerd: restrict_oom_score_adj = true,
@@ -124,8 +124,14 @@ start_control_plane() {
 
 containerd_config() {
     mkdir -p "$DIR/cni/net.d"
-    cat >"$DIR/cni/net.d/10-loopback.conflist" <<EOF
-{"cniVersion": "0.4.0", "name": "ssebench-loopback", "plugins": [{"type": "loopback"}]}
+    # containerd's CRI needs an eth0 with an address in the CNI result (loopback alone fails with
+    # "failed to find network info for sandbox"): ptp gives one (a veth, host-local IPAM), with no
+    # masquerade, so a Pod reaches nothing outside its node; the Pods' own traffic stays on lo.
+    cat >"$DIR/cni/net.d/10-ssebench.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "ssebench", "plugins": [
+  {"type": "ptp", "ipMasq": false, "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]],
+   "dataDir": "$DIR/cni/ipam"}},
+  {"type": "loopback"}]}
 EOF
     cat >"$DIR/containerd.toml" <<EOF
 version = 2
