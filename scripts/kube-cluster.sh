@@ -8,7 +8,7 @@
 #
 # The binaries come from scripts/kube-build.sh (Debian's kubernetes 1.20.2 source); etcd,
 # containerd, runc and the CNI plugins from Debian. Everything listens on 127.0.0.1 only; the
-# Pods' network is the CNI loopback plugin alone: each Pod has its own network namespace with
+# Pods have their own network namespaces (CNI ptp + loopback, docs/kubernetes.md), with
 # `lo` and a ptp veth without masquerade; nothing on the host connects to a Pod (the agent, the
 # daemon and a scripted model API talk on the Pod's loopback). All state (certificates, etcd,
 # containerd's root, logs, pidfiles) is in $SSEBENCH_KUBE_DIR (default /var/lib/ssebench/kube), 0700.
