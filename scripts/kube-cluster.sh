@@ -237,6 +237,8 @@ cmd_stop() {
     awk -v dir="$DIR/" 'index($2, dir) == 1 {print $2}' /proc/self/mounts | sort -r \
         | while read -r mountpoint; do umount "$mountpoint" 2>/dev/null || umount -l "$mountpoint" || true; done
     rm -rf "$DIR"
+    # the kubelet keeps container logs in /var/log/pods (fixed path), cleaned only by its own GC
+    rm -rf /var/log/pods/*_sse-*
     echo "kube-cluster.sh: stopped"
 }
 
