@@ -26,7 +26,10 @@ demo: setup
 # docker-compose), and strace (the daemon traces its builds to reuse them safely):
 # installed when missing and we are root. Elsewhere those tests skip
 # and say why; in CI (CI=true) a failed install fails the run instead of hiding them.
-# The agent CLIs (npm) are installed by the e2e fixtures into ~/.cache/ssebench.
+# The agent CLIs (npm) and the read-back clients (configs/client-clis/) are installed by the
+# e2e fixtures into ~/.cache/ssebench.
+# `ssebench view`'s browser tests drive Debian's chromium with its chromium-driver (Selenium,
+# from the test extra); installed the same way.
 # The Kubernetes server binaries (scripts/kube-build.sh, from Debian's source, ~7 min) build
 # in the background while the other tests run; tests/e2e/test_kubernetes.py waits for them.
 test-deps:
@@ -37,6 +40,10 @@ test-deps:
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
+	@{ command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || { [ "$$(id -u)" = 0 ] && \
+	  { apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }; }; } || \
+	  { [ "$$CI" != true ] || exit 1; echo "make: no chromium/chromedriver: the browser tests of ssebench view will skip"; }
 
 # The linter and the type checker (configured in pyproject.toml); both test targets run
 # it first, so a lint or type error fails fast, before the slower tests.
@@ -45,13 +52,17 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p ssebench
 
-# Everything CI runs: lint, fast tests, then the slow and end-to-end ones.
+# Everything CI runs: lint, then every test (fast, slow, end-to-end) on PYTEST_WORKERS
+# pytest-xdist workers: most slow tests wait (on an agent CLI, a container, a browser), so
+# three keep two cores busy; tests/conftest.py keeps the Docker tests on one worker and a
+# module with a module-wide fixture on one. --durations: where a run's time went.
+PYTEST_WORKERS ?= 3
 test: setup test-deps lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
 
 # Lint and the fast tests only, for the edit-test loop.
 test-fast: setup lint
-	$(BIN)/pytest -m "not slow and not e2e"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow and not e2e"
 
 clean:
 	rm -rf $(VENV) .pytest_cache

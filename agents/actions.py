@@ -112,8 +112,8 @@ def uninstall(
 
 
 def clients() -> list[Client]:
-    """Every client with a config file of its own (not ``generic``)."""
-    return [c for c in CLIENTS.values() if c.name != "generic"]
+    """Every client with a config file of its own (not ``generic``, nor ``warp``: cloud settings)."""
+    return [c for c in CLIENTS.values() if c.user_path is not None or c.project_path is not None]
 
 
 def detected(env: Env) -> list[str]:

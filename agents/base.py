@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from ssebench.agents.recipe import Recipe
@@ -92,6 +92,7 @@ class Client:
     binaries: tuple[str, ...] = ()  # programs whose presence means the client is installed
     extra_notes: tuple[str, ...] = field(default=())
     path_note: str = ""  # how the user-scope path moves, e.g. "or $CODEX_HOME/config.toml"
+    bridged: ClassVar[bool] = False  # the entry runs a stdio bridge (mcp-remote): the client has no HTTP
 
     # -- where ------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ class _OneOf:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
+    from ssebench.agents.base import DEFAULT_NAME
     from ssebench.agents.registry import AGENTS, CLIENTS  # plain data: cheap to import at start-up
 
     names, launchable = tuple(CLIENTS), tuple(AGENTS)
@@ -56,54 +56,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
 
-    def common(p: argparse.ArgumentParser, *, entry: bool, several: bool = False) -> None:
-        if several:
-            # Not choices=: with nargs="*" Python 3.11 checks the empty default against them.
-            p.add_argument(
-                "agent", metavar="AGENT", nargs="*", type=_OneOf(names), help=" | ".join(names) + " (one or more)"
-            )
-            p.add_argument(
-                "--all",
-                action="store_true",
-                help="every agent detected here (client binary on PATH or its config "
-                "present, not counting what ssebench created)",
-            )
-        else:
-            p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
-        p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
-        if entry:
-            p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
-            p.add_argument(
-                "--timeout",
-                type=_positive_int,
-                default=DEFAULT_TIMEOUT,
-                metavar="SECONDS",
-                help=f"tool-call timeout written where the client has one (default {DEFAULT_TIMEOUT})",
-            )
-
-    def writes(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--scope",
-            choices=("user", "project"),
-            default="user",
-            help="user config (default) or the current folder's project config",
-        )
-        p.add_argument("--file", type=Path, help="edit this file instead of the client's own config")
-        p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
-        p.add_argument("--json", action="store_true", help="print the result as JSON")
-
     p = verbs.add_parser("install", help="add or update the server entry (several agents, or --all)")
-    common(p, entry=True, several=True)
-    writes(p)
+    _common(p, names, entry=True, several=True)
+    _writes(p)
     p.set_defaults(func=_install)
 
     p = verbs.add_parser("uninstall", help="remove the server entry, and files and folders ssebench created")
-    common(p, entry=False, several=True)
-    writes(p)
+    _common(p, names, entry=False, several=True)
+    _writes(p)
     p.set_defaults(func=_uninstall)
 
     p = verbs.add_parser("show", help="print the entry a client needs, for copy-paste")
-    common(p, entry=True)
+    _common(p, names, entry=True)
     p.add_argument("--json", action="store_true", help="print only the entry, as JSON")
     p.set_defaults(func=_show)
 
@@ -115,6 +79,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("dockerfile", help="print the Dockerfile layer that installs and registers AGENT")
     p.add_argument("agent", metavar="AGENT", help=" | ".join(launchable))
     p.set_defaults(func=_dockerfile)
+
+
+def _common(p: argparse.ArgumentParser, names: tuple[str, ...], *, entry: bool, several: bool = False) -> None:
+    """The agent argument(s), ``--name``, and for an entry ``--url`` and ``--timeout``."""
+    from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, DEFAULT_URL
+
+    if several:
+        # Not choices=: with nargs="*" Python 3.11 checks the empty default against them.
+        p.add_argument(
+            "agent", metavar="AGENT", nargs="*", type=_OneOf(names), help=" | ".join(names) + " (one or more)"
+        )
+        p.add_argument(
+            "--all",
+            action="store_true",
+            help="every agent detected here (client binary on PATH or its config "
+            "present, not counting what ssebench created)",
+        )
+    else:
+        p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
+    p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
+    if entry:
+        p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
+        p.add_argument(
+            "--timeout",
+            type=_positive_int,
+            default=DEFAULT_TIMEOUT,
+            metavar="SECONDS",
+            help=f"tool-call timeout written where the client has one (default {DEFAULT_TIMEOUT})",
+        )
+
+
+def _writes(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that edit a config."""
+    p.add_argument(
+        "--scope",
+        choices=("user", "project"),
+        default="user",
+        help="user config (default) or the current folder's project config",
+    )
+    p.add_argument("--file", type=Path, help="edit this file instead of the client's own config")
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _error(message: str) -> None:
@@ -208,7 +214,7 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
 
     client = get(name)
     settings = _settings(args)
-    if client.name == "generic" and args.file is None:
+    if client.user_path is None and client.project_path is None and args.file is None:
         return _generic(args, client, settings, install)
     try:
         action = actions.install if install else actions.uninstall
@@ -232,11 +238,11 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
 
 
 def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple[int, dict | None]:
-    """``generic`` without ``--file``: print the standard entry (it has no config of its own)."""
+    """``generic`` (or ``warp``) without ``--file``: print the entry (no config file of its own)."""
     from ssebench.agents import actions
 
     if not install:
-        _error("generic has no config file of its own: give --file PATH")
+        _error(f"{client.name} has no config file of its own: give --file PATH")
         return 2, None
     if args.json:
         return 0, {"entry": client.entry(settings), "notes": client.notes(settings)}
@@ -330,64 +336,13 @@ def _list(args: argparse.Namespace) -> int:
             out.append(data)
         print(json.dumps(out, indent=2))
         return 0
-    _print_table(rows, found, record)
+    from ssebench.agents.listing import print_table
+
+    print_table(rows, found, record)
     for row in rows:
         if row.error:
             _error(row.error)
     return 0
-
-
-def _timeout_cell(row) -> str:
-    if not row.registered:
-        return "-"
-    if row.client.timeout_key is None:
-        return "no timeout key"
-    if row.timeout_seconds is None:
-        return "not set"
-    return f"{row.timeout_seconds:g} s"
-
-
-def _print_table(rows, found, record) -> None:
-    from ssebench import ui
-
-    table = [("AGENT", "INSTALLED", "CONFIG", "SCOPE", "REGISTERED", "URL", "TIMEOUT", "FILE")]
-    for row in rows:
-        registered = "unreadable" if row.error else "yes" if row.registered else "no"
-        installed, present = found[row.client.name]
-        config = "yes" if present else "ssebench" if row.exists and record.ours_only(row.path) else "no"
-        table.append(
-            (
-                row.client.name,
-                {True: "yes", False: "no", None: "-"}[installed],
-                config,
-                row.scope.value,
-                registered,
-                row.url or "-",
-                _timeout_cell(row),
-                str(row.path) + ("" if row.exists else " (no file)"),
-            )
-        )
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]) - 1)]
-    meaning = {"yes": "ok", "no": "dim", "-": "dim", "unreadable": "fail", "ssebench": "warn"}
-    for n, r in enumerate(table):
-        parts: list[str | tuple[str, str]] = []
-        for i, (cell, w) in enumerate(zip(r, widths, strict=False)):
-            padded = cell.ljust(w) + "  "
-            if n == 0:
-                parts.append((padded, "head"))
-            elif i in (1, 2, 4):
-                parts.append((padded, meaning.get(cell, "")))
-            else:
-                parts.append(padded)
-        parts.append((r[-1], "head") if n == 0 else r[-1])
-        ui.echo(*parts)
-    if any(cell == "ssebench" for r in table[1:] for cell in r[2:3]):
-        ui.echo(
-            (
-                "CONFIG ssebench: the config exists only because ssebench wrote it; the client itself was not found.",
-                "dim",
-            )
-        )
 
 
 def _dockerfile(args: argparse.Namespace) -> int:

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from ssebench import settings
+
 if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
 
@@ -127,7 +129,7 @@ def get_recipe(agent: str) -> Recipe:
 
 def model_from(env: Mapping[str, str]) -> str | None:
     """The model the run asked for (``SSE_AGENT_MODEL``); None leaves the CLI's default."""
-    value = (env.get(MODEL_VAR) or "").strip()
+    value = (settings.raw(MODEL_VAR, env) or "").strip()
     return value or None
 
 
@@ -211,6 +213,9 @@ def installed_version(recipe: Recipe, binary: Path) -> str | None:
                 return version if isinstance(version, str) else None
             if isinstance(data, dict) and data.get("name"):
                 break  # another package's folder: not an npm install of this CLI
+    owner = _npm_owner_version(recipe.package, resolved)
+    if owner is not None:
+        return owner
     try:
         done = subprocess.run(
             [str(binary), "--version"],
@@ -224,3 +229,19 @@ def installed_version(recipe: Recipe, binary: Path) -> str | None:
         return None
     match = _VERSION.search(done.stdout)
     return match.group(0) if match else None
+
+
+def _npm_owner_version(package: str, resolved: Path) -> str | None:
+    """The version of ``package`` in the ``node_modules`` folder holding ``resolved``: a CLI
+    whose postinstall points its command at a platform package's binary (Cline CLI:
+    ``.bin/cline`` -> ``@cline/cli-linux-x64/bin/cline``) is still that install's."""
+    folder = next((f for f in resolved.parents if f.name == "node_modules"), None)
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / package / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and data.get("name") == package and isinstance(data.get("version"), str):
+        return str(data["version"])
+    return None

@@ -9,13 +9,31 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, codex, gemini, opencode
+from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, opencode, qwen
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
-from ssebench.agents.generic import claude_desktop, goose, standard, table, zed
+from ssebench.agents.generic import bridged, claude_desktop, goose, rows, standard, table, zed
 
-_BUNDLED: tuple[Agent, ...] = (claude.AGENT, codex.AGENT, gemini.AGENT, opencode.AGENT)
-_REGISTER_ONLY: tuple[Client, ...] = (*table.CLIENTS, goose.CLIENT, zed.CLIENT, claude_desktop.CLIENT, standard.CLIENT)
+_BUNDLED: tuple[Agent, ...] = (
+    claude.AGENT,
+    codex.AGENT,
+    gemini.AGENT,
+    opencode.AGENT,
+    qwen.AGENT,
+    continue_cli.AGENT,
+    kilo.AGENT,
+    cline.AGENT,
+    copilot.AGENT,
+)
+_REGISTER_ONLY: tuple[Client, ...] = (
+    *table.CLIENTS,
+    goose.CLIENT,
+    zed.CLIENT,
+    claude_desktop.CLIENT,
+    *rows.CLIENTS,
+    *bridged.CLIENTS,
+    standard.CLIENT,
+)
 
 AGENTS: dict[str, Agent] = {}
 CLIENTS: dict[str, Client] = {}

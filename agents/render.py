@@ -54,7 +54,9 @@ def timeout_cell(client: Client, settings: Settings) -> str:
     return f"`{client.timeout_key}` in {unit} (writes {client.timeout_value(settings.timeout)})"
 
 
-def clients_table(clients: list[Client], settings: Settings) -> str:
+def clients_table(clients: list[Client], settings: Settings, *, readme: bool = False) -> str:
+    """docs/adding-an-agent.md's table (paths, entry key) or, with ``readme``, the README's
+    (how each client reaches the server and what its timeout does)."""
     rows = [
         {
             "name": c.name,
@@ -63,17 +65,29 @@ def clients_table(clients: list[Client], settings: Settings) -> str:
             "project_path": c.describe_path(Scope.PROJECT),
             "entry_key": ".".join(c.entry_path(settings)),
             "timeout": timeout_cell(c, settings),
+            "transport": "stdio bridge (`npx mcp-remote`)" if c.bridged else "Streamable HTTP",
+            "behaviour": c.timeout_behaviour or "No standard key: set the client's own timeout by hand.",
         }
         for c in clients
     ]
-    return _env().get_template("clients-table.md.j2").render(rows=rows)
+    return _env().get_template("clients-table.md.j2").render(rows=rows, readme=readme)
 
 
 def agents_table(records: list[Agent]) -> str:
     """The README's table of the agents ``ssebench run --agent`` launches, from their records."""
     lines = [
-        "| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) |",
-        "|---|---|---|",
+        "| Agent | Model API variables (one key is needed) | CLI (npm package at the pinned version) "
+        "| A long test_patch call |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {r.name} | {r.model_vars} | `{r.package}` |" for r in records]
+    lines += [f"| {r.name} | {r.model_vars} | `{r.package}` | {_long_call(r.client)} |" for r in records]
     return "\n".join(lines) + "\n"
+
+
+def _long_call(client: Client) -> str:
+    """The README's cell: the timeout ``agents install`` writes, then how the client waits."""
+    if client.timeout_key is None:
+        return client.timeout_behaviour
+    unit = "ms" if client.timeout_unit is Unit.MILLISECONDS else "s"
+    value = client.timeout_value(Settings().timeout)
+    return f"`{client.timeout_key}` = {value} {unit} (agents install); {client.timeout_behaviour}"

@@ -19,7 +19,7 @@ TABLE_START = "<!-- clients-table:start (python -m ssebench.agents.render_exampl
 TABLE_END = "<!-- clients-table:end -->\n"
 AGENTS_START = "<!-- agents-table:start (python -m ssebench.agents.render_examples) -->\n"
 AGENTS_END = "<!-- agents-table:end -->\n"
-SUFFIX = {"json": "json", "toml": "toml", "yaml": "yaml"}
+SUFFIX = {"json": "json", "toml": "toml", "yaml": "yaml", "yaml-list": "yaml"}
 
 
 def expected(root: Path) -> dict[Path, str]:
@@ -33,13 +33,18 @@ def expected(root: Path) -> dict[Path, str]:
     doc = root / "docs" / "adding-an-agent.md"
     out[doc] = _spliced(doc, TABLE_START, TABLE_END, render.clients_table(list(CLIENTS.values()), settings))
     readme = root / "README.md"
-    out[readme] = _spliced(readme, AGENTS_START, AGENTS_END, render.agents_table(list(AGENTS.values())))
+    text = _spliced(readme, AGENTS_START, AGENTS_END, render.agents_table(list(AGENTS.values())))
+    clients = render.clients_table(list(CLIENTS.values()), settings, readme=True)
+    out[readme] = _splice_text(text, TABLE_START, TABLE_END, clients)
     return out
 
 
 def _spliced(path: Path, start: str, end: str, body: str) -> str:
     """The text of *path* with *body* between its *start* and *end* marker lines."""
-    text = path.read_text(encoding="utf-8")
+    return _splice_text(path.read_text(encoding="utf-8"), start, end, body)
+
+
+def _splice_text(text: str, start: str, end: str, body: str) -> str:
     head, _, rest = text.partition(start)
     _, _, tail = rest.partition(end)
     return head + start + body + end + tail

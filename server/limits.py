@@ -20,11 +20,10 @@ or a number with ``K``, ``M``, ``G`` (binary units).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ssebench.daemon.limits import parse_size
+from ssebench import settings
 
 SESSION_IDLE_VAR = "SSE_MCP_SESSION_IDLE"
 LOG_MAX_SIZE_VAR = "SSE_MCP_LOG_MAX_SIZE"
@@ -34,21 +33,8 @@ DEFAULT_SESSION_IDLE = 600.0
 DEFAULT_LOG_MAX_SIZE = 1 << 30
 DEFAULT_LOG_MAX_AGE = 7 * 86400.0
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_duration(name: str, raw: str) -> float:
-    """``"600"``, ``"10m"``, ``"2h"``, ``"7d"`` → seconds (positive); raises ValueError."""
-    text = raw.strip().lower()
-    unit = text[-1:] if text[-1:] in _UNITS else "s"
-    number = text[:-1] if text[-1:] in _UNITS else text
-    try:
-        value = float(number) * _UNITS[unit]
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a positive duration (e.g. 600, 10m, 2h, 7d), got '{raw}'")
-    return value
+# The duration parser is ssebench.settings'; this name stays for its callers.
+parse_duration = settings.duration
 
 
 @dataclass(frozen=True)
@@ -60,15 +46,8 @@ class ServerLimits:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerLimits:
         """The limits the environment sets; raises ValueError naming the bad variable."""
-        env = os.environ if environ is None else environ
-
-        def raw(name: str) -> str | None:
-            value = env.get(name)
-            return value if value is not None and value.strip() else None
-
-        idle, size, age = raw(SESSION_IDLE_VAR), raw(LOG_MAX_SIZE_VAR), raw(LOG_MAX_AGE_VAR)
         return cls(
-            session_idle=parse_duration(SESSION_IDLE_VAR, idle) if idle else DEFAULT_SESSION_IDLE,
-            log_max_bytes=parse_size(LOG_MAX_SIZE_VAR, size) if size else DEFAULT_LOG_MAX_SIZE,
-            log_max_age=parse_duration(LOG_MAX_AGE_VAR, age) if age else DEFAULT_LOG_MAX_AGE,
+            session_idle=settings.value(SESSION_IDLE_VAR, settings.duration, DEFAULT_SESSION_IDLE, environ),
+            log_max_bytes=settings.value(LOG_MAX_SIZE_VAR, settings.size, DEFAULT_LOG_MAX_SIZE, environ),
+            log_max_age=settings.value(LOG_MAX_AGE_VAR, settings.duration, DEFAULT_LOG_MAX_AGE, environ),
         )

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH
 from ssebench.supervise import (
     StartupError,
     exited,
@@ -52,16 +53,16 @@ class Stack:
     port: int
     daemon: subprocess.Popen[bytes] | None = None
     server: subprocess.Popen[bytes] | None = None
-    path: str = "/mcp"
+    path: str = DEFAULT_MCP_PATH
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self.path}"
+        return f"http://{DEFAULT_MCP_HOST}:{self.port}{self.path}"
 
     @property
     def health_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/healthz"
+        return f"http://{DEFAULT_MCP_HOST}:{self.port}/healthz"
 
     def start_daemon(self, task: Path, tree: Path | None, env: Mapping[str, str], **kw: object) -> None:
         argv = ["daemon", "--task", str(task), "--socket", str(self.socket)]

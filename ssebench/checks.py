@@ -6,7 +6,7 @@ name, the label the spec's texts use, the keys of its table in ``task.toml``, up
 which difficulty level it runs, the headline reason when it fails and that reason's
 precedence. The difficulty levels, the task loader, the daemon, the MCP server's
 report and grading read these rows instead of spelling a kind out again, so adding a
-kind starts here (the runner still needs its steps: ``ssebench/daemon/runner.py``).
+kind starts here (the daemon still needs its steps: ``ssebench/daemon/checkproc.py``).
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "ssebench.taskcmd",  # task check|new
     "ssebench.completion",  # completion bash|zsh|fish
     "ssebench.doctor",  # doctor
+    "ssebench.jobs.cli",  # jobs run|resume|report
+    "ssebench.view.cli",  # view
 )
 
 

@@ -6,10 +6,10 @@ to the letter on what is valid, so the rule lives here and nowhere else.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ssebench import settings
 from ssebench.checks import CHECK_ORDER, KINDS, Check
 
 __all__ = [
@@ -89,5 +89,4 @@ def parse_level(raw: str | None) -> Level:
 
 def level_from_env(environ: Mapping[str, str] | None = None) -> Level:
     """Read the level from the environment (once, at start-up)."""
-    env = os.environ if environ is None else environ
-    return parse_level(env.get(ENV_VAR))
+    return parse_level(settings.raw(ENV_VAR, environ))

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ssebench.settings import DEFAULT_MCP_PORT
+from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_PORT
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 DEFAULT_PORT = DEFAULT_MCP_PORT
@@ -154,7 +154,7 @@ def check_port(port: int) -> Finding:
             pass
     owner = port_owner(port)
     by = f" (by PID {owner})" if owner else ""
-    if mcp_server_name(f"http://127.0.0.1:{port}/mcp") == "ssebench":
+    if mcp_server_name(f"http://{DEFAULT_MCP_HOST}:{port}{DEFAULT_MCP_PATH}") == "ssebench":
         return Finding(label, OK, f"in use by a running ssebench server{by}")
     return Finding(label, FAIL, f"port {port} is in use{by}", "stop that program, or serve on another port with --port")
 

@@ -2,17 +2,38 @@
 
 Why: the same names and defaults were spelled in many modules; one declarative table
 lets a test check the docs (docs/container.md) and keeps reads of ``os.environ`` here
-(tests/test_settings_table.py refuses direct reads elsewhere). The parsers that give
-each value its one-line error stay with their readers for now (see ``parser``); the
-entrypoint's checks build on this module in ssebench/container/settings.py.
-This module imports nothing of the project, so every part may import it.
+(tests/test_settings_table.py refuses direct reads elsewhere). One parser per kind
+(``duration``, ``size``, ``count``, ``whole_seconds``, ``port``, ``host``, ``url_path``,
+``path``, ``socket_path``, ``boolean``) gives every value, from a variable or a flag, its
+one-line :class:`SettingsError` naming it and the bad value; ``value`` reads and parses
+one variable. The entrypoint's checks build on this module in ssebench/container/settings.py.
+The parsers live in ssebench/parsers.py (re-exported here); neither module imports
+anything else of the project, so every part may import them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+from ssebench.parsers import (  # noqa: F401  (re-exported: settings.X is the one name callers use)
+    MAX_SECONDS,
+    UNIX_SOCKET_MAX_BYTES,
+    SettingsError,
+    boolean,
+    count,
+    duration,
+    host,
+    path,
+    port,
+    shown,
+    size,
+    socket_path,
+    url_path,
+    whole_seconds,
+)
 
 DEFAULT_MCP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 3000
@@ -33,21 +54,14 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable(
-        "SSE_TASK",
-        "path",
-        "",
-        "task folder (task.json)",
-        ("ssebench.container",),
-        "ssebench.container.settings:file_path",
-    ),
+    Variable("SSE_TASK", "path", "", "task folder (task.json)", ("ssebench.container",), "ssebench.settings:path"),
     Variable(
         "SSE_TREE",
         "path",
         "the task's source",
         "source tree to prepare",
         ("ssebench.container", "ssebench.daemon"),
-        "ssebench.container.settings:file_path",
+        "ssebench.settings:path",
     ),
     Variable(
         "SSE_TASK_DIR",
@@ -62,7 +76,7 @@ VARIABLES: tuple[Variable, ...] = (
         "/results",
         "where results are written",
         ("ssebench.container",),
-        "ssebench.container.settings:file_path",
+        "ssebench.settings:path",
     ),
     Variable(
         "SSE_DAEMON_SOCKET",
@@ -70,15 +84,10 @@ VARIABLES: tuple[Variable, ...] = (
         "a fresh private folder (entrypoint)",
         "daemon socket",
         ("ssebench.daemon", "ssebench.container", "server"),
-        "ssebench.container.settings:socket_path",
+        "ssebench.settings:socket_path",
     ),
     Variable(
-        "SSE_MCP_HOST",
-        "host",
-        DEFAULT_MCP_HOST,
-        "MCP server host",
-        ("ssebench.container",),
-        "ssebench.container.settings:host_name",
+        "SSE_MCP_HOST", "host", DEFAULT_MCP_HOST, "MCP server host", ("ssebench.container",), "ssebench.settings:host"
     ),
     Variable(
         "SSE_MCP_PORT",
@@ -86,7 +95,7 @@ VARIABLES: tuple[Variable, ...] = (
         str(DEFAULT_MCP_PORT),
         "MCP server port",
         ("ssebench.container",),
-        "ssebench.container.settings:port_number",
+        "ssebench.settings:port",
     ),
     Variable(
         "SSE_MCP_PATH",
@@ -94,7 +103,7 @@ VARIABLES: tuple[Variable, ...] = (
         DEFAULT_MCP_PATH,
         "MCP endpoint path",
         ("ssebench.container",),
-        "ssebench.container.settings:url_path",
+        "ssebench.settings:url_path",
     ),
     Variable(
         "SSE_MCP_URL",
@@ -109,7 +118,7 @@ VARIABLES: tuple[Variable, ...] = (
         "300",
         "MCP tool call timeout",
         ("ssebench.container", "agents"),
-        "ssebench.container.settings:whole_seconds",
+        "ssebench.settings:whole_seconds",
     ),
     Variable(
         "SSE_AGENT_TIMEOUT",
@@ -117,7 +126,7 @@ VARIABLES: tuple[Variable, ...] = (
         "3600",
         "agent run timeout",
         ("ssebench.container",),
-        "ssebench.container.settings:whole_seconds",
+        "ssebench.settings:whole_seconds",
     ),
     Variable("SSE_DIALOG", "choice", "", "agent whose stream becomes dialog.jsonl", ("ssebench.container",)),
     Variable("SSE_PROMPT", "text", "", "prompt logged as the dialog's first line", ("ssebench.container",)),
@@ -136,7 +145,7 @@ VARIABLES: tuple[Variable, ...] = (
         "10",
         "daemon heartbeat seconds",
         ("ssebench.daemon",),
-        "ssebench.daemon.cli:heartbeat_from_env",
+        "ssebench.settings:duration",
     ),
     Variable(
         "SSE_DAEMON_LOG_BUDGET",
@@ -144,28 +153,29 @@ VARIABLES: tuple[Variable, ...] = (
         "256M",
         "bytes of check logs kept",
         ("ssebench.daemon",),
-        "ssebench.daemon.limits:parse_size",
+        "ssebench.settings:size",
     ),
     Variable(
-        "SSE_OUTPUT_LIMIT",
-        "size",
-        "1G",
-        "bytes of output per check",
-        ("ssebench.daemon",),
-        "ssebench.daemon.limits:parse_size",
+        "SSE_OUTPUT_LIMIT", "size", "1G", "bytes of output per check", ("ssebench.daemon",), "ssebench.settings:size"
     ),
-    Variable(
-        "SSE_MEMORY_LIMIT", "size", "4G", "memory per check", ("ssebench.daemon",), "ssebench.daemon.limits:parse_size"
-    ),
-    Variable("SSE_PIDS_LIMIT", "int", "1024", "processes per check", ("ssebench.daemon",)),
+    Variable("SSE_MEMORY_LIMIT", "size", "4G", "memory per check", ("ssebench.daemon",), "ssebench.settings:size"),
+    Variable("SSE_PIDS_LIMIT", "int", "1024", "processes per check", ("ssebench.daemon",), "ssebench.settings:count"),
     Variable(
         "SSE_SANDBOX_CGROUP",
         "bool",
         "on",
-        "'off': watchdog limits even where a cgroup is writable",
+        "'off' (or 0, false, no): watchdog limits even where a cgroup is writable",
         ("ssebench.daemon",),
+        "ssebench.settings:boolean",
     ),
-    Variable("SSE_NO_SANDBOX", "bool", "0", "run checks without bwrap", ("ssebench.daemon", "ssebench")),
+    Variable(
+        "SSE_NO_SANDBOX",
+        "bool",
+        "0",
+        "1 (or true, yes, on): run checks without bwrap",
+        ("ssebench.daemon", "ssebench"),
+        "ssebench.settings:boolean",
+    ),
     Variable("SSE_SANDBOX_BIND", "path", "", "colon-separated host paths bound read-only", ("ssebench.daemon",)),
     Variable(
         "SSE_SANDBOX_UID",
@@ -182,13 +192,25 @@ VARIABLES: tuple[Variable, ...] = (
         "600",
         "idle MCP session lifetime",
         ("server",),
-        "server.limits:parse_duration",
+        "ssebench.settings:duration",
+    ),
+    Variable("SSE_MCP_LOG_MAX_SIZE", "size", "1G", "MCP log retention size", ("server",), "ssebench.settings:size"),
+    Variable(
+        "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "ssebench.settings:duration"
     ),
     Variable(
-        "SSE_MCP_LOG_MAX_SIZE", "size", "1G", "MCP log retention size", ("server",), "ssebench.daemon.limits:parse_size"
+        "SSE_JOB_ID",
+        "text",
+        "",
+        "set by ssebench jobs for a run: its job (marks its processes, labels its containers)",
+        ("ssebench.jobs", "ssebench.container"),
     ),
     Variable(
-        "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "server.limits:parse_duration"
+        "SSE_JOB_RUN",
+        "text",
+        "",
+        "set by ssebench jobs for a run: JOB/RUN (marks its processes, labels its containers)",
+        ("ssebench.jobs", "ssebench.container"),
     ),
     Variable(
         "MCP_LOG_DIR",
@@ -196,7 +218,7 @@ VARIABLES: tuple[Variable, ...] = (
         "/tmp/mcp/logs",
         "MCP server log folder",
         ("server", "ssebench.daemon", "ssebench.container"),
-        "ssebench.container.settings:file_path",
+        "ssebench.settings:path",
     ),
 )
 BY_NAME: dict[str, Variable] = {v.name: v for v in VARIABLES}
@@ -207,6 +229,16 @@ def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     if name not in BY_NAME:
         raise KeyError(f"{name} is not in ssebench.settings.VARIABLES")
     return (os.environ if environ is None else environ).get(name)
+
+
+T = TypeVar("T")
+
+
+def value(name: str, parse: Callable[[str, str], T], default: T, environ: Mapping[str, str] | None = None) -> T:
+    """The variable *name* parsed by *parse* (one of the parsers below); *default* when it
+    is unset or blank. Raises :class:`SettingsError`."""
+    got = raw(name, environ)
+    return default if got is None or not got.strip() else parse(name, got)
 
 
 # Variables the entrypoint's own table in docs/container.md covers; the rest are listed,

@@ -343,3 +343,35 @@ def _echo(line: bytes) -> None:
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(line.decode("utf-8", "replace"))
         sys.stderr.flush()
+
+
+# -- processes marked by an environment variable (ssebench jobs) --------------------------------
+
+
+def marked(name: str, value: str) -> list[int]:
+    """Pids of our user's processes whose environment holds NAME=VALUE (never our own).
+
+    ``ssebench jobs`` marks each run's processes so a run's leftovers (a daemon whose
+    ``ssebench run`` was killed -9) are found again, on cancel and on resume."""
+    needle = f"{name}={value}".encode() + b"\0"
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as stream:
+                environ = stream.read() + b"\0"
+        except OSError:
+            continue  # gone, or not ours
+        if environ.startswith(needle) or b"\0" + needle in environ:
+            found.append(int(entry.name))
+    return found
+
+
+def kill_marked(name: str, value: str) -> int:
+    """SIGKILL every process :func:`marked` finds; how many there were."""
+    pids = marked(name, value)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return len(pids)

@@ -66,6 +66,14 @@ class Intent:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """``[resources]``: CPUs and memory (bytes) one run of the task needs (docs/jobs.md)."""
+
+    cpus: float | None = None
+    memory: int | None = None
+
+
+@dataclass(frozen=True)
 class Task:
     file: Path  # absolute path of task.toml
     id: str
@@ -75,6 +83,7 @@ class Task:
     pocs: Pocs | None
     functional: Command | None
     intent: Intent | None
+    resources: Resources | None = None  # ``[resources]``: what one run of it needs (ssebench jobs)
 
     @property
     def dir(self) -> Path:
@@ -87,8 +96,9 @@ class Task:
 
 
 # The keys task-format.md defines; anything else is refused (see the module docstring).
-_TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent"}
+_TOP_KEYS = {"id", "source", "description", "build", "pocs", "functional", "intent", "resources"}
 _TABLE_KEYS = TASK_TABLE_KEYS  # one row per check kind: ssebench/checks.py
+_RESOURCE_KEYS = {"cpus", "memory"}  # ``[resources]``, not a check kind
 
 
 class _Reader:
@@ -239,7 +249,32 @@ def load_task(path: str | Path) -> Task:
         pocs=pocs,
         functional=functional,
         intent=intent,
+        resources=_resources(r, data),
     )
+
+
+def _resources(r: _Reader, data: dict[str, Any]) -> Resources | None:
+    """``[resources]``: ``cpus`` (a number > 0) and ``memory`` (bytes, or a size such as "4G")."""
+    table = data.get("resources")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise r.fail("resources", f"must be a table, got {_kind(table)}")
+    r.unknown(table, _RESOURCE_KEYS, "resources.")
+    cpus = table.get("cpus")
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int | float) or not 0 < cpus <= 1024):
+        raise r.fail("resources.cpus", f"must be a number of CPUs above 0 (at most 1024), got {cpus!r}")
+    memory = table.get("memory")
+    if memory is not None:
+        from ssebench.daemon.limits import parse_size
+
+        try:
+            memory = parse_size("memory", str(memory)) if not isinstance(memory, bool) else None
+        except ValueError:
+            memory = None
+        if memory is None:
+            raise r.fail("resources.memory", f"must be bytes or a size such as 512M or 4G, got {table['memory']!r}")
+    return Resources(float(cpus) if cpus is not None else None, memory)
 
 
 def _read_toml(file: Path) -> dict[str, Any]:

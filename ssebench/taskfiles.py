@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import os.path
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -122,18 +122,12 @@ def _entries(task: Task, tops: list[PurePosixPath], hidden: set[Path], *, named:
         return stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)
 
     stack: list[PurePosixPath] = []
-    for top in reversed(tops):
-        if not named:
-            stack.append(top)
-            continue
-        try:
-            st = os.lstat(task.dir / top)
-        except OSError:
-            continue
-        if keep(top, st):
-            yield Entry(top, st)
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(top)
+    if named:
+        found, folders = _visit(task, list(reversed(tops)), keep)
+        yield from found
+        stack += folders
+    else:
+        stack += reversed(tops)
     while stack:
         folder = stack.pop()
         try:
@@ -141,15 +135,25 @@ def _entries(task: Task, tops: list[PurePosixPath], hidden: set[Path], *, named:
                 names = sorted(e.name for e in it)
         except OSError:
             continue
-        subdirs = []
-        for name in names:
-            rel = folder / name
-            try:
-                st = os.lstat(task.dir / rel)
-            except OSError:
-                continue
-            if keep(rel, st):
-                yield Entry(rel, st)
-                if stat.S_ISDIR(st.st_mode):
-                    subdirs.append(rel)
+        found, subdirs = _visit(task, [folder / name for name in names], keep)
+        yield from found
         stack += reversed(subdirs)
+
+
+def _visit(
+    task: Task, rels: list[PurePosixPath], keep: Callable[[PurePosixPath, os.stat_result], bool]
+) -> tuple[list[Entry], list[PurePosixPath]]:
+    """The entries of *rels* that *keep* takes (``lstat``: a symlink is never followed), and
+    which of them are folders to walk into, both in the order of *rels*."""
+    found: list[Entry] = []
+    folders: list[PurePosixPath] = []
+    for rel in rels:
+        try:
+            st = os.lstat(task.dir / rel)
+        except OSError:
+            continue
+        if keep(rel, st):
+            found.append(Entry(rel, st))
+            if stat.S_ISDIR(st.st_mode):
+                folders.append(rel)
+    return found, folders

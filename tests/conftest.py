@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,9 @@ def _checks_reach_tmp_path(request: pytest.FixtureRequest) -> None:
     if os.geteuid() != 0 or "tmp_path" not in request.fixturenames:
         return
     path = request.getfixturevalue("tmp_path")
-    for folder in (path, *list(path.parents)[:2]):
+    top = Path(tempfile.gettempdir())
+    # Up to the temp folder: pytest-of-root/pytest-N/[popen-gwK/ under pytest-xdist]/test_x0.
+    for folder in (path, *list(itertools.takewhile(lambda p: p != top, path.parents))[:3]):
         if folder.stat().st_uid == 0 and folder.stat().st_mode & 0o011 != 0o011:
             folder.chmod(folder.stat().st_mode & 0o7777 | 0o011)
 
@@ -76,3 +79,26 @@ def daemon_factory() -> Iterator[Callable[..., DaemonProcess]]:
 @pytest.fixture
 def demo_task() -> Path:
     return DEMO_TASK
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """How ``make test`` spreads tests over pytest-xdist workers (``--dist loadgroup``).
+
+    Tests go one by one to whichever worker is free, except: a test module's module- or
+    session-wide fixture (a built venv, a real task's builds, a server) would be built
+    again in every worker that gets one of its tests, so such a module's tests share one
+    group (one worker); and the Docker tests (one engine, one image cache) are one group,
+    marked ``xdist_group("docker")`` in their modules.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:
+            continue
+        for defs in info.name2fixturedefs.values():
+            fixture = defs[-1]
+            where = getattr(fixture.func, "__module__", "")
+            if fixture.scope in ("module", "session") and where == getattr(item.module, "__name__", None):
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+                break

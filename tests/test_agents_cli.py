@@ -496,7 +496,9 @@ def test_list_shows_project_scope_when_the_project_has_a_file(user: Home) -> Non
     assert [(r["agent"], r["registered"]) for r in project] == [("claude", True)]
 
 
-@pytest.mark.parametrize("agent", ["claude", "codex", "goose", "zed", "claude-desktop", "generic"])
+@pytest.mark.parametrize(
+    "agent", ["claude", "codex", "goose", "zed", "claude-desktop", "copilot", "roo-code", "amazonq", "warp", "generic"]
+)
 def test_show_prints_the_checked_in_example(user: Home, agent: str) -> None:
     done = user.run("show", agent)
     assert done.returncode == 0, done.stderr
@@ -529,6 +531,32 @@ def test_generic_prints_standard_json_or_writes_a_file(user: Home) -> None:
         2,
         "ssebench agents: generic has no config file of its own: give --file PATH\n",
     )
+
+
+def test_warp_has_no_file_so_install_prints_the_entry_to_paste(user: Home) -> None:
+    done = user.run("install", "warp")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"mcpServers": {"ssebench": {"url": "http://localhost:3000/mcp"}}}
+    assert done.stderr.splitlines()[-1] == (
+        "Note: Warp keeps MCP servers in its cloud-synced settings: paste this in Settings > AI > MCP servers."
+    )
+    assert not any(user.home.rglob("*.json"))
+    refused = user.run("uninstall", "warp")
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "ssebench agents: warp has no config file of its own: give --file PATH\n",
+    )
+
+
+def test_a_longer_timeout_than_the_client_allows_is_cut_and_said(user: Home) -> None:
+    done = user.run("install", "roo-code", "--timeout", "7200")
+    assert done.returncode == 0, done.stderr
+    path = user.home / ".config" / "Code" / "User" / "globalStorage" / "rooveterinaryinc.roo-cline" / "settings"
+    assert json.loads((path / "mcp_settings.json").read_text())["mcpServers"]["ssebench"]["timeout"] == 3600
+    assert (
+        "Note: Roo Code allows at most 3600 s per call, so 7200 s is written as 3600 s: "
+        "a test_patch call that takes longer fails in Roo Code."
+    ) in done.stdout
 
 
 def test_install_json_output(user: Home) -> None:
@@ -606,5 +634,5 @@ def test_dockerfile_for_an_agent_without_a_layer(user: Home) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == (
-        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode\n"
+        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot\n"
     )

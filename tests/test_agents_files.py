@@ -61,3 +61,45 @@ def test_diff_names_files_and_marks_missing_newline(tmp_path: Path) -> None:
         f"--- {tmp_path / 'f'}\n+++ {tmp_path / 'f'}\n@@ -1 +1,2 @@\n-a\n\\ No newline at end of file\n+a\n+b\n"
     )
     assert files.Change(tmp_path / "f", "x", "x").diff() == ""
+
+
+# -- every client, through the whole install/uninstall path ----------------------------------
+
+_EXISTING = {
+    "json": '{\n  // the user\'s\n  "theme": "dark", /* kept */\n}\n',
+    "toml": '# the user\'s\nmodel = "x"  # kept\n',
+    "yaml": "# the user's\ntheme: dark  # kept\n",
+    "yaml-list": "# the user's\nname: mine  # kept\nversion: 1.0.0\nschema: v1\n",
+}
+
+
+def _clients_with_a_file() -> list[str]:
+    from ssebench.agents import actions
+
+    return [c.name for c in actions.clients() if c.user_path is not None]
+
+
+@pytest.mark.parametrize("name", _clients_with_a_file())
+def test_every_client_round_trips_its_own_file(name: str, tmp_path: Path) -> None:
+    """Install then uninstall leaves no file (and no folder) where there was none, and the
+    user's bytes, comments included, where there was one."""
+    from ssebench.agents import actions
+    from ssebench.agents.base import Env, Scope, Settings
+    from ssebench.agents.registry import CLIENTS
+
+    client, settings = CLIENTS[name], Settings()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = Env(home=home, cwd=tmp_path, vars={"XDG_STATE_HOME": str(tmp_path / "state")}, platform="linux")
+    path = actions.install(client, settings, Scope.USER, env).path
+    assert path is not None and path.read_text() == actions.snippet(client, settings)
+    actions.uninstall(client, settings, Scope.USER, env)
+    assert list(home.iterdir()) == []
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_EXISTING[client.format])
+    actions.install(client, settings, Scope.USER, env)
+    assert actions.editor(client).get(path.read_text(), client.entry_path(settings)) == client.entry(settings)
+    assert "kept" in path.read_text()
+    actions.uninstall(client, settings, Scope.USER, env)
+    assert path.read_text() == _EXISTING[client.format]

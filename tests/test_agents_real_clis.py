@@ -104,3 +104,60 @@ def test_opencode_reads_a_jsonc_file(env: dict[str, str], tmp_path: Path) -> Non
     out = listed.stdout + listed.stderr
     assert "ssebench" in out and URL in out
     assert "1 server(s)" in out
+
+
+def test_qwen_lists_the_entry_beside_the_users_server(env: dict[str, str], tmp_path: Path) -> None:
+    settings = Path(env["HOME"]) / ".qwen" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n  // mine\n  "mcpServers": {"other": {"httpUrl": "http://127.0.0.1:8/mcp"}}\n}\n'
+    settings.write_text(original)
+    install("qwen", env, tmp_path)
+    entry = json.loads(settings.read_text().replace("  // mine\n", ""))["mcpServers"]["ssebench"]
+    assert entry == {"httpUrl": URL, "timeout": 1_234_000, "trust": True, "alwaysLoadTools": True}
+    listed = run(["qwen", "mcp", "list"], env, tmp_path)
+    out = listed.stdout + listed.stderr
+    assert "other: http://127.0.0.1:8/mcp (http)" in out
+    assert f"ssebench: {URL} (http)" in out
+    uninstall("qwen", env, tmp_path)
+    # qwen itself rewrote the file when it read it (it adds "$version" and reflows it), so
+    # the check is that only our entry went: the user's comment and server stay
+    left = settings.read_text()
+    assert "// mine" in left and '"other"' in left and "ssebench" not in left
+    assert "ssebench" not in (lambda p: p.stdout + p.stderr)(run(["qwen", "mcp", "list"], env, tmp_path))
+
+
+def test_kilo_reads_a_jsonc_file_with_its_timeout(env: dict[str, str], tmp_path: Path) -> None:
+    config = Path(env["XDG_CONFIG_HOME"]) / "kilo" / "kilo.jsonc"
+    config.parent.mkdir(parents=True)
+    config.write_text('{\n  // kilo settings\n  "$schema": "https://app.kilo.ai/config.json",\n}\n')
+    install("kilo", env, tmp_path)
+    assert "// kilo settings" in config.read_text()
+    kilo_env = {**env, "KILO_NO_DAEMON": "1", "KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_MODELS_FETCH": "1"}
+    listed = run(["kilo", "mcp", "list"], kilo_env, tmp_path)
+    out = listed.stdout + listed.stderr
+    assert "ssebench" in out and URL in out, out
+    # `kilo debug config` prints the configuration Kilo resolved, as JSON
+    resolved = run(["kilo", "debug", "config"], kilo_env, tmp_path).stdout
+    mcp = json.loads(resolved[resolved.index("{") :])["mcp"]
+    assert mcp["ssebench"] == {"type": "remote", "url": URL, "enabled": True, "timeout": 1234000}
+    uninstall("kilo", env, tmp_path)
+    assert "ssebench" not in run(["kilo", "mcp", "list"], kilo_env, tmp_path).stdout
+
+
+def test_cline_finds_the_entry_and_keeps_its_timeout(env: dict[str, str], tmp_path: Path) -> None:
+    """Cline CLI has no list or get command (``cline config`` needs a terminal): its own
+    ``mcp add`` rewrites the file around the entry, and ``mcp remove`` finds it by name."""
+    cline_env = {**env, "CLINE_NO_AUTO_UPDATE": "1"}
+    config = Path(env["HOME"]) / ".cline" / "data" / "settings" / "cline_mcp_settings.json"
+    install("cline", env, tmp_path)
+    added = run(
+        ["cline", "mcp", "add", "other", "http://127.0.0.1:8/mcp", "--transport", "streamableHttp", "--yes", "--json"],
+        cline_env,
+        tmp_path,
+    )
+    assert json.loads(added.stdout)["status"] == "installed", added.stderr
+    servers = json.loads(config.read_text())["mcpServers"]
+    assert servers["ssebench"] == {"transport": {"type": "streamableHttp", "url": URL}, "timeout": 1234}
+    removed = run(["cline", "mcp", "remove", "ssebench", "--json"], cline_env, tmp_path)
+    assert json.loads(removed.stdout) == {"name": "ssebench", "status": "uninstalled"}, removed.stderr
+    assert list(json.loads(config.read_text())["mcpServers"]) == ["other"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.agents.base import Env, Scope
+from ssebench.agents.generic import bridged, rows
 from ssebench.agents.registry import AGENTS as RECIPE_AGENTS
 from ssebench.agents.registry import CLIENTS
 
@@ -20,6 +21,8 @@ def test_every_recipe_has_a_client_and_the_hook_finds_it() -> None:
         "goose",
         "zed",
         "claude-desktop",
+        *(c.name for c in rows.CLIENTS),
+        *(c.name for c in bridged.CLIENTS),
         "generic",
     ]
 
@@ -30,8 +33,20 @@ def test_timeouts_in_each_clients_unit() -> None:
         "codex": ("tool_timeout_sec", 3600),
         "gemini": ("timeout", 3_600_000),
         "opencode": ("timeout", 3_600_000),
+        "qwen": ("timeout", 3_600_000),
+        "kilo": ("timeout", 3_600_000),
+        "cline": ("timeout", 3600),
+        "copilot": ("timeout", 3_600_000),
         "goose": ("timeout", 3600),
         "zed": ("timeout", 600),
+        "cline-vscode": ("timeout", 3600),
+        "roo-code": ("timeout", 3600),
+        "kiro": ("timeout", 3_600_000),
+        "kimi-code": ("toolTimeoutMs", 3_600_000),
+        "pi": ("requestTimeoutMs", 3_600_000),
+        "grok-build": ("tool_timeout_sec", 3600),
+        "librechat": ("timeout", 3_600_000),
+        "amazonq": ("timeout", 3_600_000),
     }
     from ssebench.agents.base import Settings
 
@@ -79,3 +94,77 @@ def test_the_records_name_their_heavy_parts_lazily() -> None:
         or (m.endswith((".recipe", ".dialog")) and m != "ssebench.dialog")
     ]
     assert heavy == []
+
+
+def test_home_variables_move_the_user_config(tmp_path: Path) -> None:
+    """COPILOT_HOME, KIMI_CODE_HOME, PI_CODING_AGENT_DIR, GROK_HOME and LIBRECHAT_CONFIG_DIR
+    replace their folder; a relative value is ignored, as the clients ignore it."""
+    moved = Env(
+        home=tmp_path,
+        cwd=tmp_path,
+        vars={
+            "COPILOT_HOME": str(tmp_path / "cp"),
+            "KIMI_CODE_HOME": str(tmp_path / "km"),
+            "PI_CODING_AGENT_DIR": str(tmp_path / "pi"),
+            "GROK_HOME": "relative",
+            "LIBRECHAT_CONFIG_DIR": str(tmp_path / "lc"),
+        },
+        platform="linux",
+    )
+    assert CLIENTS["copilot"].config_path(Scope.USER, moved) == tmp_path / "cp" / "mcp-config.json"
+    assert CLIENTS["kimi-code"].config_path(Scope.USER, moved) == tmp_path / "km" / "mcp.json"
+    assert CLIENTS["pi"].config_path(Scope.USER, moved) == tmp_path / "pi" / "mcp.json"
+    assert CLIENTS["grok-build"].config_path(Scope.USER, moved) == tmp_path / ".grok" / "config.toml"
+    assert CLIENTS["librechat"].config_path(Scope.USER, moved) == tmp_path / "lc" / "LibreChat" / "librechat.yaml"
+    plain = Env(home=tmp_path, cwd=tmp_path / "w", vars={}, platform="linux")
+    assert CLIENTS["copilot"].config_path(Scope.USER, plain) == tmp_path / ".copilot" / "mcp-config.json"
+    assert CLIENTS["copilot"].config_path(Scope.PROJECT, plain) is None
+    assert CLIENTS["roo-code"].config_path(Scope.PROJECT, plain) == tmp_path / "w" / ".roo" / "mcp.json"
+    assert (
+        CLIENTS["copilot"].describe_path(Scope.USER) == "~/.copilot/mcp-config.json (or $COPILOT_HOME/mcp-config.json)"
+    )
+    assert (
+        CLIENTS["librechat"].describe_path(Scope.USER)
+        == "~/LibreChat/librechat.yaml (or $LIBRECHAT_CONFIG_DIR/LibreChat/librechat.yaml)"
+    )
+
+
+def test_a_capped_timeout_is_cut_and_said() -> None:
+    from ssebench.agents.base import Settings
+
+    roo = CLIENTS["roo-code"]
+    assert roo.entry(Settings(timeout=7200))["timeout"] == 3600
+    assert roo.entry(Settings(timeout=120))["timeout"] == 120
+    assert roo.notes(Settings(timeout=7200))[-1] == (
+        "Roo Code allows at most 3600 s per call, so 7200 s is written as 3600 s: "
+        "a test_patch call that takes longer fails in Roo Code."
+    )
+    assert len(roo.notes(Settings())) == 1
+
+
+def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:
+    from ssebench.agents.base import Settings
+
+    desktop = CLIENTS["claude-desktop"].entry(Settings())
+    for client in bridged.CLIENTS:  # the entry the e2e proves with a real call, plus a timeout key
+        assert {k: v for k, v in client.entry(Settings()).items() if k != client.timeout_key} == desktop
+        assert client.bridged
+    assert CLIENTS["amazonq"].entry(Settings()) == {
+        "command": "npx",
+        "args": ["-y", "mcp-remote", "http://localhost:3000/mcp"],
+        "timeout": 3_600_000,
+    }
+    remote = Settings(url="http://10.0.0.2:3000/mcp")
+    assert CLIENTS["witsy"].entry(remote) == {
+        "command": "npx",
+        "args": ["-y", "mcp-remote", "http://10.0.0.2:3000/mcp", "--allow-http"],
+    }
+    assert CLIENTS["witsy"].url_of(CLIENTS["witsy"].entry(remote)) == "http://10.0.0.2:3000/mcp"
+    assert (
+        CLIENTS["tome"]
+        .notes(Settings())[-1]
+        .startswith(
+            "Why a bridge: Tome starts only local (stdio) servers from its config, so the entry runs "
+            "`npx -y mcp-remote URL`"
+        )
+    )

@@ -64,7 +64,18 @@ YAML_FIXTURES = {
     "no-extensions": "GOOSE_PROVIDER: openai\nGOOSE_MODEL: gpt\n",
 }
 
-FIXTURES = {"json": JSON_FIXTURES, "toml": TOML_FIXTURES, "yaml": YAML_FIXTURES}
+# Continue CLI's config.yaml: servers (and models) are lists of named items
+YAML_LIST_FIXTURES = {
+    "continue": (
+        "# my Continue config\nname: Main Config  # shown in cn\nversion: 1.0.0\nschema: v1\nmodels:\n"
+        "  - name: Claude\n    provider: anthropic\n    model: claude-x\n    roles:\n      - chat\n\n"
+        'mcpServers:\n  - name: other\n    command: npx\n    args: ["-y", "srv-ü"]\n'
+    ),
+    "flush-lists": "name: x\nversion: 0.0.1\nrules:\n- be brief\n- 'quoted: yes'\n",
+    "no-servers": "name: Local\nversion: 1.0.0\nschema: v1\n",
+}
+
+FIXTURES = {"json": JSON_FIXTURES, "toml": TOML_FIXTURES, "yaml": YAML_FIXTURES, "yaml-list": YAML_LIST_FIXTURES}
 CASES = [
     pytest.param(client, name, id=f"{client.name}-{name}")
     for client in CLIENTS.values()
@@ -231,12 +242,30 @@ def test_jsonc_install_uninstall_identity(config: dict[str, Any], data, indent: 
     assert editor.remove(installed, path) == text
 
 
+@pytest.mark.parametrize("name", [c.name for c in CLIENTS.values() if c.format == "json"])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), indent=st.sampled_from(["  ", "    ", "\t"]))
+def test_every_json_client_round_trips_hand_edited_jsonc(name: str, data, indent: str) -> None:
+    """Each JSON client's own container (``servers``, ``mcp``, ``context_servers``...) in a file
+    with random comments, trailing commas and other servers: install, again, uninstall."""
+    client = CLIENTS[name]
+    config = data.draw(json_config(client.container[0]))
+    text = "// mine\n" + render_jsonc(config, data, indent) + "\n"
+    editor = formats.EDITORS["json"]
+    path, entry = entry_for(client)
+    installed = editor.set(text, path, entry)
+    assert editor.get(installed, path) == entry
+    assert editor.set(installed, path, entry) == installed
+    assert editor.remove(installed, path) == text
+
+
 toml_keys = st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=6)
 toml_scalars = st.one_of(
     st.booleans(), st.integers(-1000, 1000), st.text(alphabet=string.ascii_letters + " üñ✓", max_size=10)
 )
 
 
+@pytest.mark.parametrize("client_name", [c.name for c in CLIENTS.values() if c.format == "toml"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     top=st.dictionaries(toml_keys.filter(lambda k: k != "mcp_servers"), toml_scalars, max_size=3),
@@ -252,7 +281,7 @@ toml_scalars = st.one_of(
     ),
     comments=st.lists(st.sampled_from(["# a comment ✓", "", "#"]), max_size=3),
 )
-def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
+def test_toml_install_uninstall_identity(client_name: str, top, tables, others, comments) -> None:
     assume(not set(top) & set(tables))
     doc = tomlkit.document()
     for line in comments:
@@ -273,7 +302,7 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
     text = tomlkit.dumps(doc)
     assume(text.endswith("\n"))
     editor = formats.EDITORS["toml"]
-    path, entry = entry_for(CLIENTS["codex"])
+    path, entry = entry_for(CLIENTS[client_name])
     installed = editor.set(text, path, entry)
     assert installed.startswith(text)
     assert editor.get(installed, path) == entry
@@ -282,6 +311,7 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
     assert removed == (text if text.strip() else None)
 
 
+@pytest.mark.parametrize("name", [c.name for c in CLIENTS.values() if c.format == "yaml"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     top=st.dictionaries(toml_keys.filter(lambda k: k != "extensions"), toml_scalars, min_size=1, max_size=3),
@@ -293,7 +323,7 @@ def test_toml_install_uninstall_identity(top, tables, others, comments) -> None:
     comment=st.sampled_from(["", "# goose ✓\n"]),
     between=st.lists(st.sampled_from(["# next ✓\n", "\n", "  # indented\n"]), max_size=3),
 )
-def test_yaml_install_uninstall_identity(top, others, comment: str, between: list[str]) -> None:
+def test_yaml_install_uninstall_identity(name: str, top, others, comment: str, between: list[str]) -> None:
     import io
 
     from ruamel.yaml import YAML
@@ -301,7 +331,7 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
     yaml = YAML()
     data: dict[str, Any] = dict(top)
     if others:
-        data["extensions"] = others
+        data[CLIENTS[name].container[0]] = others
     out = io.StringIO()
     yaml.dump(data, out)
     lines = out.getvalue().splitlines(keepends=True)
@@ -310,7 +340,7 @@ def test_yaml_install_uninstall_identity(top, others, comment: str, between: lis
         lines.insert(i, extra)
     text = comment + "".join(lines)
     editor = formats.EDITORS["yaml"]
-    path, entry = entry_for(CLIENTS["goose"])
+    path, entry = entry_for(CLIENTS[name])
     installed = editor.set(text, path, entry)
     assert editor.get(installed, path) == entry
     assert editor.set(installed, path, entry) == installed

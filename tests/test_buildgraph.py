@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,47 @@ def test_the_build_cannot_see_or_write_its_trace(tmp_path, mode):  # noqa: F811
     assert result["build"][0] == "passed"
     assert "trace" not in result["build"][1]
     assert e.runner.tracing.startswith("strace ")
+
+
+def _sleepers(mark: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", mark], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "pgrep" not in line]
+
+
+@needs_strace
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_build_that_leaves_processes_behind_ends_with_its_shell(tmp_path, mode, status):  # noqa: F811
+    # strace -f waits for its last tracee; the check must end when the build's shell does,
+    # with its status and output, as an untraced build (whose sandbox takes the rest) does.
+    mark = f"30{os.getpid() % 100:02d}.{status}"
+    build = f"sleep {mark} & setsid sleep {mark} & (setsid sh -c 'sleep {mark}' &); echo built; exit {status}"
+    e = Engine(tmp_path, mode, build=build)
+    start = time.monotonic()
+    state, log = e.run([Check.BUILD])["build"]
+    assert time.monotonic() - start < 60
+    assert (state, log.splitlines()[0]) == ("passed" if status == 0 else "failed", "built")
+    assert e.runner.tracing.startswith("strace ")
+    assert _sleepers(f"sleep {mark}") == []
+
+
+@needs_strace
+def test_the_trace_records_the_build_up_to_its_end_and_the_status_is_the_builds(tmp_path):
+    assert STRACE is not None
+    trace = tmp_path / "trace"
+    script = "sleep 3033 & touch made; cat made; exit 4"
+    with open(trace, "wb") as f:
+        done = subprocess.run(
+            tracefile.command(STRACE, ["bash", "-c", script], f.fileno()),
+            cwd=tmp_path,
+            pass_fds=(f.fileno(),),
+            capture_output=True,
+            timeout=60,
+        )
+    assert (done.returncode, done.stdout, done.stderr) == (4, b"", b"")
+    record = tracefile.parse_trace(trace, str(tmp_path), str(tmp_path))
+    assert record.complete, record.problem
+    assert any("made" in step.writes for step in record.steps.values())
+    assert _sleepers("sleep 3033") == []
 
 
 @needs_strace

@@ -147,6 +147,48 @@ def test_opencode_stream():
     ]
 
 
+def test_qwen_stream():
+    events = without_duration(convert("qwen", fixture("qwen")))
+    tools = events[0].pop("tools")
+    assert "mcp__ssebench__test_patch" in tools and "run_shell_command" in tools
+    assert events == [
+        {"type": "init", "agent": "qwen", "session": "31533645-77a6-47c9-b976-fcb058b4ae20", "model": "scripted-model"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": "call_0001", "name": "mcp__ssebench__test_patch", "status": "running", "input": {}},
+        {"type": "tool", "id": "call_0001", "name": "mcp__ssebench__test_patch", "status": "success", "output": RESULT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "tokens": {"input": 200, "output": 20, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+
+
+def test_continue_prints_only_the_final_answer():
+    events = without_duration(convert("continue", fixture("continue")))
+    assert events == [
+        {"type": "init", "agent": "continue"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 1,
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+    failed = convert(
+        "continue",
+        ['{"status":"error","message":"MCP server(s) failed to load:\\nssebench: fetch failed"}'],
+        exit_code=1,
+    )
+    assert failed[-1]["status"] == "error" and "ssebench: fetch failed" in json.dumps(failed[-1])
+
+
 def test_gemini_deltas_are_merged_into_one_message():
     lines = [
         json.dumps(e)
@@ -268,10 +310,10 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode"
+    known = "claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
     with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
-    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode"}
+    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "qwen", "continue", "kilo", "cline", "copilot"}
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
@@ -422,3 +464,66 @@ def test_converters_never_fail_on_odd_events(agent: str, stream: list[dict]):
             assert isinstance(e.get("output", ""), str)
     assert all(isinstance(v, int) for v in lines[-1]["tokens"].values())
     assert isinstance(lines[-1]["duration"], float | int)
+
+
+def _one_call_dialog(agent: str, session: str | None, tool_id: str, name: str, tokens: dict) -> list[dict]:
+    init = {"type": "init", "agent": agent, **({"session": session} if session else {})}
+    return [
+        init,
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": tool_id, "name": name, "status": "running", "input": {}},
+        {"type": "tool", "id": tool_id, "name": name, "status": "success", "output": RESULT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_kilo_stream():
+    events = without_duration(convert("kilo", fixture("kilo")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    assert events == _one_call_dialog(
+        "kilo", "ses_dcbeabb58ffe2sTq3KtDrJCmo0", "toolu_0004", "ssebench_test_patch", tokens
+    )
+
+
+def test_cline_stream():
+    events = without_duration(convert("cline", fixture("cline")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    assert events == _one_call_dialog(
+        "cline", "conv_1796169863225_0qsykhl", "call_0001", "ssebench__test_patch", tokens
+    )
+
+
+def test_copilot_stream_has_no_token_counts():
+    events = without_duration(convert("copilot", fixture("copilot")))
+    tokens = {"input": 0, "output": 0, "cached": 0}
+    assert events == _one_call_dialog("copilot", None, "toolu_0001", "ssebench-test_patch", tokens)
+
+
+def test_cline_tool_error_and_failed_run():
+    lines = [
+        json.dumps(e)
+        for e in (
+            {"type": "hook_event", "hookEventName": "agent_start", "taskId": "t"},
+            {
+                "type": "agent_event",
+                "event": {
+                    "type": "content_end",
+                    "contentType": "tool",
+                    "toolName": "x",
+                    "toolCallId": "c",
+                    "error": "boom",
+                },
+            },
+            {"type": "run_result", "finishReason": "error", "error": {"message": "no model"}, "durationMs": 5},
+        )
+    ]
+    events = convert("cline", lines, prompt=None, exit_code=1)
+    assert [e for e in events if e["type"] == "tool"][-1] == {
+        "type": "tool",
+        "id": "c",
+        "name": "x",
+        "status": "error",
+        "output": "boom",
+    }
+    assert events[-1]["status"] == "error" and events[-1]["error"] == "no model"

@@ -35,7 +35,10 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
             results_dir=tmp_path / "r",
             difficulty=2,
         )
-    assert str(error.value) == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode"
+    assert (
+        str(error.value)
+        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
+    )
     assert not (tmp_path / "r").exists()
 
 

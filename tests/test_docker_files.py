@@ -60,7 +60,10 @@ def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> Non
 def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("vscode")
-    assert str(error.value) == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode"
+    assert (
+        str(error.value)
+        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
+    )
 
 
 def test_missing_pin_names_the_file_and_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

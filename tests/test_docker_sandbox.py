@@ -173,5 +173,5 @@ def test_compose_file_runs_non_root_without_capabilities() -> None:
 def test_agent_layers_open_home_to_the_non_root_user() -> None:
     from ssebench.container.dockerfile import render_agent_dockerfile
 
-    for agent in ("claude", "codex", "gemini", "opencode"):
+    for agent in ("claude", "codex", "gemini", "opencode", "kilo", "cline", "copilot"):
         assert render_agent_dockerfile(agent, "ssebench-task:x").rstrip().endswith(" && chmod -R a+rwX /root")

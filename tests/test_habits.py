@@ -18,15 +18,7 @@ MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 # file -> (lines when measured, why it is not split yet)
-LONG_FILES: dict[str, tuple[int, str]] = {
-    "ssebench/daemon/runner.py": (1036, "CheckLog is in logs.py; the build engine and housekeeping to split next"),
-    "ssebench/daemon/workspace.py": (653, "another helper is changing it in parallel; split next"),
-    "ssebench/container/entrypoint.py": (448, "grew past 400 under `ruff format`; split next"),
-    "ssebench/container/run.py": (450, "grew past 400 under `ruff format`; split next"),
-    "ssebench/daemon/sandbox.py": (437, "grew past 400 under `ruff format`; split next"),
-    "ssebench/taskcmd.py": (415, "grew past 400 under `ruff format`; split next"),
-    "agents/cli.py": (405, "grew past 400 under `ruff format`; split next"),
-}
+LONG_FILES: dict[str, tuple[int, str]] = {}
 
 # "file:qualified name" -> (lines when measured, why it is not split yet)
 LONG_FUNCTIONS: dict[str, tuple[int, str]] = {}

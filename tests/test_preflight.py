@@ -32,12 +32,23 @@ MISSING_KEY = {
     "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
     "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
+    "qwen": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "continue": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "kilo": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
+    "cline": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "copilot": "no model API key: set COPILOT_PROVIDER_API_KEY, COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN "
+    "(and COPILOT_PROVIDER_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
     "codex": {"OPENAI_API_KEY": "k"},
     "gemini": {"GEMINI_API_KEY": "k"},
     "opencode": {"ANTHROPIC_API_KEY": "k"},
+    "qwen": {"OPENAI_API_KEY": "k"},
+    "continue": {"OPENAI_API_KEY": "k"},
+    "kilo": {"ANTHROPIC_API_KEY": "k"},
+    "cline": {"OPENAI_API_KEY": "k"},
+    "copilot": {"COPILOT_PROVIDER_API_KEY": "k"},
 }
 
 
@@ -195,3 +206,20 @@ def test_the_summary_shows_the_agents_last_error_line(task_factory, tmp_path: Pa
     data = json.loads((tmp_path / "r" / "results.json").read_text())
     assert data["error"] == "the agent exited with status 3: fatal: the model API answered 401"
     assert "the agent exited with status 3: fatal: the model API answered 401" in " ".join(result.stdout.split())
+
+
+def test_a_command_repointed_at_a_platform_package_reads_the_owner_s_version(tmp_path: Path) -> None:
+    """Cline CLI's postinstall links .bin/cline to @cline/cli-linux-x64's binary: the version
+    is still that of the cline package of the same install, without asking --version."""
+    modules = tmp_path / "node_modules"
+    (modules / "cline").mkdir(parents=True)
+    (modules / "cline" / "package.json").write_text(json.dumps({"name": "cline", "version": "3.0.65"}))
+    platform = modules / "@cline" / "cli-linux-x64"
+    (platform / "bin").mkdir(parents=True)
+    (platform / "package.json").write_text(json.dumps({"name": "@cline/cli-linux-x64", "version": "3.0.65"}))
+    program = platform / "bin" / "cline"
+    program.write_text("#!/bin/sh\nexit 1\n")
+    program.chmod(0o755)
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "cline").symlink_to(program)
+    assert installed_version(get_recipe("cline"), modules / ".bin" / "cline") == "3.0.65"

@@ -125,7 +125,8 @@ def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_worksp
     runner = threading.Thread(target=lambda: events.append(_run_quietly(d)), daemon=True)
     runner.start()
     # bash, the five sleeps and sh (zombies excluded): the check is fully under way.
-    assert wait_until(lambda: len(marked_processes(mark, exclude=[d.proc.pid])) >= 7)
+    # Starting a sandboxed check took over 10 s on a CI machine running three workers.
+    assert wait_until(lambda: len(marked_processes(mark, exclude=[d.proc.pid])) >= 7, 120)
     assert len(marked_processes(mark, exclude=[d.proc.pid])) >= 7
 
     d.proc.kill()

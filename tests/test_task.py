@@ -219,13 +219,13 @@ BAD = [
         "unknown top-level key",
         _replace('source = "src"\n', 'source = "src"\nlanguage = "c"\n'),
         "language",
-        "unknown key (known keys: build, description, functional, id, intent, pocs, source)",
+        "unknown key (known keys: build, description, functional, id, intent, pocs, resources, source)",
     ),
     (
         "unknown top-level table",
         FULL + '\n[extra]\nrun = "x"\n',
         "extra",
-        "unknown key (known keys: build, description, functional, id, intent, pocs, source)",
+        "unknown key (known keys: build, description, functional, id, intent, pocs, resources, source)",
     ),
     (
         "unknown key in a table",

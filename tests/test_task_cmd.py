@@ -232,10 +232,10 @@ def test_every_key_the_loader_accepts_is_documented() -> None:
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "task-format.md").read_text()
     documented = set(re.findall(r"^\| `([a-z_.]+)` \|", doc, re.M))
-    tables = {f"[{t}]" for t in task._TABLE_KEYS}
+    tables = {f"[{t}]" for t in (*task._TABLE_KEYS, "resources")}
     documented |= {name for name in re.findall(r"^\| `(\[[a-z_]+\])` \|", doc, re.M) if name in tables}
-    accepted = {k for k in task._TOP_KEYS if k not in task._TABLE_KEYS}
-    accepted |= {f"[{t}]" for t in task._TABLE_KEYS}
+    accepted = {k for k in task._TOP_KEYS if k not in task._TABLE_KEYS and k != "resources"}
+    accepted |= tables | {f"resources.{k}" for k in task._RESOURCE_KEYS}
     accepted |= {f"{t}.{k}" for t, keys in task._TABLE_KEYS.items() for k in keys}
     assert documented == accepted
 

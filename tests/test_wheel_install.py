@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("docker")]
 
 CLIENTS = ("codex", "gemini", "opencode", "vscode", "cursor", "windsurf", "goose", "zed", "claude-desktop")
 
@@ -303,6 +303,30 @@ def test_daemon_and_serve_each_on_their_own(installed: Install, tmp_path: Path) 
     assert checks[f"port {port}"]["status"] == "ok"
     assert checks[f"port {port}"]["detail"].startswith("in use by a running ssebench server")
     assert "sandbox" in checks and "claude" in checks
+
+
+def test_view_serves_its_pages_and_assets_from_the_wheel(installed: Install, tmp_path: Path) -> None:
+    """``ssebench view``'s templates and static files ship in the wheel (issue 23)."""
+    import httpx
+
+    from ssebench.view.sample import write_runs
+
+    write_runs(tmp_path, 2)
+    port = _free_port()
+    with _background(installed, "view", str(tmp_path / "runs"), "--port", str(port)) as proc:
+        url = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            try:
+                return httpx.get(url + "/static/view.css", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        _wait(up, proc, "ssebench view")
+        assert "Runs <small>(2 shown of 2)</small>" in httpx.get(url + "/", timeout=10).text
+        assert "poll" in httpx.get(url + "/static/view.js", timeout=10).text
+        assert '<li class="event complete"' in httpx.get(url + "/run/0/run-0001", timeout=10).text
+    assert (installed.site_packages() / "ssebench" / "view" / "templates" / "run.html").is_file()
 
 
 def test_grade_run_and_dialog(installed: Install, tmp_path: Path) -> None:

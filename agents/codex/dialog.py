@@ -48,20 +48,9 @@ class CodexDialog(StreamConverter):
         elif itype == "reasoning" and done:
             yield ev.thinking(str(item.get("text", "")))
         elif itype == "mcp_tool_call":
-            name = f"{item.get('server')}.{item.get('tool')}" if item.get("server") else str(item.get("tool"))
-            if not done:
-                yield ev.tool_running(item_id, name, item.get("arguments"))
-            else:
-                ok = item.get("status") == "completed" and not item.get("error")
-                content = ev.text_of((item.get("result") or {}).get("content"))
-                output = content if ok else _message(item.get("error")) or content
-                yield ev.tool_finished(item_id, name, ok=ok, output=output)
+            yield _mcp_call(item, item_id, done)
         elif itype == "command_execution":
-            if not done:
-                yield ev.tool_running(item_id, "shell", {"command": item.get("command")})
-            else:
-                ok = item.get("status") == "completed" and item.get("exit_code") in (0, None)
-                yield ev.tool_finished(item_id, "shell", ok=ok, output=str(item.get("aggregated_output") or ""))
+            yield _command(item, item_id, done)
         elif itype == "file_change" and done:
             changes = item.get("changes") or []
             summary = "\n".join(f"{c.get('kind')} {c.get('path')}" for c in changes if isinstance(c, dict))
@@ -72,6 +61,25 @@ class CodexDialog(StreamConverter):
             pass  # Codex's non-fatal warnings: they stay in the raw stream only
         elif itype not in ("agent_message", "reasoning", "todo_list", "file_change", "web_search", "error") and done:
             yield ev.tool_finished(item_id, str(itype), ok=True, output=json.dumps(item, ensure_ascii=False))
+
+
+def _mcp_call(item: dict, item_id: str, done: bool) -> Event:
+    """An MCP tool call starting, or ended (its error's message, else its content)."""
+    name = f"{item.get('server')}.{item.get('tool')}" if item.get("server") else str(item.get("tool"))
+    if not done:
+        return ev.tool_running(item_id, name, item.get("arguments"))
+    ok = item.get("status") == "completed" and not item.get("error")
+    content = ev.text_of((item.get("result") or {}).get("content"))
+    output = content if ok else _message(item.get("error")) or content
+    return ev.tool_finished(item_id, name, ok=ok, output=output)
+
+
+def _command(item: dict, item_id: str, done: bool) -> Event:
+    """A shell command starting, or ended (exit 0 or none: ok)."""
+    if not done:
+        return ev.tool_running(item_id, "shell", {"command": item.get("command")})
+    ok = item.get("status") == "completed" and item.get("exit_code") in (0, None)
+    return ev.tool_finished(item_id, "shell", ok=ok, output=str(item.get("aggregated_output") or ""))
 
 
 def _message(error: object) -> str | None:

@@ -1,8 +1,9 @@
 """The config format editors, by the name a client's ``format`` gives (agents/base.py).
 
-``json`` (JSON/JSONC/JSON5: ``jsonc``), ``toml`` (``toml``, via tomlkit) and ``yaml``
-(``yaml`` + ``yamltext``, via ruamel.yaml). Each turns a text into a text with one entry set
-or removed; reading, locking and writing files is ``agents/files.py``'s.
+``json`` (JSON/JSONC/JSON5: ``jsonc``), ``toml`` (``toml``, via tomlkit), ``yaml``
+(``yaml`` + ``yamltext``, via ruamel.yaml) and ``yaml-list`` (``yamllist``: servers as a list
+of named items, Continue's; a new file starts with Continue's top-level keys). Each turns a
+text into a text with one entry set or removed; reading, locking and writing files is ``agents/files.py``'s.
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from ssebench.agents.formats.base import Editor, FormatError
 from ssebench.agents.formats.jsonc import JsonEditor
 from ssebench.agents.formats.toml import TomlEditor
 from ssebench.agents.formats.yaml import YamlEditor
+from ssebench.agents.formats.yamllist import NamedListYamlEditor
 
-EDITORS: dict[str, Editor] = {"json": JsonEditor(), "toml": TomlEditor(), "yaml": YamlEditor()}
+#: the top-level keys Continue CLI writes into a config it creates, and requires
+CONTINUE_SKELETON = {"name": "Main Config", "version": "1.0.0", "schema": "v1"}
 
-__all__ = ["EDITORS", "Editor", "FormatError", "JsonEditor", "TomlEditor", "YamlEditor"]
+EDITORS: dict[str, Editor] = {
+    "json": JsonEditor(),
+    "toml": TomlEditor(),
+    "yaml": YamlEditor(),
+    "yaml-list": NamedListYamlEditor(CONTINUE_SKELETON),
+}
+
+__all__ = ["EDITORS", "Editor", "FormatError", "JsonEditor", "NamedListYamlEditor", "TomlEditor", "YamlEditor"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ssebench.agents.base import Client, Settings
@@ -15,6 +15,8 @@ _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 @dataclass(frozen=True)
 class ClaudeDesktop(Client):
+    bridged: ClassVar[bool] = True
+
     def entry(self, settings: Settings) -> dict[str, Any]:
         args = ["-y", "mcp-remote", settings.url]
         parts = urlsplit(settings.url)

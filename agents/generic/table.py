@@ -7,20 +7,56 @@ Adding such a client is adding a row here (see docs/adding-an-agent.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ssebench.agents.base import Client, Settings
+from ssebench.agents.base import Client, Env, Scope, Settings
 
 URL = "{url}"
 
 
 @dataclass(frozen=True)
 class TableClient(Client):
+    """``home_var``: (VARIABLE, prefix) where $VARIABLE replaces the ``prefix`` folder of
+    ``user_path`` (an empty prefix: HOME itself), e.g. ("COPILOT_HOME", ".copilot");
+    ``max_timeout``: the client's cap in seconds, which a longer ``--timeout`` is cut to."""
+
     shape: tuple[tuple[str, Any], ...] = ()
+    home_var: tuple[str, str] | None = None
+    max_timeout: int | None = None
 
     def entry(self, settings: Settings) -> dict[str, Any]:
         entry = {key: settings.url if value == URL else value for key, value in self.shape}
         return self.with_timeout(entry, settings)
+
+    def config_path(self, scope: Scope, env: Env) -> Path | None:
+        if scope is Scope.USER and self.home_var and self.user_path:
+            var, prefix = self.home_var
+            value = env.vars.get(var)
+            if value and Path(value).is_absolute():
+                return Path(value) / self.user_path.removeprefix(prefix).lstrip("/")
+        return super().config_path(scope, env)
+
+    def describe_path(self, scope: Scope) -> str | None:
+        text = super().describe_path(scope)
+        if text is None or scope is not Scope.USER or not self.home_var or self.path_note or not self.user_path:
+            return text
+        var, prefix = self.home_var
+        return f"{text} (or ${var}/{self.user_path.removeprefix(prefix).lstrip('/')})"
+
+    def timeout_value(self, seconds: int) -> int:
+        if self.max_timeout is not None:
+            seconds = min(seconds, self.max_timeout)
+        return super().timeout_value(seconds)
+
+    def notes(self, settings: Settings) -> list[str]:
+        notes = super().notes(settings)
+        if self.max_timeout is not None and settings.timeout > self.max_timeout:
+            notes.append(
+                f"{self.title} allows at most {self.max_timeout} s per call, so {settings.timeout} s is written "
+                f"as {self.max_timeout} s: a test_patch call that takes longer fails in {self.title}."
+            )
+        return notes
 
 
 NO_TIMEOUT_KEY = "Its own default limit applies to every call."
@@ -36,6 +72,11 @@ CLIENTS = (
         shape=(("type", "http"), ("url", URL)),
         timeout_behaviour=NO_TIMEOUT_KEY,
         binaries=("code",),
+        extra_notes=(
+            "VS Code forwards this entry to its Copilot agent sessions, which also read the portable Copilot "
+            "files: ~/.copilot/mcp-config.json (`ssebench agents install copilot`, with a timeout key) and "
+            "./.mcp.json.",
+        ),
     ),
     TableClient(
         name="cursor",

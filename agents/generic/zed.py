@@ -38,6 +38,6 @@ CLIENT = Zed(
     project_path=".zed/settings.json",
     timeout_key="timeout",
     timeout_unit=Unit.SECONDS,
-    timeout_behaviour="Zed's default is context_server_timeout (60 s).",
+    timeout_behaviour="Zed's default is context_server_timeout (60 s), its maximum 600 s.",
     binaries=("zed", "zeditor"),
 )

@@ -35,30 +35,38 @@ class OpencodeDialog(StreamConverter):
         elif kind == "reasoning" and part.get("text"):
             yield ev.thinking(str(part["text"]))
         elif kind == "tool_use":
-            state = part.get("state") or {}
-            tool_id = str(part.get("callID") or part.get("id"))
-            name = str(part.get("tool"))
-            status = state.get("status")
-            if status in ("pending", "running"):
-                yield ev.tool_running(tool_id, name, state.get("input"))
-            else:
-                ok = status == "completed"
-                output = state.get("output") if ok else state.get("error")
-                yield ev.tool_running(tool_id, name, state.get("input"))
-                yield ev.tool_finished(tool_id, name, ok=ok, output=ev.text_of(output))
+            yield from self._tool(part)
         elif kind == "step_finish":
-            tokens = part.get("tokens") or {}
-            cache = tokens.get("cache") or {}
-            self.add_tokens(
-                input=(tokens.get("input") or 0) + (cache.get("write") or 0),
-                output=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
-                cached=cache.get("read") or 0,
-            )
-            if part.get("reason") == "stop":
-                self.finished = True
+            self._step_finish(part)
         elif kind == "error":
-            error = event.get("error") or {}
-            data = error.get("data") if isinstance(error, dict) else None
-            self.failed = str(
-                (data or {}).get("message") or (error.get("name") if isinstance(error, dict) else error) or "error"
-            )
+            self.failed = _error_text(event.get("error") or {})
+
+    def _tool(self, part: dict[str, Any]) -> Iterator[Event]:
+        """A call: running, or (opencode reports it once it ended) running then finished."""
+        state = part.get("state") or {}
+        tool_id = str(part.get("callID") or part.get("id"))
+        name = str(part.get("tool"))
+        status = state.get("status")
+        yield ev.tool_running(tool_id, name, state.get("input"))
+        if status not in ("pending", "running"):
+            ok = status == "completed"
+            output = state.get("output") if ok else state.get("error")
+            yield ev.tool_finished(tool_id, name, ok=ok, output=ev.text_of(output))
+
+    def _step_finish(self, part: dict[str, Any]) -> None:
+        """A step's tokens (cache writes count as input, reasoning as output); ``stop``: the end."""
+        tokens = part.get("tokens") or {}
+        cache = tokens.get("cache") or {}
+        self.add_tokens(
+            input=(tokens.get("input") or 0) + (cache.get("write") or 0),
+            output=(tokens.get("output") or 0) + (tokens.get("reasoning") or 0),
+            cached=cache.get("read") or 0,
+        )
+        if part.get("reason") == "stop":
+            self.finished = True
+
+
+def _error_text(error: object) -> str:
+    """The message of an ``error`` event: its data's message, else its name, else itself."""
+    data = error.get("data") if isinstance(error, dict) else None
+    return str((data or {}).get("message") or (error.get("name") if isinstance(error, dict) else error) or "error")

@@ -27,9 +27,21 @@ OPENCODE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: what keeps opencode from reaching its vendor's services in a headless run
+OFFLINE_ENV: tuple[tuple[str, str], ...] = (
+    ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+    ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+)
+
+
 @dataclass(frozen=True)
 class OpencodeRecipe(AgentRecipe):
+    """opencode's, and its forks' (Kilo Code: its own flags, variables and config variable)."""
+
     default_provider: str = "anthropic"
+    run_flags: tuple[str, ...] = ()  # after ``run --format json``
+    offline_env: tuple[tuple[str, str], ...] = OFFLINE_ENV
+    config_var: str = "OPENCODE_CONFIG_CONTENT"  # a JSON config merged over the user's
 
     def provider(self, env: Mapping[str, str]) -> str:
         model = model_from(env)
@@ -42,21 +54,17 @@ class OpencodeRecipe(AgentRecipe):
         return ModelApi(keys=OPENCODE_KEYS.get(provider, ()), base_url=base_url)
 
     def launch(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> Launch:
-        argv = [self.binary, "run", "--format", "json"]
+        argv = [self.binary, "run", "--format", "json", *self.run_flags]
         model = model_from(env)
         if model:
             argv += ["--model", model if "/" in model else f"{self.default_provider}/{model}"]
         argv.append(prompt)
-        added = {
-            **pick(env, *OPENCODE_KEYS.get(self.provider(env), ())),
-            "OPENCODE_DISABLE_MODELS_FETCH": "1",
-            "OPENCODE_DISABLE_AUTOUPDATE": "1",
-        }
+        added = {**pick(env, *OPENCODE_KEYS.get(self.provider(env), ())), **dict(self.offline_env)}
         base_url = (env.get("ANTHROPIC_BASE_URL") or "").strip().rstrip("/")
         if base_url:
             # opencode's anthropic provider wants the versioned root; ANTHROPIC_BASE_URL has none
             options = {"baseURL": base_url if base_url.endswith("/v1") else base_url + "/v1"}
-            added["OPENCODE_CONFIG_CONTENT"] = json.dumps({"provider": {"anthropic": {"options": options}}})
+            added[self.config_var] = json.dumps({"provider": {"anthropic": {"options": options}}})
         return Launch(
             argv=tuple(argv),
             env=added,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssebench import settings
 from ssebench.container.dockerfile import (
     CONTAINER_RESULTS_DIR,
     CONTAINER_TASK_DIR,
@@ -166,7 +167,7 @@ def _check_before_building(agent: str | None, network: str | None, env: Mapping[
     """What can fail before anything is built (a busy port, an unknown agent); the network."""
     network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
     if network == "host":
-        port = (env or {}).get("SSE_MCP_PORT", "")
+        port = settings.raw("SSE_MCP_PORT", env or {}) or ""
         _check_port_free(int(port) if port.isdigit() else MCP_PORT)  # a bad value: the entrypoint says so
     if agent is not None:
         try:

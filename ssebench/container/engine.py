@@ -22,6 +22,16 @@ from ssebench.supervise import tail_lines
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
+#: labels of a run's containers, from the variables ``ssebench jobs`` sets for each run, so
+#: the job finds (and removes) every container of a run or of a job (docs/jobs.md)
+JOB_LABELS = (("SSE_JOB_ID", "ssebench.job"), ("SSE_JOB_RUN", "ssebench.run"))
+
+
+def job_labels() -> list[str]:
+    """``--label`` options naming the job and the run this container belongs to (none outside a job)."""
+    from ssebench.settings import raw
+
+    return [f"--label={label}={value}" for var, label in JOB_LABELS if (value := raw(var))]
 
 
 def cache_dir() -> Path:
@@ -129,7 +139,8 @@ class DockerEngine:
     ) -> None:
         """A background container with no network (the sidecar), with OPTIONS (``docker run``
         flags); removed by the caller."""
-        args = ["run", "--detach", "--init", "--name", name, "--network", "none", *options, "--entrypoint", "ssebench"]
+        args = ["run", "--detach", "--init", "--name", name, "--network", "none", *job_labels(), *options]
+        args += ["--entrypoint", "ssebench"]
         for host_path, container_path in mounts.items():
             args += ["--volume", f"{host_path}:{container_path}"]
         for key, value in env.items():
@@ -170,7 +181,7 @@ class DockerEngine:
         its command line, where any user could read an API key in the process list.
         """
         name = f"ssebench-{uuid.uuid4().hex[:12]}"
-        args = ["docker", "run", "--rm", "--init", "--name", name, "--network", network, *options]
+        args = ["docker", "run", "--rm", "--init", "--name", name, "--network", network, *job_labels(), *options]
         for host_path, container_path in mounts.items():
             args += ["--volume", f"{host_path}:{container_path}"]
         for key in env:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ssebench.agents.files import atomic_write
 
 RESULTS_FILE = "results.json"
 DIALOG_FILE = "dialog.jsonl"
@@ -174,16 +175,6 @@ def document(
 
 
 def write(path: Path, data: dict[str, Any]) -> None:
-    """The one writer: a fresh temp file in the same folder, then rename (never half-written).
-
-    Mode 0644 (mkstemp's is 0600) so whoever collects the results folder can read it."""
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, indent=2, ensure_ascii=False)
-            stream.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """The one writer: all of it or what was there before, never a part (agents/files.py's
+    atomic write). Mode 0644 so whoever collects the results folder can read it."""
+    atomic_write(path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(), 0o644)

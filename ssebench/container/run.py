@@ -20,13 +20,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench.ui import seconds
+from ssebench.container.display import Display
+from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_URL
 
 STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
@@ -259,7 +259,7 @@ def _run_process(
         tree = results / "tree"
         shutil.copytree(task.source, tree, symlinks=True)
     port = args.port or free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://{DEFAULT_MCP_HOST}:{port}{DEFAULT_MCP_PATH}"
     agent_env: dict[str, str] = {}
     dialog = args.dialog
     if args.agent:
@@ -310,9 +310,7 @@ def _run_docker(
     if args.agent:
         home = Path("/root")
         own = without_user_config(env)  # paths of this machine
-        plan = recipe_plan(
-            args.agent, prompt, url="http://127.0.0.1:3000/mcp", home=home, env={**own, **extra}, prepare=False
-        )
+        plan = recipe_plan(args.agent, prompt, url=DEFAULT_MCP_URL, home=home, env={**own, **extra}, prepare=False)
         command = plan.command
         extra.update(plan.env)
         if plan.dialog:
@@ -342,109 +340,3 @@ def _run_docker(
     if current:
         display.done(current[-1], "")
     return result.exit_code, result.results
-
-
-class Display:
-    """The live stage table (rich): one row per stage, its state, detail and time."""
-
-    MARKS = {"start": "…", "done": "✓", "failed": "✗", "skipped": "–"}
-
-    def __init__(self, console_file: Any) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
-        self.console = Console(file=console_file, highlight=False)
-        self.rows: dict[str, list[Any]] = {}
-        self.started: dict[str, float] = {}
-        self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
-        self.live.start()
-
-    def on_stage(self, stage: str, state: str, detail: str) -> None:
-        {"start": self.start, "done": self.done, "failed": self.fail, "skipped": self.skip}.get(state, self.start)(
-            stage, detail
-        )
-
-    def start(self, stage: str, detail: str) -> None:
-        self.started[stage] = time.monotonic()
-        self._set(stage, "start", detail)
-
-    def done(self, stage: str, detail: str) -> None:
-        self._set(stage, "done", detail)
-
-    def fail(self, stage: str, detail: str) -> None:
-        self._set(stage, "failed", detail.splitlines()[0] if detail else "")
-
-    def skip(self, stage: str, detail: str) -> None:
-        self._set(stage, "skipped", detail)
-
-    def _set(self, stage: str, state: str, detail: str) -> None:
-        now = time.monotonic()  # one reading: two could make a skipped stage take "-0.0 s"
-        took = now - self.started.get(stage, now)
-        old = self.rows.get(stage)
-        self.rows[stage] = [state, detail or (old[1] if old else ""), took]
-        self.live.update(self._table())
-
-    def _table(self):
-        from rich.table import Table
-
-        table = Table(title="ssebench run", show_header=True, header_style="bold")
-        for column in ("stage", "state", "detail", "time"):
-            table.add_column(column)
-        for stage, (state, detail, took) in self.rows.items():
-            style = {"done": "green", "failed": "red", "skipped": "dim"}.get(state, "yellow")
-            table.add_row(stage, f"[{style}]{self.MARKS.get(state, state)} {state}[/]", detail, seconds(took))
-        return table
-
-    def stop(self) -> None:
-        self.live.stop()
-
-    def summary(self, data: dict, results: Path) -> None:
-        from rich.table import Table
-
-        table = Table(title="result", show_header=False)
-        table.add_column("key", style="bold")
-        table.add_column("value")
-        agent = data.get("agent") or {}
-        grading = data.get("grading")
-        table.add_row("status", f"{data.get('status')} (exit {data.get('exit_code')})")
-        table.add_row("task", str((data.get("task") or {}).get("id")))
-        difficulty = data.get("difficulty") or {}
-        table.add_row("difficulty", f"{difficulty.get('level')} ({difficulty.get('name')})")
-        table.add_row(
-            "agent",
-            f"exit {agent.get('exit_code')}, {seconds(agent.get('duration', 0))}"
-            + (", timed out" if agent.get("timed_out") else ""),
-        )
-        table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[data.get("passed")])
-        for check in _grading_checks(grading):
-            table.add_row(f"  {check[0]}", check[1])
-        if data.get("error"):
-            table.add_row("error", str(data["error"]))
-        table.add_row("results", str(results / "results.json"))
-        if data.get("dialog"):
-            table.add_row("dialog", str(results / data["dialog"]))
-        self.console.print()
-        self.console.print(table)
-
-
-def _grading_checks(grading: Any) -> list[tuple[str, str]]:
-    """(check, state) rows from ``ssebench grade --json``'s ``checks`` list."""
-    if not isinstance(grading, dict):
-        return []
-    checks = grading.get("checks")
-    rows = []
-    if isinstance(checks, list):
-        for item in checks:
-            if isinstance(item, dict):
-                rows.append((_label(item.get("check")), str(item.get("state")).replace("_", " ")))
-    return rows
-
-
-def _label(check: object) -> str:
-    """The spec's name of a check (``pocs`` → ``PoCs``)."""
-    from ssebench.difficulty import Check
-
-    try:
-        return Check(str(check)).label
-    except ValueError:
-        return str(check)

@@ -83,26 +83,7 @@ def run_with_sidecar(
         for path in (space.task, space.tree, space.sockets):
             chown_tree(path, uid, gid)
     try:
-        engine.start_detached(
-            name=sidecar,
-            image=task_image,
-            command=[
-                "daemon",
-                "--task",
-                f"{CONTAINER_TASK_DIR}/task.toml",
-                "--tree",
-                CONTAINER_TREE_DIR,
-                "--socket",
-                socket,
-            ],
-            mounts={
-                space.task: f"{CONTAINER_TASK_DIR}:ro",
-                space.tree: CONTAINER_TREE_DIR,
-                space.sockets: SIDECAR_SOCKET_DIR,
-            },
-            env={"SSE_DIFFICULTY": env["SSE_DIFFICULTY"]},
-            options=sandbox_options(uid, gid),
-        )
+        _start_sidecar(engine, space, sidecar, socket, task_image, env["SSE_DIFFICULTY"], (uid, gid))
         wait_for_sidecar(engine, sidecar, space.sockets / "daemon.sock")
         exit_code = engine.run_container(
             image=image,
@@ -128,6 +109,38 @@ def run_with_sidecar(
     finally:
         engine.save_logs(sidecar, results_dir / "daemon.log")
         engine.docker("rm", "--force", "--volumes", sidecar)  # --volumes: its workspace too
+
+
+def _start_sidecar(
+    engine: DockerEngine,
+    space: _Workspace,
+    name: str,
+    socket: str,
+    image: str,
+    difficulty: str,
+    user: tuple[int, int],
+) -> None:
+    """The sidecar's container, detached: the daemon on the task (read-only) and the tree."""
+    engine.start_detached(
+        name=name,
+        image=image,
+        command=[
+            "daemon",
+            "--task",
+            f"{CONTAINER_TASK_DIR}/task.toml",
+            "--tree",
+            CONTAINER_TREE_DIR,
+            "--socket",
+            socket,
+        ],
+        mounts={
+            space.task: f"{CONTAINER_TASK_DIR}:ro",
+            space.tree: CONTAINER_TREE_DIR,
+            space.sockets: SIDECAR_SOCKET_DIR,
+        },
+        env={"SSE_DIFFICULTY": difficulty},
+        options=sandbox_options(*user),
+    )
 
 
 def daemon_user() -> tuple[int, int]:

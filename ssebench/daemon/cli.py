@@ -101,27 +101,21 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def heartbeat_from_env() -> float:
-    raw = settings.raw(HEARTBEAT_VAR)
-    if raw is None or not raw.strip():
-        return DEFAULT_HEARTBEAT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise ValueError(f"{HEARTBEAT_VAR} must be a positive number of seconds, got '{raw}'")
-    return value
+    """``SSE_DAEMON_HEARTBEAT``: seconds between heartbeats (a plain number, as the docs say)."""
+    return settings.value(HEARTBEAT_VAR, _seconds, DEFAULT_HEARTBEAT)
+
+
+def _seconds(name: str, raw: str) -> float:
+    return settings.duration(name, raw, units=False)
 
 
 def log_budget_from(flag: str | None) -> int:
     """``--log-budget``, else ``SSE_DAEMON_LOG_BUDGET``, else 256 MiB; raises ValueError."""
-    from ssebench.daemon.limits import parse_size
     from ssebench.daemon.runner import DEFAULT_LOG_BUDGET
 
     if flag is not None:
-        return parse_size("--log-budget", flag)
-    raw = settings.raw(LOG_BUDGET_VAR)
-    return parse_size(LOG_BUDGET_VAR, raw) if raw and raw.strip() else DEFAULT_LOG_BUDGET
+        return settings.size("--log-budget", flag)
+    return settings.value(LOG_BUDGET_VAR, settings.size, DEFAULT_LOG_BUDGET)
 
 
 def run_daemon(args: argparse.Namespace) -> int:

@@ -3,10 +3,11 @@ folder, MCP_LOG_DIR and ssebench's own files, split from sandbox.py."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ssebench import settings
 
 if TYPE_CHECKING:
     from ssebench.daemon.sandbox import Sandbox
@@ -32,8 +33,7 @@ def own_files() -> list[Path]:
 def hide_host_paths(box: Sandbox, task_dir: Path, environ: Mapping[str, str] | None = None) -> None:
     """What every daemon and ``grade`` hides from its checks besides its own workspace
     and socket: the task folder, MCP_LOG_DIR, ssebench's own files. Raises ValueError."""
-    env = os.environ if environ is None else environ
     box.hide("the task folder", task_dir)
-    box.hide(MCP_LOG_VAR, env.get(MCP_LOG_VAR) or DEFAULT_MCP_LOG_DIR)
+    box.hide(MCP_LOG_VAR, settings.raw(MCP_LOG_VAR, environ) or DEFAULT_MCP_LOG_DIR)
     for path in own_files():
         box.hide("ssebench's own files", path, env=False)  # PATH may name the venv: it stays

@@ -32,7 +32,6 @@ GIB = 1 << 30
 DEFAULT_OUTPUT_LIMIT = 1 * GIB
 DEFAULT_MEMORY_LIMIT = 4 * GIB
 DEFAULT_PIDS_LIMIT = 1024
-_SIZE_SUFFIX = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 @dataclass(frozen=True)
@@ -52,13 +51,15 @@ class Limits:
         pids: str | None = None,
         output: str | None = None,
     ) -> Limits:
-        """Flags (the keyword arguments) win over the environment; raises ValueError."""
-        env = os.environ if environ is None else environ
+        """Flags (the keyword arguments) win over the environment; raises ValueError
+        (:class:`ssebench.settings.SettingsError`). ``SSE_SANDBOX_CGROUP`` is checked too,
+        so a bad value stops the start, not a check."""
+        settings.value(CGROUP_VAR, settings.boolean, True, environ)
 
         def pick(flag: str | None, var: str, name: str) -> tuple[str, str] | None:
             if flag is not None:
                 return flag, f"--{name}-limit"
-            raw = env.get(var)
+            raw = settings.raw(var, environ)
             return (raw, var) if raw not in (None, "") else None
 
         values: dict[str, int] = {}
@@ -68,27 +69,13 @@ class Limits:
             ("output", output, OUTPUT_LIMIT_VAR, DEFAULT_OUTPUT_LIMIT),
         ):
             got = pick(flag, var, name)
-            values[name] = (
-                default if got is None else (_count(got[1], got[0]) if name == "pids" else parse_size(got[1], got[0]))
-            )
+            parse = settings.count if name == "pids" else settings.size
+            values[name] = default if got is None else parse(got[1], got[0])
         return cls(**values)
 
 
-def parse_size(name: str, raw: str) -> int:
-    """``"1073741824"``, ``"512M"``, ``"1G"`` (binary units) → bytes; raises ValueError."""
-    text = raw.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = text[-1:] if text[-1:] in _SIZE_SUFFIX else ""
-    number = text[: len(text) - len(unit)]
-    if not (number.isascii() and number.isdigit()) or int(number) < 1:
-        raise ValueError(f"{name} must be a size in bytes (e.g. 1073741824, 512M, 1G), got '{raw}'")
-    return int(number) * _SIZE_SUFFIX[unit]
-
-
-def _count(name: str, raw: str) -> int:
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise ValueError(f"{name} must be a whole number (1 or more), got '{raw}'")
-    return int(text)
+# The size parser is ssebench.settings'; this name stays for its callers.
+parse_size = settings.size
 
 
 def human_size(n: int) -> str:
@@ -253,7 +240,7 @@ def _running(p: psutil.Process) -> bool:
 
 
 def _cgroups_allowed() -> bool:
-    return (settings.raw(CGROUP_VAR) or "").lower() != "off"
+    return settings.value(CGROUP_VAR, settings.boolean, True)
 
 
 class Guard:

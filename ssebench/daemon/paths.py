@@ -16,6 +16,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from ssebench import settings
+
 ENV_VAR = "SSE_DAEMON_SOCKET"
 SOCKET_NAME = "daemon.sock"
 MAX_PATH_BYTES = 107  # sun_path is 108 bytes on Linux, NUL included
@@ -38,12 +40,12 @@ def resolve_socket_path(
     explicit: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Path:
     """The socket path: *explicit*, else ``SSE_DAEMON_SOCKET``, else the default."""
-    env = os.environ if environ is None else environ
     if explicit:
         return Path(explicit)
-    if env.get(ENV_VAR):
-        return Path(env[ENV_VAR])
-    return default_socket_path(env)
+    named = settings.raw(ENV_VAR, environ)
+    if named:
+        return Path(named)
+    return default_socket_path(environ)
 
 
 def resolve_client_socket(
@@ -55,9 +57,8 @@ def resolve_client_socket(
     missing, refused if a symlink, not ours or open to others; :class:`SocketError`):
     otherwise another user could create it first and answer in the daemon's place.
     """
-    env = os.environ if environ is None else environ
-    path = resolve_socket_path(explicit, env)
-    if not explicit and not env.get(ENV_VAR):
+    path = resolve_socket_path(explicit, environ)
+    if not explicit and not settings.raw(ENV_VAR, environ):
         try:
             ensure_private_dir(path.parent)
         except OSError as exc:

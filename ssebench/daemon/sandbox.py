@@ -32,18 +32,16 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ssebench.daemon import taskview
 
-# Guard and limit_note are not used here: runner.py (another helper's file, not edited in
-# this change) still imports them from sandbox; drop them once it imports ssebench.daemon.limits.
-from ssebench.daemon.limits import Guard, Limits, limit_note, sweep_cgroups  # noqa: F401
+# TreeView, Launch and poc_path live in launch.py; their users import them from here.
+from ssebench.daemon.launch import TASK_PATH, TREE_PATH, Launch, TreeView, poc_path
+from ssebench.daemon.limits import Limits
 from ssebench.daemon.seccomp import seccomp_program
 
-TREE_PATH = "/sse/tree"
-TASK_PATH = "/sse/task"
 SANDBOX_UID = 65534
 
 NO_SANDBOX_VAR = "SSE_NO_SANDBOX"
@@ -53,6 +51,21 @@ CHECK_USER_VAR = "SSE_SANDBOX_UID"  # "UID[:GID]": the host uid checks run as wh
 DEFAULT_CHECK_USER = (65534, 65534)  # nobody:nogroup
 
 
+# New namespaces of every kind, as nobody, in a new session, no capabilities.
+_NAMESPACE_ARGS = (
+    "--unshare-all",
+    "--unshare-user",
+    "--uid",
+    str(SANDBOX_UID),
+    "--gid",
+    str(SANDBOX_UID),
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
 _SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Variables of the daemon's environment that a check never sees (and names that look secret).
 # make's own variables too: a daemon started from make (as `make test` does) must not
@@ -78,77 +91,10 @@ class SandboxUnavailable(RuntimeError):
     """Namespaces are not permitted here; ``str(err)`` is the one line for the user."""
 
 
-# -- what one invocation sees ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TreeView:
-    """How a check's tree appears at :data:`TREE_PATH`.
-
-    ``TreeView.bind(dir)``: *dir* bound read-write. ``TreeView.overlay(lower, upper,
-    work)``: a copy-on-write overlay; *lower* is only read, writes go to *upper* (both
-    *upper* and *work* empty daemon-owned folders on the same non-overlay filesystem;
-    they may be reused by several invocations of one check and are discarded after it).
-    """
-
-    lower: Path
-    upper: Path | None = None
-    work: Path | None = None
-    read_only: bool = False  # a bind the sandbox cannot write (the daemon's own git reads)
-
-    @classmethod
-    def bind(cls, path: Path) -> TreeView:
-        return cls(Path(path))
-
-    @classmethod
-    def overlay(cls, lower: Path, upper: Path, work: Path) -> TreeView:
-        return cls(Path(lower), Path(upper), Path(work))
-
-    @property
-    def is_overlay(self) -> bool:
-        return self.upper is not None
-
-
-def poc_path(task_dir: Path, poc: Path) -> str:
-    """Where a PoC file appears in the sandbox: at its place under ``SSE_TASK_DIR`` when it
-    lies in the task folder, else under ``SSE_TASK_DIR/.poc/`` by its name."""
-    try:
-        rel = PurePosixPath(os.path.relpath(poc, task_dir))
-    except ValueError:
-        rel = PurePosixPath("..")
-    if rel.parts and rel.parts[0] == "..":
-        rel = PurePosixPath(".poc") / poc.name
-    return str(PurePosixPath(TASK_PATH) / rel)
-
-
 # -- the sandbox ------------------------------------------------------------------------------
 
 
 Mask = tuple[str, str]  # (what it is, for the refusal line; its real host path)
-
-
-@dataclass
-class Launch:
-    """What starting one sandboxed process needs besides its argv: the fds bwrap reads
-    (the seccomp program, the files of this invocation when checks run as another uid)
-    and the host uid/gid it runs as. Fresh per process (bwrap reads each fd to its end);
-    close it once the process is started."""
-
-    seccomp_fd: int | None = None
-    file_fds: dict[str, int] = field(default_factory=dict)
-    user: tuple[int, int] | None = None
-
-    @property
-    def pass_fds(self) -> tuple[int, ...]:
-        fds = list(self.file_fds.values())
-        return tuple(fds + ([self.seccomp_fd] if self.seccomp_fd is not None else []))
-
-    def close(self) -> None:
-        for fd in self.pass_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.seccomp_fd = None
-        self.file_fds = {}
 
 
 @dataclass
@@ -294,21 +240,7 @@ class Sandbox:
         """
         if self.bwrap is None:
             return list(argv)
-        args = [
-            self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid",
-            str(SANDBOX_UID),
-            "--gid",
-            str(SANDBOX_UID),
-            "--hostname",
-            "sandbox",
-            "--die-with-parent",
-            "--new-session",
-            "--cap-drop",
-            "ALL",
-        ]
+        args = [self.bwrap, *_NAMESPACE_ARGS]
         if launch is not None and launch.seccomp_fd is not None:
             args += ["--seccomp", str(launch.seccomp_fd)]
         if network:
@@ -316,25 +248,14 @@ class Sandbox:
         args += ["--proc", "/proc", "--dev", "/dev"]
         if limits is not None:
             args += ["--size", str(limits.memory)]
-        args += ["--tmpfs", "/tmp"]
-        for name in _SYSTEM_DIRS:
-            host = "/" + name
-            if os.path.islink(host):
-                args += ["--symlink", os.readlink(host), host]
-            elif os.path.isdir(host):
-                args += ["--ro-bind", host, host]
-        args += self._etc_args(network)
+        args += ["--tmpfs", "/tmp", *_system_args(), *self._etc_args(network)]
         for path in self.extra_binds:
             args += ["--ro-bind-try", path, path]
         args += self._mask_args()
         extra = dict(files or {})
         fds = launch.file_fds if launch is not None else {}
         args += taskview.mount_args(task, TASK_PATH, {k: v for k, v in extra.items() if _under_task(k)}, fds)
-        if view.is_overlay:
-            assert view.upper is not None and view.work is not None
-            args += ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
-        else:
-            args += ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
+        args += _tree_args(view)
         for inside, source in extra.items():
             if _under_task(inside):
                 continue
@@ -411,6 +332,26 @@ class Sandbox:
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
+
+
+def _system_args() -> list[str]:
+    """The system folders, read-only (a symlink such as ``/lib -> usr/lib`` as a symlink)."""
+    args: list[str] = []
+    for name in _SYSTEM_DIRS:
+        host = "/" + name
+        if os.path.islink(host):
+            args += ["--symlink", os.readlink(host), host]
+        elif os.path.isdir(host):
+            args += ["--ro-bind", host, host]
+    return args
+
+
+def _tree_args(view: TreeView) -> list[str]:
+    """The check's tree at TREE_PATH: a copy-on-write overlay, or a bind."""
+    if view.is_overlay:
+        assert view.upper is not None and view.work is not None
+        return ["--overlay-src", str(view.lower), "--overlay", str(view.upper), str(view.work), TREE_PATH]
+    return ["--ro-bind" if view.read_only else "--bind", str(view.lower), TREE_PATH]
 
 
 def _under_task(inside: str) -> bool:

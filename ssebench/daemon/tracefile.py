@@ -38,7 +38,6 @@ STRACE_FLAGS = (
     "-e",
     f"trace={SYSCALLS}",
 )
-TRACE_FD = 9
 
 _LINE = re.compile(r"(\d+) +(.*)\Z", re.S)
 _RESUMED = re.compile(r"<\.\.\. ([a-z0-9_]+) resumed>(.*)\Z", re.S)
@@ -306,10 +305,43 @@ def find_strace() -> str | None:
     return shutil.which("strace")
 
 
+# Why a supervisor: ``strace -f`` ends with its last tracee, so a build leaving a process
+# behind (``sleep 300 &``, a compiler server) would hold the check until that ends, where
+# an untraced one ends with its shell (its pid namespace takes the rest). So the traced
+# root reports its status through a pipe the build cannot see; the supervisor kills what
+# strace still traces (by TracerPid: nothing else, sandbox or not) while strace records
+# it, and exits with the build's status. Stderr is /dev/null: no bash "Killed" notes.
+_SUPERVISOR = """exec {out}>&2 2>/dev/null
+coproc {{ IFS= read -r rc && printf '%s\\n' "$rc"; }}
+exec {done}>/proc/self/fd/"${{COPROC[1]}}"
+"$@" 2>&{out} {out}>&- &
+tracer=$!
+exec {{ended}}</proc/self/fd/"${{COPROC[0]}}"
+eval "exec {done}>&- {fd}>&- {out}>&- ${{COPROC[1]}}>&-"
+if IFS= read -r rc <&"$ended"; then
+  while left=$(grep -l "^TracerPid:[[:space:]]*$tracer\\$" /proc/[0-9]*/status); [ -n "$left" ]; do
+    for p in $left; do p=${{p#/proc/}}; kill -KILL "${{p%/status}}"; done
+  done
+  wait "$tracer"; exit "$rc"
+fi
+wait "$tracer"
+"""
+# The traced root: the build without the trace fd or the pipe, then its status.
+_ROOT = 'exec {fd}>&- {out}>&2 2>/dev/null; "$@" 2>&{out} {out}>&- {done}>&-; rc=$?; echo "$rc" >&{done}; exit "$rc"'
+
+
 def command(strace: str, argv: list[str], fd: int) -> list[str]:
     """*argv* under strace writing to the daemon's fd *fd* (strace reopens it, close-on-exec);
-    the build itself runs with *fd* closed, so it can neither read nor forge its trace."""
+    the build itself runs with *fd* closed, so it can neither read nor forge its trace.
+    The check ends when *argv* does, with its status, as an untraced one would."""
+    # The supervisor's own two fds: below 10, which bash keeps for its scripts (it saves
+    # and moves fds at 10 and above itself), and not the trace's.
+    done, out = [n for n in range(3, 10) if n != fd][:2]
     return [
+        "bash",
+        "-c",
+        _SUPERVISOR.format(fd=fd, done=done, out=out),
+        "ssebench-trace",
         strace,
         *STRACE_FLAGS,
         "-o",
@@ -317,7 +349,7 @@ def command(strace: str, argv: list[str], fd: int) -> list[str]:
         "--",
         "bash",
         "-c",
-        f'exec {fd}>&-; exec "$@"',
+        _ROOT.format(fd=fd, done=done, out=out),
         "bash",
         *argv,
     ]

@@ -7,12 +7,14 @@ real tree cost 10-60x an incremental build in place. So the daemon keeps:
   into a content-addressed, zlib-compressed blob store (a sparse file: a sparse blob that
   keeps its holes) and described by a :class:`Snapshot` (path -> kind, mode, sha256 or
   link target). The tree is read through folder fds that never follow a symlink
-  (:mod:`ssebench.daemon.safefs`): the agent may be swapping its folders meanwhile. A file whose ``lstat`` (size, mtime, ctime,
-  inode, mode) is unchanged since the last sync is not read again, unless it changed
-  within :data:`RACY_NS` of that sync (its timestamp could hide a second change). The
+  (:mod:`ssebench.daemon.safefs`): the agent may be swapping its folders meanwhile. A file
+  whose ``lstat`` (size, mtime, ctime, inode, mode) is unchanged since the last sync is
+  not read again, unless it changed within :data:`RACY_NS` of that sync (its timestamp
+  could hide a second change). The
   snapshot is immutable, so a queued call still tests the tree as it was when it
   arrived, whatever the agent does meanwhile.
-- one **build mirror** (:class:`BuildMirror`) where every build runs incrementally.
+- one **build mirror** (:class:`ssebench.daemon.mirror.BuildMirror`) where every build
+  runs incrementally.
   Entries whose content, kind, mode or mtime (a touched file) differ from what the
   mirror holds are written with a fresh mtime (after the end of the last build; the
   build engine, buildgraph.py, passes one per file to keep the agent's order), new ones
@@ -42,20 +44,17 @@ import errno
 import hashlib
 import os
 import re
-import shutil
-import signal
 import stat
-import subprocess
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ssebench.daemon import procs, safefs
-from ssebench.daemon.sandbox import TREE_PATH, Sandbox, TreeView
+from ssebench.daemon import safefs
+from ssebench.daemon.committed import committed_files
 
 FILE, LINK, DIR = "f", "l", "d"
 RACY_NS = 2_000_000_000
@@ -260,7 +259,7 @@ class _Sync:
             found = self._read(rel, dir_fd, name, st, keep_outputs=True)
             if found is None or found[0] is None:
                 return
-            entry, st = found
+            entry, st = found[0], found[1]
             self.cache[rel] = (_key(st), entry, self._trusted(st))
         self.manifest[rel] = entry
         if entry.kind == FILE:
@@ -371,283 +370,3 @@ def _walk(root_fd: int, stop: threading.Event) -> Iterator[tuple[str, int, str, 
                     yield rel, dir_fd, name, st
         finally:
             os.close(dir_fd)
-
-
-_MAX_LISTING = 64 << 20  # most bytes of ``git ls-tree`` output read (a hostile repo could
-# make it endless)
-
-
-def committed_files(tree: Path, sandbox: Sandbox | None = None) -> set[str]:
-    """Paths of HEAD's tree when *tree* is the top of a git work tree (else empty).
-
-    The agent controls the repository (config, includes, hooks, fsmonitor, alternates,
-    a partial clone's promisor remote), so git may be made to run the agent's program:
-    with a *sandbox* git runs in it, seeing the tree read-only at ``/sse/tree``; without
-    one it runs with no system or global config, fsmonitor off, every transport protocol
-    refused (so no promisor fetch, ``ext::`` or remote helper can run), never looking
-    above the tree.
-    """
-    if not os.path.isdir(tree / ".git") and not os.path.isfile(tree / ".git") or shutil.which("git") is None:
-        return set()
-    inside = sandbox is not None and sandbox.enabled
-    top = TREE_PATH if inside else str(tree)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_CEILING_DIRECTORIES": str(Path(top).parent),
-        "HOME": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_ALLOW_PROTOCOL": "",
-        "GIT_PROTOCOL_FROM_USER": "0",
-        "GIT_NO_LAZY_FETCH": "1",
-        "GIT_ASKPASS": "/bin/false",
-        "GIT_SSH_COMMAND": "/bin/false",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "LC_ALL": "C",
-    }
-    argv = [
-        "git",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        f"safe.directory={top}",
-        "-c",
-        "protocol.allow=never",
-        "-C",
-        top,
-        "ls-tree",
-        "-r",
-        "-z",
-        "--name-only",
-        "--full-tree",
-        "HEAD",
-    ]
-    if not inside:
-        out = _bounded_output(argv, env)
-        return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
-    assert sandbox is not None
-    # As the checks run: their uid (never root outside) and their seccomp filter. A tree
-    # that uid cannot reach lists nothing: its committed build outputs are not sources.
-    launch = sandbox.launch()
-    try:
-        argv = sandbox.wrap(argv, TreeView(Path(tree), read_only=True), launch=launch)
-        if launch.user is not None:  # the guard drops to it (and reaches a bwrap that uid cannot)
-            from ssebench.daemon import guard
-
-            argv = guard.wrap(argv, user=launch.user)
-        out = _bounded_output(argv, env, pass_fds=launch.pass_fds)
-    finally:
-        launch.close()
-    return set() if out is None else {os.fsdecode(p) for p in out.split(b"\0") if p}
-
-
-def _bounded_output(
-    argv: list[str], env: dict[str, str], timeout: float = 120.0, *, pass_fds: tuple[int, ...] = ()
-) -> bytes | None:
-    """stdout of *argv* if it exits 0 within *timeout* and _MAX_LISTING bytes; else None.
-    Its whole process group is killed in any case."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-    except OSError:
-        return None
-    timer = threading.Timer(timeout, _kill_group, (proc.pid,))
-    timer.start()
-    with procs.managed(proc.pid):
-        try:
-            assert proc.stdout is not None
-            data = proc.stdout.read(_MAX_LISTING + 1)
-            code = proc.wait() if len(data) <= _MAX_LISTING else None
-        finally:
-            timer.cancel()
-            _kill_group(proc.pid)
-            proc.stdout.close()  # type: ignore[union-attr]
-            proc.wait()
-    return data if code == 0 else None
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-class BuildMirror:
-    """The one tree every build of this daemon runs in, kept between calls.
-
-    A build (agent code) may have left symlinks to host paths anywhere in it, so every
-    write, delete, chmod and utime here goes through folder fds opened without
-    following symlinks (:mod:`safefs`); a path that leads through a symlink makes the
-    update start a fresh mirror instead. *owner*: who new entries belong to (None: us).
-    """
-
-    def __init__(self, store: SourceStore, path: Path, owner: safefs.Owner = None) -> None:
-        self.store = store
-        self.path = path
-        self.owner = owner
-        self.manifest: Manifest | None = None  # what the mirror holds; None: must be fresh
-        self.last_build_end_ns = 0
-
-    def invalidate(self) -> None:
-        """The mirror's state is unknown (a build was killed): the next update starts fresh."""
-        self.manifest = None
-
-    def update(self, snapshot: Snapshot, stamps: dict[str, int] | None = None) -> tuple[bool, int]:
-        """Bring the mirror to *snapshot*; (incremental?, entries written). Blocking.
-
-        *stamps*: the mtime to give each changed file (else one fresh mtime for all).
-        """
-        st = _lstat(self.path)
-        if self.manifest is None or st is None or not stat.S_ISDIR(st.st_mode):
-            return False, self.fresh(snapshot)
-        try:
-            return True, self._update(self.manifest, snapshot.manifest, stamps or {})
-        except OSError:  # e.g. the last build removed a folder or left a symlink on the way
-            return False, self.fresh(snapshot)
-
-    def _open(self) -> safefs.DirFds:
-        return safefs.DirFds(os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC))
-
-    def _update(self, old: Manifest, new: Manifest, stamps: dict[str, int]) -> int:
-        self.manifest = None  # half-updated if we fail part-way
-        now = max(fs_now(self.path.parent), self.last_build_end_ns + 1)
-        written = 0
-        with self._open() as dirs:
-            # Deleted or changed kind: deepest first, so a folder goes after its contents.
-            for rel in sorted(old, reverse=True):
-                if rel not in new or new[rel].kind != old[rel].kind:
-                    self._remove(dirs, rel)
-                    written += 1
-            for rel in sorted(new):
-                entry, before = new[rel], old.get(rel)
-                # Same content with a new mtime (touch, cp -p) is a change too: make must
-                # re-decide what depends on it, as a fresh mirror with the agent's mtimes would.
-                if (
-                    before is not None
-                    and before.kind == entry.kind
-                    and before.data == entry.data
-                    and (entry.kind != FILE or before.mtime_ns == entry.mtime_ns)
-                ):
-                    if before.mode != entry.mode and entry.kind != LINK:
-                        safefs.chmod_at(*dirs.parent(rel), entry.mode | (0o700 if entry.kind == DIR else 0))
-                        written += 1
-                    continue
-                self._write(dirs, rel, entry, stamps.get(rel, now))
-                written += 1
-        self.manifest = dict(new)
-        return written
-
-    def fresh(self, snapshot: Snapshot) -> int:
-        """Replace the mirror by a fresh copy of *snapshot*, with the agent's mtimes."""
-        if _lstat(self.path) is not None:
-            trash = self.path.with_name(f".trash-mirror-{time.monotonic_ns()}")
-            os.rename(self.path, trash)
-            threading.Thread(target=shutil.rmtree, args=(trash,), kwargs={"ignore_errors": True}, daemon=True).start()
-        os.mkdir(self.path, 0o700)
-        if self.owner is not None:
-            os.chown(self.path, *self.owner, follow_symlinks=False)
-        dirs_done: list[tuple[str, Entry]] = []
-        with self._open() as dirs:
-            for rel in sorted(snapshot.manifest):
-                entry = snapshot.manifest[rel]
-                self._write(dirs, rel, entry, entry.mtime_ns)
-                if entry.kind == DIR:
-                    dirs_done.append((rel, entry))
-            for rel, entry in reversed(dirs_done):  # folder mtimes last: writing inside changes them
-                safefs.utime_at(*dirs.parent(rel), entry.mtime_ns)
-        self.manifest = dict(snapshot.manifest)
-        return len(snapshot.manifest)
-
-    def _remove(self, dirs: safefs.DirFds, rel: str) -> None:
-        try:
-            dir_fd, name = dirs.parent(rel)
-        except FileNotFoundError:
-            return  # its folder is gone already
-        dirs.forget(rel)
-        safefs.remove_at(dir_fd, name)
-
-    def _write(self, dirs: safefs.DirFds, rel: str, entry: Entry, mtime_ns: int) -> None:
-        dir_fd, name = dirs.parent(rel)
-        if entry.kind == DIR:
-            st = safefs.lstat_at(dir_fd, name)
-            if st is None or not stat.S_ISDIR(st.st_mode):
-                safefs.remove_at(dir_fd, name)
-                safefs.mkdir_at(dir_fd, name, 0o700, self.owner)
-            safefs.chmod_at(dir_fd, name, entry.mode | 0o700)
-            return
-        dirs.forget(rel)
-        safefs.remove_at(dir_fd, name)
-        if entry.kind == LINK:
-            safefs.symlink_at(entry.data, dir_fd, name, self.owner)
-            return
-        out = safefs.create_file(dir_fd, name, self.owner)
-        try:
-            unpack_blob(self.store.blob(entry.data), out)
-            os.fchmod(out, entry.mode)
-            os.utime(out, ns=(mtime_ns, mtime_ns))
-        finally:
-            os.close(out)
-
-
-def _lstat(path: Path) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        return None
-
-
-def fs_now(folder: Path) -> int:
-    """The filesystem's own "now" (the coarse clock a compiler's output gets), in ns.
-
-    A source written with a finer, later clock could look newer than the object built
-    from it a moment after, and be rebuilt again on the next call.
-    """
-    stamp = folder / f".now-{threading.get_ident()}"
-    with open(stamp, "wb"):
-        pass
-    try:
-        return os.lstat(stamp).st_mtime_ns
-    finally:
-        os.unlink(stamp)
-
-
-def unpack_blob(blob: Path, out: int) -> None:
-    """Write the content of a blob to the new, empty file *out* (an fd). A sparse blob
-    (name ``s...``) is copied range by range at the same offsets: holes stay holes."""
-    with open(blob, "rb") as src:
-        if blob.name.startswith("s"):
-            size = os.fstat(src.fileno()).st_size
-            for offset, length in safefs.data_ranges(src.fileno(), size):
-                done = 0
-                while done < length:
-                    chunk = os.pread(src.fileno(), min(_CHUNK, length - done), offset + done)
-                    if not chunk:
-                        break
-                    os.pwrite(out, chunk, offset + done)
-                    done += len(chunk)
-            os.ftruncate(out, size)
-            return
-        unpacker = zlib.decompressobj()
-        while chunk := src.read(_CHUNK):
-            _write_all(out, unpacker.decompress(chunk))
-        _write_all(out, unpacker.flush())
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def diff_paths(old: Manifest, new: Manifest) -> Iterable[str]:
-    """Paths whose entry differs between two manifests (for logs and tests)."""
-    return sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p))

@@ -36,11 +36,13 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import agent, names
+
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
-CLIS = ("claude", "codex", "gemini", "opencode")
+CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -60,6 +62,32 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "SSE_AGENT_MODEL": "scripted-model",
     },
     "gemini": lambda url: {"GOOGLE_GEMINI_BASE_URL": url, "GEMINI_API_KEY": "e2e-key"},
+    "continue": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
+    "qwen": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
+    "kilo": lambda url: {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "anthropic/claude-sonnet-4-5",
+    },
+    "copilot": lambda url: {
+        "COPILOT_PROVIDER_BASE_URL": url,
+        "COPILOT_PROVIDER_TYPE": "anthropic",
+        "COPILOT_PROVIDER_API_KEY": "sk-ant-e2e",
+        "SSE_AGENT_MODEL": "claude-sonnet-4-5",
+    },
+    "cline": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -71,6 +99,13 @@ _LEAKY = (
     "CODEX_",
     "CLAUDE_",
     "OPENCODE_",
+    "QWEN_",
+    "CONTINUE_",
+    "KILO_",
+    "CLINE_",
+    "COPILOT_",
+    "GH_",
+    "GITHUB_",
     "SSE_",
     "MCP_",
     "XDG_",
@@ -87,23 +122,29 @@ def _cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "ssebench" / "e2e-node"
 
 
-def install_clis(report: Callable[[str], None] = print) -> Path:
-    """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``."""
+def install_clis(
+    report: Callable[[str], None] = print, *, pins: Path = PINS, bins: tuple[str, ...] | None = None
+) -> Path:
+    """Install the pinned CLIs once per lock-file hash; returns ``node_modules/.bin``.
+    ``pins``/``bins``: another pin file (configs/client-clis/, the read-back-only clients) and the
+    programs it must provide; each pin file gets its own folder in the one cache."""
     from filelock import FileLock
 
-    lock_bytes = (PINS / "package-lock.json").read_bytes()
-    digest = hashlib.sha256((PINS / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
+    if bins is None:  # the agents' own programs (Continue installs `cn`, not `continue`)
+        bins = tuple(agent(c).binary for c in CLIS)
+    lock_bytes = (pins / "package-lock.json").read_bytes()
+    digest = hashlib.sha256((pins / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
     target = _cache_root() / digest
     stamp = target / "installed.json"
     bin_dir = target / "node_modules" / ".bin"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f"{digest}.lock"), timeout=INSTALL_TIMEOUT + 60):
-        if stamp.is_file() and all((bin_dir / c).exists() for c in CLIS):
+        if stamp.is_file() and all((bin_dir / b).exists() for b in bins):
             return bin_dir
         shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(mode=0o700)
+        target.mkdir(mode=0o700, exist_ok=True)  # rmtree may leave the folder itself behind
         for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(PINS / name, target / name)
+            shutil.copyfile(pins / name, target / name)
         started = time.monotonic()
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with

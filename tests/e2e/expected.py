@@ -6,6 +6,7 @@ with the code under test could not fail.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
     if cli == "claude":  # a tool_result whose content is text blocks
         assert result.text_blocks == [expected], run.explain()
         assert not result.is_error
-    elif cli == "opencode":  # a tool_result whose content is the text itself
+    elif cli in ("opencode", "kilo", "copilot"):  # a tool_result whose content is the text itself
         assert result.content == expected, run.explain()
         assert not result.is_error
     elif cli == "codex":  # input_text items: a "Wall time" line first, then the text verbatim
@@ -82,8 +83,16 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert texts is not None and len(texts) == 2, run.explain()
         assert WALL_TIME.fullmatch(texts[0]), texts[0]
         assert texts[1] == expected, run.explain()
+    elif cli == "qwen":  # a role=tool message whose content is one text part
+        assert result.text_parts == [expected], run.explain()
+    elif cli == "continue":  # a role=tool message whose content is the MCP content list, as JSON text
+        assert json.loads(result.content) == [{"type": "text", "text": expected}], run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
         assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
+    elif cli == "cline":  # a role=tool message whose content is the MCP result as JSON text
+        assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
+            run.explain()
+        )
     else:  # pragma: no cover
         raise AssertionError(cli)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.e2e.conftest import CLIS
 from tests.e2e.expected import (
     DEMO_FIX,
     DEMO_TASK,
@@ -22,8 +23,6 @@ from tests.e2e.expected import (
 )
 
 pytestmark = pytest.mark.e2e
-
-CLIS = ("claude", "codex", "gemini", "opencode")
 
 
 @pytest.mark.parametrize("cli", CLIS)

@@ -20,23 +20,10 @@ from ssebench.agents.recipe import get_recipe, installed_version, preflight
 from ssebench.resources import pinned_version
 from tests.e2e.conftest import CLIS, clean_env
 from tests.e2e.expected import DEMO_TASK
+from tests.test_preflight import KEYS, MISSING_KEY  # one table of each recipe's key line
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 SSEBENCH = [sys.executable, "-c", "from ssebench.cli import main; main()"]
-
-MISSING_KEY = {
-    "claude": "no model API key: set ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN "
-    "(and ANTHROPIC_BASE_URL for another endpoint)",
-    "codex": "no model API key: set OPENAI_API_KEY or CODEX_API_KEY (and OPENAI_BASE_URL for another endpoint)",
-    "gemini": "no model API key: set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
-    "opencode": "no model API key: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint)",
-}
-KEYS = {
-    "claude": {"ANTHROPIC_API_KEY": "k"},
-    "codex": {"OPENAI_API_KEY": "k"},
-    "gemini": {"GEMINI_API_KEY": "k"},
-    "opencode": {"ANTHROPIC_API_KEY": "k"},
-}
 
 
 @pytest.mark.parametrize("cli", CLIS)

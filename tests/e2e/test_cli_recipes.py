@@ -34,7 +34,8 @@ def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> No
 
 def test_unknown_agent_names_the_known_ones() -> None:
     with pytest.raises(
-        ValueError, match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode"
+        ValueError,
+        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot",
     ):
         get_recipe("goose")
 
@@ -88,3 +89,46 @@ def test_gemini_prepare_leaves_a_users_auth_choice_alone(tmp_path: Path) -> None
     settings.write_text(original)
     get_recipe("gemini").prepare(home=tmp_path, env={})
     assert settings.read_text() == original
+
+
+def test_kilo_points_the_anthropic_provider_at_the_versioned_root_and_stays_offline() -> None:
+    run = launch("kilo", ANTHROPIC_BASE_URL="http://127.0.0.1:9", ANTHROPIC_API_KEY="k", SSE_AGENT_MODEL="m")
+    assert run.argv == ("kilo", "run", "--format", "json", "--auto", "--model", "anthropic/m", "-fix it")
+    config = json.loads(run.env["KILO_CONFIG_CONTENT"])
+    assert config == {"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}}
+    assert run.env["KILO_DISABLE_MODELS_FETCH"] == run.env["KILO_NO_DAEMON"] == "1"
+    assert run.env["KILO_TELEMETRY_LEVEL"] == "off" and run.env["ANTHROPIC_API_KEY"] == "k"
+    assert run.env["PWD"] == ""  # else Kilo works in the folder of the shell that started ssebench
+    assert "KILO_CONFIG_CONTENT" not in launch("kilo").env
+
+
+def test_cline_prepare_writes_the_provider_and_keeps_the_rest(tmp_path: Path) -> None:
+    providers = tmp_path / ".cline" / "data" / "settings" / "providers.json"
+    providers.parent.mkdir(parents=True)
+    providers.write_text('{"version": 1, "providers": {"anthropic": {"settings": {"provider": "anthropic"}}}}\n')
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk", "SSE_AGENT_MODEL": "m"}
+    get_recipe("cline").prepare(home=tmp_path, env=env)
+    data = json.loads(providers.read_text())
+    assert data["lastUsedProvider"] == "openai-compatible" and "anthropic" in data["providers"]
+    settings = data["providers"]["openai-compatible"]["settings"]
+    assert settings == {
+        "provider": "openai-compatible",
+        "model": "m",
+        "apiKey": "sk",
+        "baseUrl": "http://127.0.0.1:9/v1",
+    }
+    run = launch("cline", **env)
+    assert run.argv == ("cline", "--json", "-P", "openai-compatible", "-m", "m", "-fix it")
+    assert "sk" not in " ".join(run.argv) and run.env == {
+        "CLINE_NO_AUTO_UPDATE": "1",
+        "CLINE_SESSION_BACKEND_MODE": "local",
+    }
+
+
+def test_copilot_goes_offline_only_with_a_provider_of_its_own() -> None:
+    byok = launch("copilot", COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:9", COPILOT_PROVIDER_API_KEY="k")
+    assert byok.env["COPILOT_OFFLINE"] == "true" and byok.env["COPILOT_PROVIDER_API_KEY"] == "k"
+    hosted = launch("copilot", GH_TOKEN="t", SSE_AGENT_MODEL="m")
+    assert "COPILOT_OFFLINE" not in hosted.env and hosted.env["GH_TOKEN"] == "t"
+    assert hosted.argv[:3] == ("copilot", "-p", "-fix it") and hosted.argv[-2:] == ("--model", "m")
+    assert "--allow-all-tools" in hosted.argv and "--output-format" in hosted.argv

@@ -10,7 +10,7 @@ import json
 
 import httpx
 
-from tests.e2e.models import AnthropicModel, GeminiModel, OpenAIResponsesModel, for_cli
+from tests.e2e.models import AnthropicModel, GeminiModel, OpenAIChatModel, OpenAIResponsesModel, for_cli
 
 
 def sse_data(response: httpx.Response) -> list[dict]:
@@ -142,3 +142,73 @@ def test_for_cli_gives_each_cli_its_tool_name() -> None:
         "gemini": ("GeminiModel", "mcp_ssebench_test_patch"),
         "opencode": ("AnthropicModel", "ssebench_test_patch"),
     }
+
+
+def test_chat_completions_streams_the_call_then_answers_with_the_result() -> None:
+    tools = [{"type": "function", "function": {"name": "mcp__ssebench__test_patch", "parameters": {}}}]
+    url = "/v1/chat/completions"
+    with OpenAIChatModel(tool_name="mcp__ssebench__test_patch", final_text="done") as model:
+        first = httpx.post(
+            model.url + url,
+            json={
+                "model": "m",
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "tools": tools,
+                "messages": [{"role": "user", "content": "go"}],
+            },
+        )
+        assert first.text.endswith("data: [DONE]\n\n")
+        chunks = sse_data_json(first)
+        assert [c["choices"][0]["finish_reason"] if c["choices"] else "usage" for c in chunks] == [
+            None,
+            None,
+            "tool_calls",
+            "usage",
+        ]
+        start = chunks[0]["choices"][0]["delta"]["tool_calls"][0]
+        assert (start["type"], start["function"]) == (
+            "function",
+            {"name": "mcp__ssebench__test_patch", "arguments": ""},
+        )
+        assert chunks[1]["choices"][0]["delta"]["tool_calls"][0]["function"] == {"arguments": "{}"}
+        call = {
+            "id": start["id"],
+            "type": "function",
+            "function": {"name": start["function"]["name"], "arguments": "{}"},
+        }
+        history = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": start["id"], "content": [{"type": "text", "text": "RESULT"}]},
+        ]
+        second = httpx.post(model.url + url, json={"model": "m", "tools": tools, "messages": history}).json()
+        assert second["object"] == "chat.completion"
+        assert second["choices"][0]["message"] == {"role": "assistant", "content": "done"}
+        assert second["choices"][0]["finish_reason"] == "stop"
+        schema = {"type": "object", "properties": {"next_speaker": {"type": "string"}}}
+        side = httpx.post(
+            model.url + url,
+            json={
+                "model": "m",
+                "messages": [],
+                "response_format": {"type": "json_schema", "json_schema": {"schema": schema}},
+            },
+        ).json()
+        assert json.loads(side["choices"][0]["message"]["content"]) == {"next_speaker": "user"}
+        assert httpx.get(f"{model.url}/v1/models").json()["data"][0]["id"] == "scripted-model"
+    assert [(r.kind, r.answer) for r in model.requests] == [
+        ("turn", "tool"),
+        ("turn", "text"),
+        ("side", "text"),
+        ("side", ""),
+    ]
+    (result,) = model.tool_results()
+    assert result.text_parts == ["RESULT"] and result.tool_call_id == start["id"]
+
+
+def sse_data_json(response: httpx.Response) -> list[dict]:
+    """The JSON chunks of an OpenAI-style stream (``data: [DONE]`` left out)."""
+    assert response.headers["content-type"] == "text/event-stream"
+    lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+    return [json.loads(line) for line in lines if line != "[DONE]"]

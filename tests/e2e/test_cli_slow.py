@@ -9,12 +9,29 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
 - opencode: its 60 s default is reset by progress; one run has no ``timeout`` in its entry.
 - Codex (60 s default) and Gemini CLI: progress does not extend their limits, so the
   timeouts ``agents install`` writes must carry them.
+- Qwen Code aborts a call silent for ``QWEN_CODE_MCP_TOOL_IDLE_TIMEOUT_MS`` (lowered here
+  to 30 s; default 5 minutes); the server's heartbeats reset it, and the entry's
+  ``timeout`` (from agents install) covers the whole call, which progress does not extend.
+  The control run (heartbeats every 600 s) shows the idle abort the heartbeats prevent.
+- Continue CLI cannot wait: it calls tools with the MCP SDK's fixed 60 s limit, which no
+  setting raises and progress does not reset; its run shows the error it hands the model.
 
-All runs go at once (own daemon, server and model each), so the case costs ~95 s.
+- Kilo Code CLI (an opencode fork): its 60 s default is reset by progress; one run has no
+  ``timeout`` in its entry.
+- Cline CLI sends no progress token: only the written ``timeout`` (seconds, at most 3600)
+  carries it; a control run without it shows Cline's 60 s default cutting the call.
+- Copilot CLI: one run with the written ``timeout``, one without it (heartbeats only), and one
+  without either: all three get the text, so Copilot's own default outlasts a 90 s call
+  (measured with 1.0.102; how long it is was not measured).
+
+The runs the selected tests need go AT_ONCE at a time (own daemon, server and model each):
+eighteen CLIs started together on two cores time out on their own start-up, so the case
+costs about five rounds of ~95 s; ``-k qwen`` runs only Qwen Code's.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +49,13 @@ from tests.helpers.tasks import make_task
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SILENT_BUILD_SECONDS = 90
+AT_ONCE = 4  # runs in parallel (each mostly waits out the silent build; six at once made Qwen Code miss its MCP start)
 CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
+QWEN_IDLE = {"QWEN_CODE_MCP_TOOL_IDLE_TIMEOUT_MS": "30000"}  # ms; Qwen Code's default is 300000
+CLINE_SETTINGS = ".cline/data/settings/cline_mcp_settings.json"
+CLINE_TIMEOUT = ("mcpServers", "ssebench", "timeout")
+COPILOT_CONFIG = ".copilot/mcp-config.json"
+COPILOT_TIMEOUT = ("mcpServers", "ssebench", "timeout")
 
 
 def drop_timeout(config: str, key_path: tuple[str, ...]) -> Callable[[Path], None]:
@@ -71,11 +94,47 @@ VARIANTS = {
     "opencode-progress-only": Variant(
         "opencode", after_install=drop_timeout(".config/opencode/opencode.json", ("mcp", "ssebench", "timeout"))
     ),
+    "qwen": Variant("qwen", QWEN_IDLE),
+    "qwen-no-heartbeats-control": Variant("qwen", QWEN_IDLE, server_args=("--heartbeat", "600")),
+    "continue-60s-limit-control": Variant("continue"),
+    "kilo": Variant("kilo"),
+    "kilo-progress-only": Variant(
+        "kilo", after_install=drop_timeout(".config/kilo/kilo.jsonc", ("mcp", "ssebench", "timeout"))
+    ),
+    "cline": Variant("cline"),
+    "cline-default-timeout-control": Variant("cline", after_install=drop_timeout(CLINE_SETTINGS, CLINE_TIMEOUT)),
+    "copilot": Variant("copilot"),
+    "copilot-progress-only": Variant("copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT)),
+    "copilot-no-timeout-no-heartbeats": Variant(
+        "copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT), server_args=("--heartbeat", "600")
+    ),
+}
+#: the control runs each control test reads
+CONTROLS = {
+    "test_without_heartbeats_claude_code_gives_up_after_30s": "claude-no-heartbeats-control",
+    "test_without_heartbeats_qwen_code_gives_up_after_30s": "qwen-no-heartbeats-control",
+    "test_continue_cli_gives_up_after_60s_whatever_the_heartbeats": "continue-60s-limit-control",
+    "test_without_its_timeout_cline_gives_up_after_60s": "cline-default-timeout-control",
 }
 
 
+def selected_variants(session: pytest.Session) -> list[str]:
+    """The variants the selected tests of this module read, so ``-k`` runs only those."""
+    wanted = set()
+    for item in session.items:
+        if item.module is None or item.module.__name__ != __name__:
+            continue
+        callspec = getattr(item, "callspec", None)
+        name = callspec.params.get("name") if callspec else CONTROLS.get(item.originalname)  # type: ignore[attr-defined]
+        if name:
+            wanted.add(name)
+    return [name for name in VARIANTS if name in wanted]
+
+
 @pytest.fixture(scope="module")
-def slow_runs(agent_clis: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def slow_runs(
+    agent_clis: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("slow")
     task = make_task(root / "task", task_id="silent-build", build=f"sleep {SILENT_BUILD_SECONDS}", functional=None)
 
@@ -98,8 +157,9 @@ def slow_runs(agent_clis: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
         except BaseException as exc:  # reported by the test of this variant
             return exc
 
-    with ThreadPoolExecutor(max_workers=len(VARIANTS)) as pool:
-        return dict(zip(VARIANTS, pool.map(one, VARIANTS), strict=True))
+    chosen = selected_variants(request.session)
+    with ThreadPoolExecutor(max_workers=max(min(len(chosen), AT_ONCE), 1)) as pool:
+        return dict(zip(chosen, pool.map(one, chosen), strict=True))
 
 
 def _run(slow_runs: dict[str, Any], name: str) -> AgentRun:
@@ -124,3 +184,31 @@ def test_without_heartbeats_claude_code_gives_up_after_30s(slow_runs: dict[str, 
     assert len(results) == 1, run.explain()
     assert re.search(r"sent no response or progress for \d+s; aborting", results[0].text), run.explain()
     assert run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_without_heartbeats_qwen_code_gives_up_after_30s(slow_runs: dict[str, Any]) -> None:
+    """The control: the same Qwen Code run, heartbeats every 600 s, is aborted at its idle limit."""
+    run = _run(slow_runs, "qwen-no-heartbeats-control")
+    results = run.model.tool_results()
+    assert len(results) == 1, run.explain()
+    assert "did not respond within 30000ms idle timeout" in results[0].text, run.explain()
+    assert run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_continue_cli_gives_up_after_60s_whatever_the_heartbeats(slow_runs: dict[str, Any]) -> None:
+    """Continue CLI, heartbeats every 15 s as usual: the MCP SDK's 60 s request limit still ends the call."""
+    run = _run(slow_runs, "continue-60s-limit-control")
+    results = run.model.tool_results()
+    assert len(results) == 1, run.explain()
+    assert "Request timed out" in results[0].text, run.explain()
+    assert 60 <= run.seconds < SILENT_BUILD_SECONDS, run.explain()
+
+
+def test_without_its_timeout_cline_gives_up_after_60s(slow_runs: dict[str, Any]) -> None:
+    """The control: Cline's default limit (60 s) cuts the 90 s call; heartbeats do not help."""
+    run = _run(slow_runs, "cline-default-timeout-control")
+    (result,) = run.model.tool_results()
+    assert json.loads(result.content) == {
+        "error": 'MCP error -32001: MCP request to "ssebench" timed out after 60s. Increase the "timeout" '
+        "field (in seconds) for this server in cline_mcp_settings.json."
+    }, run.explain()

@@ -37,7 +37,7 @@ AGENT = "claude"
 PROMPT = "Fix the stack overflow in the name parser. Check your work with test_patch."
 CONTAINER_TIMEOUT = 300  # seconds for one container run (build of the task included)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(900), pytest.mark.xdist_group("docker")]
 
 
 def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -236,10 +236,13 @@ def _assert_session(cli: str, results: Path, model: ScriptedModel, report: dict,
     assert events[0]["type"] == "init"
     assert {"type": "prompt", "text": PROMPT}.items() <= events[1].items()
     tools = [e for e in events if e["type"] == "tool"]
-    assert [t["status"] for t in tools] == ["running", "success"], tools
-    assert tools[0]["id"] == tools[1]["id"]
-    assert tools[0]["name"] == tools[1]["name"]
-    assert tools[0]["name"] == "mcp__ssebench__test_patch" if cli == "claude" else "test_patch" in tools[0]["name"]
+    if cli == "continue":  # `cn -p` prints only its final answer: its dialog has no tool events
+        assert tools == [], tools
+    else:
+        assert [t["status"] for t in tools] == ["running", "success"], tools
+        assert tools[0]["id"] == tools[1]["id"]
+        assert tools[0]["name"] == tools[1]["name"]
+        assert tools[0]["name"] == "mcp__ssebench__test_patch" if cli == "claude" else "test_patch" in tools[0]["name"]
     assert events[-1]["type"] == "complete" and events[-1]["status"] == "success"
 
 
@@ -266,7 +269,21 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-@pytest.mark.parametrize("cli", CLIS)
+# Cline's provider (base URL and key) is written by its recipe's prepare step, which for a
+# Docker run happens when the agent image is built, without the run's model API: a known
+# gap (issue 20). strict: the day it passes, this mark must go.
+_DOCKER_CLIS = [
+    pytest.param(
+        cli,
+        marks=pytest.mark.xfail(strict=True, reason="Cline's provider is written at image build time (issue 20)"),
+    )
+    if cli == "cline"
+    else cli
+    for cli in CLIS
+]
+
+
+@pytest.mark.parametrize("cli", _DOCKER_CLIS)
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
@@ -645,3 +662,68 @@ def test_engine_script_is_idempotent_and_leaves_nothing_behind(docker_host: str,
     finally:
         _script(ENGINE_SCRIPT, "stop", env=env, timeout=60)
         shutil.rmtree(state, ignore_errors=True)
+
+
+# --- ssebench jobs --backend docker ------------------------------------------------------------
+
+
+def test_jobs_docker_backend_runs_the_job_and_leaves_no_container(base_image: str, tmp_path: Path) -> None:
+    """The 16-run job of tests/helpers/jobs.py (2 tasks × 2 custom agents × 2 levels × 2
+    attempts), two at a time in task containers: every run folder and the report exact, and
+    no container with the job's label left."""
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import assert_report, assert_run_folders, jobs, write_job
+
+    job = write_job(tmp_path)
+    began = time.monotonic()
+    done = jobs("run", job, "--results", tmp_path / "out", "--backend", "docker", timeout=CONTAINER_TIMEOUT * 8)
+    _timed("ssebench jobs run --backend docker (16 runs, 2 at a time)", began)
+    assert done.returncode == 0, done.stderr
+    assert_run_folders(tmp_path / "out", docker=True)
+    assert_report(tmp_path / "out")
+    job_id = read(tmp_path / "out")["job_id"]
+    left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+    assert (left.returncode, left.stdout) == (0, "")
+
+
+def test_jobs_docker_ctrl_c_removes_the_runs_containers(base_image: str, tmp_path: Path) -> None:
+    """SIGINT while a run's containers are up (they carry the job's label): exit 130 and
+    neither a container nor a process of the job is left."""
+    import signal
+
+    from ssebench import supervise
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import JOBS, jobs_env, toggle_task
+
+    task = toggle_task(tmp_path / "toggle")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        f'tasks = ["{task.file}"]\n[[agents]]\nname = "sleeper"\ncommand = ["sleep", "600"]\n', encoding="utf-8"
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [*JOBS, "run", str(job), "--results", str(out), "--backend", "docker"],
+        env=jobs_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, labelled = time.monotonic() + CONTAINER_TIMEOUT, ""
+        while not labelled and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(1)
+            if (out / "job.json").exists():
+                job_id = read(out)["job_id"]
+                listed = _script("docker", "ps", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+                labelled = listed.stdout.strip()
+        assert labelled, "no container with the job's label appeared"
+        time.sleep(3)  # the agent's container is up beside the sidecar
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+    assert (left.returncode, left.stdout) == (0, "")
+    assert supervise.marked("SSE_JOB_ID", job_id) == []
+    assert read(out)["runs"][0]["status"] == "cancelled"

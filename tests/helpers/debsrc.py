@@ -28,6 +28,14 @@ def orig_tarball(package: str, version: str, cache: Path, *, mirror: str | None 
 
     *mirror*: the Debian mirror's URL (default: the machine's, :func:`debian_mirror`).
     """
+    from filelock import FileLock
+
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / "fetch.lock")):  # pytest-xdist workers share the cache
+        return _fetch(package, version, cache, mirror)
+
+
+def _fetch(package: str, version: str, cache: Path, mirror: str | None) -> Path:
     src = cache / "src"
     found = _cached(src, package, version)
     if found is not None:

@@ -12,7 +12,7 @@ Code's ``/api/hello``) get small valid answers and are recorded as ``kind="side"
 
 API (shared by all)::
 
-    with AnthropicModel() as model:          # or OpenAIResponsesModel(), GeminiModel()
+    with AnthropicModel() as model:          # or OpenAIResponsesModel(), OpenAIChatModel(), GeminiModel()
         model.url                             # "http://127.0.0.1:PORT" (no path)
         ... run the CLI against it ...
         model.requests                        # every RecordedRequest (method, path, query,
@@ -28,8 +28,10 @@ Constructor keywords: ``tool_name`` (default: the name the usual CLI exposes),
 |------------------------|----------------|-------------------------------|-----------------------------|
 | AnthropicModel         | Claude Code    | ANTHROPIC_BASE_URL = url      | mcp__ssebench__test_patch   |
 | AnthropicModel         | opencode       | provider baseURL = url + /v1  | ssebench_test_patch (pass it)|
+| AnthropicModel         | Kilo Code CLI  | provider baseURL = url + /v1  | ssebench_test_patch         |
 | OpenAIResponsesModel   | Codex          | base_url = url + /v1          | test_patch in mcp__ssebench |
 | GeminiModel            | Gemini CLI     | GOOGLE_GEMINI_BASE_URL = url  | mcp_ssebench_test_patch     |
+| OpenAIChatModel        | OpenAI-compatible CLIs | base URL = url + /v1  | per CLI (pass it)           |
 
 Codex 0.171 hides MCP tools behind its ``tool_search`` tool for models it knows, and its
 default model gets no ``tools`` list at all; name a model it has no metadata for (e.g.
@@ -37,7 +39,8 @@ default model gets no ``tools`` list at all; name a model it has no metadata for
 ToolSearch deferral is switched off by its recipe (``ENABLE_TOOL_SEARCH=false``).
 
 ``tool_results()`` items: ``AnthropicToolResult`` (``content`` as sent, ``text_blocks``),
-``ResponsesToolResult`` (``output`` as sent, ``input_texts``), ``GeminiToolResult``
+``ResponsesToolResult`` (``output`` as sent, ``input_texts``), ``ChatToolResult`` (``content``
+as sent, ``text_parts``), ``GeminiToolResult``
 (``response`` as sent, ``text``). ``for_cli(name)`` builds the right model for a CLI.
 
 Outside pytest (e.g. inside a container): ``python -m tests.e2e.models CLI [--port N]
@@ -50,6 +53,7 @@ from __future__ import annotations
 from .anthropic import AnthropicModel, AnthropicToolResult
 from .base import RecordedRequest, Reply, ScriptedModel
 from .gemini import GeminiModel, GeminiToolResult
+from .openai_chat import ChatToolResult, OpenAIChatModel
 from .openai_responses import OpenAIResponsesModel, ResponsesToolResult
 
 #: the tool name each CLI shows the model for an MCP server named ``ssebench``
@@ -58,26 +62,38 @@ TOOL_NAMES = {
     "codex": "test_patch",  # in namespace mcp__ssebench
     "gemini": "mcp_ssebench_test_patch",
     "opencode": "ssebench_test_patch",
+    "qwen": "mcp__ssebench__test_patch",
+    "continue": "test_patch",
+    "kilo": "ssebench_test_patch",
+    "cline": "ssebench__test_patch",
+    "copilot": "ssebench-test_patch",
 }
+
+#: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
+CHAT_CLIS = ("qwen", "continue", "cline")
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     """The scripted model a CLI talks to, with that CLI's tool name."""
     kwargs.setdefault("tool_name", TOOL_NAMES[cli])
-    if cli in ("claude", "opencode"):
+    if cli in ("claude", "opencode", "kilo", "copilot"):
         return AnthropicModel(**kwargs)  # type: ignore[arg-type]
     if cli == "codex":
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
+    if cli in CHAT_CLIS:
+        return OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
     raise ValueError(f"no scripted model for CLI {cli!r}; known: {', '.join(TOOL_NAMES)}")
 
 
 __all__ = [
     "AnthropicModel",
     "AnthropicToolResult",
+    "ChatToolResult",
     "GeminiModel",
     "GeminiToolResult",
+    "OpenAIChatModel",
     "OpenAIResponsesModel",
     "RecordedRequest",
     "Reply",

@@ -33,7 +33,7 @@ class RecordedRequest:
 
 @dataclass
 class Reply:
-    """What to send back: a JSON document, or a list of SSE events (name, data)."""
+    """What to send back: a JSON document, or a list of SSE events (name, data; a str data is sent as is)."""
 
     status: int = 200
     json_body: Any = None
@@ -101,7 +101,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for event, data in reply.sse:
-            text = (f"event: {event}\n" if event else "") + f"data: {json.dumps(data)}\n\n"
+            raw = data if isinstance(data, str) else json.dumps(data)  # a str goes as is: "[DONE]"
+            text = (f"event: {event}\n" if event else "") + f"data: {raw}\n\n"
             chunk = text.encode()
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()

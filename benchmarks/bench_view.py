@@ -1,0 +1,57 @@
+"""How long ``ssebench view`` takes to list a folder of many runs: the first index, then the listing.
+
+The issue's bar: 1,000 runs list in under 1 s after the first index. Measured against the
+real server (``ssebench view`` on a free port of 127.0.0.1) over HTTP, with synthetic runs
+in the real formats (ssebench.view.sample), plus a 50 MB dialog's first page.
+
+    .venv/bin/python benchmarks/bench_view.py [RUNS]   # default: 1000
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ssebench.view.sample import write_run, write_runs, write_task
+from tests.helpers.view import screenshots_script
+
+
+def timed(client: httpx.Client, url: str) -> tuple[float, httpx.Response]:
+    started = time.perf_counter()
+    response = client.get(url)
+    return time.perf_counter() - started, response
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    with tempfile.TemporaryDirectory(prefix="bench-view-") as tmp:
+        root = Path(tmp)
+        started = time.perf_counter()
+        write_runs(root, count, tree=False)
+        task = write_task(root / "big-task")
+        big = write_run(root / "runs" / "zz-big", task)
+        line = json.dumps({"seq": 1, "ts": "t", "type": "message", "role": "assistant", "text": "x" * 1000}) + "\n"
+        (big / "dialog.jsonl").write_text(line * ((50 << 20) // len(line)))
+        print(f"made {count} runs and a 50 MB dialog in {time.perf_counter() - started:.1f} s")
+        with screenshots_script().viewer(root / "runs") as url, httpx.Client(timeout=120) as client:
+            first, response = timed(client, url + "/")
+            assert response.text.count('data-run="') == count + 1, "every run is listed"
+            print(f"first listing (builds the index): {first:.3f} s")
+            again = [timed(client, url + "/")[0] for _ in range(5)]
+            print(f"listing after the index: median {statistics.median(again):.3f} s, max {max(again):.3f} s (5 runs)")
+            sorted_ = [timed(client, url + "/?sort=duration&order=desc&agent=codex")[0] for _ in range(5)]
+            print(f"sorted + filtered: median {statistics.median(sorted_):.3f} s")
+            page = [timed(client, url + "/run/0/zz-big")[0] for _ in range(3)]
+            print(f"run page of the 50 MB dialog (first page): median {statistics.median(page):.3f} s")
+
+
+if __name__ == "__main__":
+    main()

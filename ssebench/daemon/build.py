@@ -1,0 +1,239 @@
+"""The runner's build engine: the build in the one build mirror, incrementally where
+buildgraph.py shows the answer is a clean build's, else clean; traced, verified, and
+once more clean when an incremental build failed or may differ from a clean one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ssebench.checks import Check, State
+from ssebench.daemon import buildgraph, tracefile
+from ssebench.daemon.checkproc import CheckProcesses
+from ssebench.daemon.mirror import fs_now
+from ssebench.daemon.runtypes import CheckRun, Run, RunError
+from ssebench.daemon.sandbox import TREE_PATH, TreeView
+from ssebench.daemon.sandbox_setup import overlay_supported, run_sandboxed
+from ssebench.daemon.workspace import Snapshot
+
+
+class BuildEngine(CheckProcesses):
+    """Builds in the mirror (the runner's build layer)."""
+
+    async def _build(self, run: Run, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
+        """Build in the mirror: incrementally where the build engine (buildgraph.py) can
+        show the answer is a clean build's, else clean (a fresh mirror, agent's mtimes).
+
+        Every build is traced. An incremental build is kept only when it passed and its
+        trace shows nothing a clean build could do differently; otherwise the build runs
+        once more, clean, and that build's log is the log. The mirror sits at
+        :attr:`tree_path` while it builds. A build that did not end by itself (timeout,
+        cancel, shutdown) leaves the mirror unknown, so the next run starts clean.
+        """
+        assert run.snapshot is not None
+        snapshot = run.snapshot
+        ended = False
+        if self._overlay is None:  # probe while the build runs, not when the first view is due
+            self._overlay = asyncio.get_running_loop().run_in_executor(
+                None, overlay_supported, self.mirror.path.parent, self.sandbox
+            )
+        try:
+            await self._tracer()
+            incremental, changed = await self._to_mirror(snapshot)
+            before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
+            self._mirror_in()
+            records: list[tracefile.Record] = []
+            async for event in self._traced(run, result, records):
+                yield event
+            retry = None
+            if incremental and not result.timed_out and not self._closing:
+                retry = (
+                    "the incremental build failed"
+                    if result.state != State.PASSED
+                    else await self._verify(records[-1], changed, before, snapshot)
+                )
+            if retry is not None:
+                self.last_build = f"clean: {retry}"
+                incremental = False
+                async for event in self._rebuild(run, result, records, snapshot, traced=True):
+                    yield event
+            if result.state != State.PASSED and not result.timed_out and self._ptrace_broke(result):
+                # LeakSanitizer refuses to run under ptrace: what the build ran must run
+                # as it would untraced (as in a fresh daemon without strace, and in grade).
+                self.last_build = "clean: a program of the build cannot run under strace"
+                incremental = False
+                async for event in self._rebuild(run, result, records, snapshot, traced=False):
+                    yield event
+            self._remember(incremental, result, records[-1])
+            ended = not result.timed_out
+            # The probe's bwrap must be gone before the run ends: the sweep after a run
+            # kills every child the daemon did not start through procs.
+            await asyncio.shield(self._overlay)
+        finally:
+            if not ended:
+                self.mirror.invalidate()
+                self._graph = None
+            self._mirror_out()
+            with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
+                self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    async def _rebuild(
+        self, run: Run, result: CheckRun, records: list[tracefile.Record], snapshot: Snapshot, *, traced: bool
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The build once more, clean: a fresh mirror; its log is the log, nothing added
+        (the task format defines a check's log as its output; the agent is not told
+        about the retry: it changes nothing about what the result means)."""
+        self._mirror_out()
+        try:
+            await asyncio.to_thread(self.mirror.fresh, snapshot)
+            await asyncio.to_thread(self.sandbox.give, self.mirror.path)
+        except OSError as exc:
+            raise RunError(f"could not copy the source tree: {exc}") from None
+        self._mirror_in()
+        assert result.log is not None
+        result.log.stdout.write_bytes(b"")
+        result.log.stderr.write_bytes(b"")
+        result.timed_out = False
+        async for event in self._traced(run, result, records, append=True, traced=traced):
+            yield event
+
+    def _ptrace_broke(self, result: CheckRun) -> bool:
+        """Did a traced build fail because a program refuses ptrace (LeakSanitizer)?"""
+        if self._strace is None or result.log is None:
+            return False
+        with contextlib.suppress(OSError):
+            return b"does not work under ptrace" in result.log.tail()
+        return False
+
+    async def _tracer(self) -> None:
+        """Can builds be traced here? Probed once, through the sandbox (ptrace may be denied)."""
+        if self._strace_probed:
+            return
+        self._strace_probed = True
+        if not self.trace:
+            self.tracing = "off: every build is clean"
+            return
+        folder = self.mirror.path.parent / ".trace-probe-tree"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        try:
+            self.sandbox.give(folder)
+            self._strace, self.tracing = await asyncio.to_thread(
+                tracefile.probe,
+                lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder), timeout=60, pass_fds=fds),
+                self.mirror.path.parent,
+                self.sandbox.check_user,
+            )
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        if self._strace is None:
+            print(f"ssebench daemon: build tracing {self.tracing}", file=sys.stderr, flush=True)
+
+    async def _to_mirror(self, snapshot: Snapshot) -> tuple[bool, set[str]]:
+        """Bring the mirror to *snapshot*, incrementally or fresh: (incremental?, changed files)."""
+
+        def go() -> tuple[str | None, set[str]]:
+            now = fs_now(self.mirror.path.parent)
+            for _ in range(20):  # a coarse clock: let it pass the last build's end
+                if now > self.mirror.last_build_end_ns + 1000:
+                    break
+                time.sleep(0.005)
+                now = fs_now(self.mirror.path.parent)
+            why, changed = (
+                ("tracing is off", set())
+                if self._strace is None
+                else buildgraph.plan(self.mirror.manifest, snapshot.manifest, self._graph, now)
+            )
+            stamps = None
+            if why is None:
+                stamps = buildgraph.stamps(changed, snapshot.manifest, self.mirror.last_build_end_ns, now)
+                why = "no room for fresh mtimes" if stamps is None else None
+            if why is None and stamps is not None:
+                if self.mirror.update(snapshot, stamps)[0]:
+                    self.sandbox.give(self.mirror.path)
+                    return None, changed
+                why = "the mirror could not be updated"
+            self.mirror.fresh(snapshot)
+            self.sandbox.give(self.mirror.path)
+            return why, set()
+
+        try:
+            why, changed = await asyncio.to_thread(go)
+        except OSError as exc:
+            raise RunError(f"could not copy the source tree: {exc}") from None
+        self.last_build = "incremental" if why is None else f"clean: {why}"
+        return why is None, changed
+
+    async def _traced(
+        self, run: Run, result: CheckRun, records: list[tracefile.Record], *, append: bool = False, traced: bool = True
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The build command, traced (when tracing works); its record goes to *records*."""
+        if self._strace is None or not traced:
+            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
+                yield event
+            records.append(tracefile.Record(complete=False, problem="not traced"))
+            return
+        trace = run.dir / "build.trace"
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            if self.sandbox.check_user is not None:  # strace, as the check's uid, reopens it
+                os.fchown(fd, *self.sandbox.check_user)
+            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append, trace_fd=fd):
+                yield event
+        finally:
+            os.close(fd)
+        tree = TREE_PATH if self.sandbox.enabled else os.path.realpath(self.tree_path)
+        try:
+            records.append(await asyncio.to_thread(tracefile.parse_trace, trace, tree, tree))
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(trace)
+
+    async def _verify(
+        self, record: tracefile.Record, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
+    ) -> str | None:
+        """Why a passed incremental build may differ from a clean one (None: it cannot)."""
+        assert self._graph is not None
+        graph = self._graph
+
+        def go() -> str | None:
+            wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
+            return buildgraph.verify(graph, record, changed, wrote, snapshot.manifest, self.tree_path)
+
+        return await asyncio.to_thread(go)
+
+    def _remember(self, incremental: bool, result: CheckRun, record: tracefile.Record) -> None:
+        """Keep the build graph: a clean build's record replaces it, an incremental one's
+        updates it; a failed or untraced build leaves none (the next build is clean)."""
+        self.build_counts[self.last_build.split(":")[0]] += 1
+        self.last_record = record
+        if result.state != State.PASSED or not record.complete:
+            self._graph = None
+        elif incremental and self._graph is not None:
+            self._graph.update(record)
+        else:
+            self._graph = buildgraph.Graph.of(record)
+
+    def _mirror_in(self) -> None:
+        """Move the mirror to the fixed tree path for a build."""
+        self._discard_view()
+        os.rename(self.mirror.path, self.tree_path)
+
+    def _mirror_out(self) -> None:
+        """Move the mirror back to where it waits between builds (no-op if it is there)."""
+        if self.tree_path.is_dir() and not self.mirror.path.exists():
+            os.rename(self.tree_path, self.mirror.path)
+
+    async def _overlays(self) -> bool:
+        """Are views copy-on-write overlays? Probed once (sandboxes only; not where the
+        workspace is itself on overlayfs, as in Docker); else views are copies."""
+        if self._overlay is None:
+            self._overlay = asyncio.get_running_loop().run_in_executor(
+                None, overlay_supported, self.mirror.path.parent, self.sandbox
+            )
+        return await asyncio.shield(self._overlay)

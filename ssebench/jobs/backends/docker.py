@@ -1,0 +1,86 @@
+"""The Docker backend: each run is one ``ssebench run --docker`` child (the sidecar layout).
+
+The child is started like the local backend's (its own process group, PR_SET_PDEATHSIG,
+the run's marks in its environment); ssebench/container/engine.py turns those marks into
+the labels ``ssebench.job=<job>`` and ``ssebench.run=<job>/<run>`` on both of the run's
+containers. So whatever a stopped or killed run leaves is found by label and removed: after
+every run, and for a whole job on resume and after Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import ClassVar
+
+from ssebench.jobs.backend import Outcome, Resources, RunSpec
+from ssebench.jobs.backends.local import JOB_VAR, RUN_VAR, LocalBackend, machine
+from ssebench.jobs.outcome import CANCELLED, START_FAILED
+
+LABELS = {JOB_VAR: "ssebench.job", RUN_VAR: "ssebench.run"}
+NETWORK_VAR = "SSEBENCH_DOCKER_NETWORK"
+# On the host's network every run's MCP server binds the host's port 3000 (the port the agent
+# layers register): such runs go one at a time; a custom command gets no network instead.
+_HOST_PORT = threading.Lock()
+
+
+class DockerBackend(LocalBackend):
+    """Runs in task containers on the engine ``ssebench run --docker`` finds (DOCKER_HOST...)."""
+
+    name: ClassVar[str] = "docker"
+    extra_args: ClassVar[tuple[str, ...]] = ("--docker",)
+
+    def capacity(self) -> Resources:
+        return machine()  # the engine is on this machine (its CPUs and memory are ours)
+
+    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
+        from ssebench.container.engine import DockerEngine, DockerRunError
+
+        try:
+            DockerEngine.locate()
+        except DockerRunError as error:
+            return Outcome("infra", START_FAILED, None, str(error))
+        try:
+            if self.env(spec).get(NETWORK_VAR, "host") != "host":
+                return super().run(spec, cancel)
+            while not _HOST_PORT.acquire(timeout=0.5):
+                if cancel.is_set():
+                    return Outcome("infra", CANCELLED, None, "stopped by the scheduler: cancelled")
+            try:
+                return super().run(spec, cancel)
+            finally:
+                _HOST_PORT.release()
+        finally:  # after every run, however it ended: a container costs too much to leave
+            remove_labelled(f"{LABELS[RUN_VAR]}={spec.job_id}/{spec.run_id}")
+
+    def env(self, spec: RunSpec) -> dict[str, str]:
+        """A custom command's containers get no network (its server is inside its own container)
+        unless SSEBENCH_DOCKER_NETWORK says otherwise; a bundled agent keeps the default."""
+        env = super().env(spec)
+        if spec.command is not None and NETWORK_VAR not in spec.env and not env.get(NETWORK_VAR):
+            env[NETWORK_VAR] = "none"
+        return env
+
+    def sweep(self, job_id: str) -> None:
+        super().sweep(job_id)
+        remove_labelled(f"{LABELS[JOB_VAR]}={job_id}")
+
+
+def labelled(label: str) -> list[str]:
+    """Ids of the containers (running or not) carrying LABEL (``key=value``)."""
+    from ssebench.container.engine import DockerEngine, DockerRunError
+
+    try:
+        engine = DockerEngine.locate()
+    except DockerRunError:
+        return []  # no engine: no container of ours can be left on it
+    listed = engine.docker("ps", "--all", "--quiet", "--filter", f"label={label}")
+    return listed.stdout.split() if listed.returncode == 0 else []
+
+
+def remove_labelled(label: str) -> None:
+    """Remove every container carrying LABEL, with its anonymous volumes."""
+    from ssebench.container.engine import DockerEngine
+
+    ids = labelled(label)
+    if ids:
+        DockerEngine.locate().docker("rm", "--force", "--volumes", *ids, timeout=120)

@@ -1,0 +1,80 @@
+"""Files of the given folders, and nothing else: no ``..``, no symlink out, no special file.
+
+A path is resolved (``realpath``) and must stay inside its root; the last component is
+then opened with ``O_NOFOLLOW`` and checked to be a regular file or a folder on the open
+descriptor, so a symlink swapped in after the check is not followed either.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+CHUNK = 64 << 10
+
+
+@dataclass
+class Entry:
+    name: str
+    rel: str
+    folder: bool
+    size: int
+
+
+def resolve(root: Path, rel: str) -> Path | None:
+    """ROOT/REL if it stays inside ROOT once every symlink is resolved, else None."""
+    parts = PurePosixPath(rel).parts
+    if any(part in ("..", "") or "\0" in part for part in parts) or rel.startswith("/"):
+        return None
+    path = Path(os.path.realpath(root.joinpath(*parts)))
+    if path != root and root not in path.parents:
+        return None
+    return path
+
+
+def open_file(root: Path, rel: str) -> tuple[int, int] | None:
+    """``(fd, size)`` of the regular file ROOT/REL, or None (missing, outside, not a file)."""
+    path = resolve(root, rel)
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st.st_size
+
+
+def chunks(fd: int, size: int) -> Iterator[bytes]:
+    """The file's first SIZE bytes in chunks (what Content-Length promised, even if the file
+    grows meanwhile, as a live dialog does); blocking reads: Starlette iterates in a thread."""
+    with os.fdopen(fd, "rb") as stream:
+        while size > 0 and (chunk := stream.read(min(CHUNK, size))):
+            size -= len(chunk)
+            yield chunk
+
+
+def listing(root: Path, rel: str) -> list[Entry] | None:
+    """The entries of the folder ROOT/REL (folders first), or None if it is not one inside ROOT."""
+    path = resolve(root, rel)
+    if path is None or not path.is_dir():
+        return None
+    entries = []
+    base = path.relative_to(root).as_posix() if path != root else ""
+    for entry in os.scandir(path):
+        if entry.name.startswith(".ssebench-view"):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            continue
+        entries.append(Entry(entry.name, f"{base}/{entry.name}".lstrip("/"), stat.S_ISDIR(st.st_mode), st.st_size))
+    return sorted(entries, key=lambda e: (not e.folder, e.name))
