@@ -9,6 +9,7 @@ containerd (``imagePullPolicy: Never``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -138,10 +139,9 @@ def test_a_run_that_fixes_the_task_passes(kube_cluster: Cluster, kube_images: di
     fix = ("sh", "-c", f"cat > /tmp/fix.patch <<'EOF'\n{patch}EOF\ngit apply /tmp/fix.patch")
     backend = _backend(kube_cluster, kube_images)
     outcome = backend.run(_spec(tmp_path / "fix", "fix", fix), threading.Event())
-    import json
-
     results = json.loads((tmp_path / "fix" / "results.json").read_text())
-    assert (outcome.kind, outcome.status) == ("graded", "passed"), (outcome, results)
+    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "passed", 0), (outcome, results)
+    assert (results["status"], results["passed"], results["task"]["id"]) == ("passed", True, "demo-overflow")
     assert results["stages"]["grading"]["where"] == "sidecar"
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
@@ -152,13 +152,38 @@ def test_a_run_that_does_nothing_fails_its_checks(
     backend = _backend(kube_cluster, kube_images)
     outcome = backend.run(_spec(tmp_path / "idle", "idle", ("true",)), threading.Event())
     assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1)
-    assert sorted(p.name for p in (tmp_path / "idle").iterdir()) == [
+    folder = tmp_path / "idle"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "agent-stderr.log",
+        "agent-stdout.log",
         "container.log",
         "daemon.log",
         "grading.json",
         "grading.log",
         "results.json",
+        "server.log",
     ]
+    results = json.loads((folder / "results.json").read_text())
+    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
+        "checks_failed",
+        1,
+        False,
+        "sidecar",
+    )
+    assert results["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/tree"}
+    assert results["stages"]["grading"] == {
+        "state": "done",
+        "detail": "a check failed",
+        "passed": False,
+        "where": "sidecar",
+    }
+    assert [(c["check"], c["state"]) for c in results["grading"]["checks"]] == [
+        ("build", "passed"),
+        ("pocs", "failed"),
+        ("intent", "failed"),
+        ("functional", "passed"),
+    ]
+    assert (folder / "daemon.log").read_text().startswith("ssebench daemon: task 'demo-overflow' at difficulty 2 ")
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 

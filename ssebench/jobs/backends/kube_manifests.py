@@ -161,8 +161,13 @@ def _mounts(*pairs: tuple[str, str], read_only: Sequence[str] = ()) -> list[dict
 
 
 def stage_container(plan: PodPlan) -> dict[str, Any]:
-    """Copies the task and its tree out of the data image (files owned by the daemon's user)."""
-    script = f"cp -a {DATA_DIR}/task/. {TASK_DIR}/ && cp -a {DATA_DIR}/tree/. {TREE_DIR}/"
+    """Copies the task and its tree out of the data image (files owned by the daemon's user).
+    The entries one by one: ``cp -a SRC/. DST`` would set the times of the emptyDir's root,
+    which is root's, and fail (EPERM)."""
+    script = " && ".join(
+        f"find {DATA_DIR}/{part} -mindepth 1 -maxdepth 1 -exec cp -a -t {dest}/ {{}} +"
+        for part, dest in (("task", TASK_DIR), ("tree", TREE_DIR))
+    )
     return {
         "name": "stage",
         "image": plan.data_image,

@@ -186,7 +186,8 @@ class KubernetesBackend:
         code = kube_pod.exec_to_file(self.core, self.namespace, pod, "daemon", GRADE_ARGV, out, err)
         report = read_results(out) if code in (0, 1) else None
         stage, passed = results_file.grading_stage(code, report, "\n".join(tail_lines(err)))
-        task = {"id": (results.get("task") or {}).get("id"), "file": f"{km.TASK_DIR}/task.toml"}
+        task_id = (report or {}).get("task") or (results.get("task") or {}).get("id")  # as Docker's task_id
+        task = {"id": task_id, "file": f"{km.TASK_DIR}/task.toml"}
         merged = results_file.add_sidecar_grading(results, report, stage, passed, task)
         results_file.write(folder / results_file.RESULTS_FILE, merged)
 
