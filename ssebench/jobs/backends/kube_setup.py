@@ -8,6 +8,7 @@ per job and task (a lock makes the scheduler's worker threads wait for one build
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 from pathlib import Path
 
@@ -48,7 +49,7 @@ class ImageCache:
         from ssebench.task import load_task
 
         engine = docker.DockerEngine.locate()
-        task_image = docker.build_task_image(engine, DEFAULT_BASE_IMAGE)
+        task_image = docker.build_task_image(engine, os.environ.get("SSEBENCH_BASE_IMAGE") or DEFAULT_BASE_IMAGE)
         agent_image = task_image if spec.command else docker.build_agent_image(engine, spec.agent, task_image)
         task = load_task(spec.task)
         data = kube_images.build_data_image(engine, task_image, spec.task.parent, task.source)
@@ -58,12 +59,28 @@ class ImageCache:
 
 
 def from_arguments(args: argparse.Namespace):
-    """The backend of ``--backend kubernetes``, from the parsed flags."""
-    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+    """The backend of ``--backend kubernetes``, from the parsed flags; RuntimeError (one
+    line) when the client is not installed or the cluster cannot be reached."""
+    try:
+        from ssebench.jobs.backends.kubernetes import KubernetesBackend
+    except ImportError as error:
+        raise RuntimeError(
+            f"the kubernetes client is not installed ({error}): pip install 'ssebench[kubernetes]'"
+        ) from error
+    try:
+        return KubernetesBackend(
+            images=ImageCache(args.registry),
+            namespace=args.namespace,
+            kubeconfig=args.kubeconfig,
+            pull_policy="IfNotPresent" if args.registry else "Never",
+        )
+    except Exception as error:  # the client's many failures (config, TLS, connection) as one line
+        raise RuntimeError(f"cannot reach the cluster: {unreachable(error, args.kubeconfig)}") from error
 
-    return KubernetesBackend(
-        images=ImageCache(args.registry),
-        namespace=args.namespace,
-        kubeconfig=args.kubeconfig,
-        pull_policy="IfNotPresent" if args.registry else "Never",
-    )
+
+def unreachable(error: BaseException, kubeconfig: Path | None) -> str:
+    """Why the cluster did not answer, in one line (the client's errors span many)."""
+    where = f"--kubeconfig {kubeconfig}" if kubeconfig else "$KUBECONFIG or ~/.kube/config"
+    reason = getattr(error, "reason", None) or error
+    text = " ".join(str(reason).split())
+    return f"{type(error).__name__}: {text[:300]} (kubeconfig: {where})"

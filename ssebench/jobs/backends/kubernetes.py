@@ -97,7 +97,7 @@ class KubernetesBackend:
         self.pull_policy = pull_policy
         self.model_cidrs = tuple(model_cidrs)
         self.extra_containers = extra_containers
-        self.server_minor = _minor(client.VersionApi(api).get_code())
+        self.server_minor = _minor(client.VersionApi(api).get_code(_request_timeout=15))
 
     def capacity(self) -> Resources:
         """The allocatable CPUs and memory of the Ready nodes."""
