@@ -252,3 +252,31 @@ def test_sweep_removes_what_a_killed_scheduler_left(
     assert leftovers(kube_cluster)["secrets"] == [km.object_name("kube-e2e", "orphan")]
     backend.sweep("kube-e2e")
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- the jobs command with --backend kubernetes (the issue's Done-when) ------------------------
+
+CLI_TIMEOUT = 1800
+
+
+def _cli(cluster: Cluster, *args: str | Path, timeout: float = CLI_TIMEOUT):
+    from tests.helpers.jobs import jobs
+
+    return jobs(*args, "--backend", "kubernetes", "--kubeconfig", cluster.kubeconfig, timeout=timeout)
+
+
+def test_jobs_kubernetes_backend_runs_the_job(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """The 16-run job of tests/helpers/jobs.py (2 tasks × 2 custom agents × 2 levels × 2
+    attempts), two Jobs at a time: every run folder and the report exact, nothing left."""
+    from tests.helpers.jobs import assert_report, assert_run_folders, write_job
+
+    job = write_job(tmp_path)
+    began = time.monotonic()
+    done = _cli(kube_cluster, "run", job, "--results", tmp_path / "out")
+    print(f"[kube] ssebench jobs run --backend kubernetes (16 runs, 2 at a time): {time.monotonic() - began:.1f} s")
+    assert done.returncode == 0, done.stderr
+    assert_run_folders(tmp_path / "out", kube=True)
+    assert_report(tmp_path / "out")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}

@@ -113,8 +113,21 @@ def _watch_slice(core: Any, namespace: str, selector: str, version: str | None) 
 
 def exec_to_file(core: Any, namespace: str, pod: str, container: str, argv: list[str], out: Path, err: Path) -> int:
     """Run ARGV in the container; its stdout and stderr stream into OUT and ERR. Its exit status."""
+    from kubernetes import client
     from kubernetes.stream import stream
 
+    # A client of its own: stream() swaps its client's call_api while it runs, and two
+    # threads doing so at once left the shared client's every request a websocket one.
+    api = client.ApiClient(core.api_client.configuration)
+    try:
+        return _exec(client.CoreV1Api(api), stream, namespace, pod, container, argv, out, err)
+    finally:
+        api.close()
+
+
+def _exec(
+    core: Any, stream: Any, namespace: str, pod: str, container: str, argv: list[str], out: Path, err: Path
+) -> int:
     resp = stream(
         core.connect_get_namespaced_pod_exec,
         pod,

@@ -39,8 +39,18 @@ class ImageCache:
         key = (str(spec.task), spec.agent if spec.command is None else "")
         with self.lock:
             if key not in self.done:
-                self.done[key] = self._build(spec)
+                self.done[key] = self._build_twice(spec)
             return self.done[key]
+
+    def _build_twice(self, spec: RunSpec) -> tuple[str, str]:
+        """Another build on the same engine may remove our tag between build and save
+        (DockerEngine.remove_older): then build it again, once."""
+        from ssebench.container.engine import DockerRunError
+
+        try:
+            return self._build(spec)
+        except DockerRunError:
+            return self._build(spec)
 
     def _build(self, spec: RunSpec) -> tuple[str, str]:
         from ssebench.container import docker
