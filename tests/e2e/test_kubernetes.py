@@ -280,3 +280,87 @@ def test_jobs_kubernetes_backend_runs_the_job(
     assert_run_folders(tmp_path / "out", kube=True)
     assert_report(tmp_path / "out")
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def _popen_cli(cluster: Cluster, *args: str | Path):
+    import subprocess
+
+    from tests.helpers.jobs import JOBS, jobs_env
+
+    argv = [*JOBS, *map(str, args), "--backend", "kubernetes", "--kubeconfig", str(cluster.kubeconfig)]
+    return subprocess.Popen(argv, env=jobs_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _sleeper_job(tmp_path: Path, command: list[str]) -> Path:
+    from tests.helpers.jobs import toggle_task
+
+    task = toggle_task(tmp_path / "toggle")
+    job = tmp_path / "job.toml"
+    job.write_text(f'tasks = ["{task.file}"]\n[[agents]]\nname = "sleeper"\ncommand = {json.dumps(command)}\n')
+    return job
+
+
+def _job_pod(cluster: Cluster, out: Path, proc, deadline: float = 600) -> str:
+    """The name of the first Running Pod of the job in OUT (while PROC runs)."""
+    from ssebench.jobs.backends import kube_manifests as km
+    from ssebench.jobs.state import read
+
+    core, _, _ = _clients(cluster)
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and proc.poll() is None:
+        if (out / "job.json").exists():
+            selector = km.job_selector(read(out)["job_id"])
+            for pod in core.list_namespaced_pod("default", label_selector=selector).items:
+                if pod.status.phase == "Running":
+                    return pod.metadata.name
+        time.sleep(0.5)
+    raise AssertionError(f"no Running pod of the job (exit status {proc.poll()})")
+
+
+def test_jobs_kubernetes_ctrl_c_then_resume_leave_nothing(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGINT while the run's Pod runs: exit 130, the run cancelled, nothing in the
+    namespace; resume runs it to its end, and again nothing is left."""
+    import signal
+
+    from ssebench.jobs.state import read
+
+    job, out = _sleeper_job(tmp_path, ["sh", "-c", "sleep 20"]), tmp_path / "out"
+    proc = _popen_cli(kube_cluster, "run", job, "--results", out)
+    try:
+        _job_pod(kube_cluster, out, proc)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert (read(out)["runs"][0]["state"], read(out)["runs"][0]["status"]) == ("infra", "cancelled")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+    done = _cli(kube_cluster, "resume", out)
+    assert done.returncode == 0, done.stderr
+    record = read(out)["runs"][0]
+    assert (record["state"], record["status"], record["exit_status"]) == ("graded", "checks_failed", 1)
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
+    """The run's Pod deleted mid-run: infra pod_lost, retried by the scheduler, then graded."""
+    from ssebench.jobs.state import read
+
+    job, out = _sleeper_job(tmp_path, ["sh", "-c", "sleep 15; echo fixed > state.txt"]), tmp_path / "out"
+    proc = _popen_cli(kube_cluster, "run", job, "--results", out)
+    try:
+        name = _job_pod(kube_cluster, out, proc)
+        _clients(kube_cluster)[0].delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    record = read(out)["runs"][0]
+    assert (record["state"], record["status"], record["exit_status"], record["tries"]) == ("graded", "passed", 0, 2)
+    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    lost = [(r["state"], r["status"], r["detail"]) for r in journal if r.get("status") == "pod_lost"]
+    assert lost[0] == ("infra", "pod_lost", f"pod {name} was deleted before the run ended")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
