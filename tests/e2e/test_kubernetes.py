@@ -364,3 +364,86 @@ def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: 
     lost = [(r["state"], r["status"], r["detail"]) for r in journal if r.get("status") == "pod_lost"]
     assert lost[0] == ("infra", "pod_lost", f"pod {name} was deleted before the run ended")
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- a bundled agent, its scripted model API one more container of the same Pod ------------
+
+MODEL_PORT = 8900
+MODEL_DIR = "/opt/sse-models"
+
+
+@pytest.fixture(scope="session")
+def claude_kube_images(kube_images: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The claude layer and a model image (the task image + tests/e2e/models), imported."""
+    from ssebench.container import docker
+    from ssebench.jobs.backends import kube_images as ki
+
+    engine = docker.DockerEngine.locate()
+    task_image = kube_images["task"].removeprefix("docker.io/library/")
+    agent = docker.build_agent_image(engine, "claude", task_image)
+    context = tmp_path_factory.mktemp("model-image")
+    shutil.copytree(ROOT / "tests" / "e2e" / "models", context / "tests" / "e2e" / "models")
+    (context / "Dockerfile").write_text(f"FROM {task_image}\nCOPY tests {MODEL_DIR}/tests\n")
+    model = "ssebench-e2e-model:1"
+    built = engine.docker("build", "--network", "none", "-q", "-t", model, str(context), timeout=600)
+    assert built.returncode == 0, built.stderr
+    load = ki.ctr_loader(CLUSTER)
+    return {
+        **kube_images,
+        "agent": ki.publish(engine, agent, None, load),
+        "model": ki.publish(engine, model, None, load),
+    }
+
+
+def _model_container(image: str) -> dict:
+    """The scripted Anthropic API on the Pod's loopback; it records into the results folder."""
+    argv = ["python3", "-m", "tests.e2e.models", "claude", "--port", str(MODEL_PORT)]
+    return {
+        "name": "model",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "command": [*argv, "--record", "/results/model-requests.jsonl"],
+        "workingDir": MODEL_DIR,
+        "volumeMounts": [{"name": "results", "mountPath": "/results"}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+    }
+
+
+def test_a_bundled_agent_runs_with_its_model_in_the_pod(
+    kube_cluster: Cluster, claude_kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """Claude Code (its run recipe) against the scripted model API in the same Pod: it calls
+    test_patch once; graded in the daemon; the API key came through the Secret."""
+    from dataclasses import replace
+
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+    images = claude_kube_images
+    backend = KubernetesBackend(
+        images=lambda spec: (images["data"], images["agent"]),
+        kubeconfig=kube_cluster.kubeconfig,
+        pull_policy="Never",
+        extra_containers=lambda spec: [_model_container(images["model"])],
+    )
+    env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}", "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"}
+    spec = replace(_spec(tmp_path / "claude", "claude", ("true",)), agent="claude", command=None, env=env)
+    outcome = backend.run(spec, threading.Event())
+    folder = tmp_path / "claude"
+    results = json.loads((folder / "results.json").read_text())
+    requests = [json.loads(line) for line in (folder / "model-requests.jsonl").read_text().splitlines()]
+    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1), (outcome, results)
+    assert (results["status"], results["task"]["id"], results["dialog"]) == (
+        "checks_failed",
+        "demo-overflow",
+        "dialog.jsonl",
+    )
+    assert results["stages"]["grading"]["where"] == "sidecar"
+    assert (folder / "server.log").read_text().count("test_patch call ") == 1
+    assert any(r.get("headers", {}).get("x-api-key") == "sk-ant-e2e-scripted" for r in requests)
+    events = [json.loads(line) for line in (folder / "dialog.jsonl").read_text().splitlines()]
+    tools = [e for e in events if e["type"] == "tool"]
+    assert [(t["name"], t["status"]) for t in tools] == [
+        ("mcp__ssebench__test_patch", "running"),
+        ("mcp__ssebench__test_patch", "success"),
+    ]
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}

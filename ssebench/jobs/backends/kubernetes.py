@@ -114,7 +114,13 @@ class KubernetesBackend:
         plain, secrets = split_env(spec.env)
         if spec.model:
             plain["SSE_AGENT_MODEL"] = spec.model
-        command = spec.command or (spec.agent,)
+        if spec.command is None:  # a bundled agent: its run recipe
+            from ssebench.jobs.backends.kube_agent import agent_launch
+
+            command, extra = agent_launch(spec, spec.env)
+            plain.update({k: v for k, v in extra.items() if k not in secrets})
+        else:
+            command = spec.command
         plan = km.PodPlan(
             job_id=spec.job_id,
             run_id=spec.run_id,
