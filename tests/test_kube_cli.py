@@ -46,3 +46,24 @@ def test_a_cluster_that_does_not_answer_is_one_line_and_resume_takes_the_flags(t
     again = jobs("resume", "out", "--backend", "kubernetes", "--kubeconfig", "nothere", cwd=tmp_path)
     assert again.returncode == 2
     assert again.stderr.endswith("No configuration found. (kubeconfig: --kubeconfig nothere)\n")
+
+
+def test_a_bad_model_cidr_is_a_usage_error(tmp_path: Path) -> None:
+    done = _run(tmp_path, "--model-cidr", "1.2.3")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "ssebench jobs run: error: argument --model-cidr: not an address range (CIDR): '1.2.3'"
+    )
+
+
+def test_the_flags_make_the_backend_they_say() -> None:
+    """--model-cidr opens the NetworkPolicy's egress; without --registry images are imported."""
+    import argparse
+
+    from ssebench.jobs.backends import kube_setup
+
+    parser = argparse.ArgumentParser()
+    kube_setup.add_arguments(parser)
+    args = parser.parse_args(["--model-cidr", "10.1.2.3/16", "--model-cidr", "192.0.2.7", "--namespace", "ns1"])
+    assert (args.namespace, args.registry, args.kubeconfig) == ("ns1", None, None)
+    assert args.model_cidr == ["10.1.0.0/16", "192.0.2.7/32"]

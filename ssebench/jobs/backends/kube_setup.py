@@ -25,6 +25,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--kubeconfig", type=Path, default=None, help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)"
     )
+    group.add_argument(
+        "--model-cidr",
+        action="append",
+        type=_cidr,
+        default=[],
+        metavar="CIDR",
+        help="where the agent may connect, TCP 443: its model API (repeat; default: nowhere outside the Pod)",
+    )
+
+
+def _cidr(text: str) -> str:
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_network(text, strict=False))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an address range (CIDR): {text!r}") from error
 
 
 class ImageCache:
@@ -83,6 +100,7 @@ def from_arguments(args: argparse.Namespace):
             namespace=args.namespace,
             kubeconfig=args.kubeconfig,
             pull_policy="IfNotPresent" if args.registry else "Never",
+            model_cidrs=args.model_cidr,
         )
     except Exception as error:  # the client's many failures (config, TLS, connection) as one line
         raise RuntimeError(f"cannot reach the cluster: {unreachable(error, args.kubeconfig)}") from error
