@@ -196,50 +196,6 @@ def test_an_image_that_is_not_there_is_an_infra_failure(kube_cluster: Cluster, t
     shutil.rmtree(tmp_path / "gone", ignore_errors=True)
 
 
-def _run_in_thread(backend, spec, cancel: threading.Event) -> tuple[threading.Thread, list]:
-    box: list = []
-    thread = threading.Thread(target=lambda: box.append(backend.run(spec, cancel)))
-    thread.start()
-    return thread, box
-
-
-def _wait_running(cluster: Cluster, deadline: float = 180) -> str:
-    core, _, _ = _clients(cluster)
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        for pod in core.list_namespaced_pod("default", label_selector="ssebench.dev/job=kube-e2e").items:
-            if pod.status.phase == "Running":
-                return pod.metadata.name
-        time.sleep(0.5)
-    raise AssertionError("no Running pod of the job within the deadline")
-
-
-def test_cancel_leaves_nothing(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
-    """Ctrl-C: the scheduler sets cancel; the run ends as infra "cancelled", nothing stays."""
-    cancel = threading.Event()
-    thread, box = _run_in_thread(_backend(kube_cluster, kube_images), _spec(tmp_path, "slow", ("sleep", "600")), cancel)
-    _wait_running(kube_cluster)
-    cancel.set()
-    thread.join(timeout=180)
-    assert (box[0].kind, box[0].status) == ("infra", "cancelled")
-    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
-
-
-def test_a_lost_pod_is_an_infra_failure(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
-    core, _, _ = _clients(kube_cluster)
-    backend = _backend(kube_cluster, kube_images)
-    thread, box = _run_in_thread(backend, _spec(tmp_path, "lost", ("sleep", "600")), threading.Event())
-    name = _wait_running(kube_cluster)
-    core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
-    thread.join(timeout=180)
-    assert (box[0].kind, box[0].status, box[0].detail) == (
-        "infra",
-        "pod_lost",
-        f"pod {name} was deleted before the run ended",
-    )
-    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
-
-
 def test_sweep_removes_what_a_killed_scheduler_left(
     kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
 ) -> None:
