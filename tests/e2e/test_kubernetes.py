@@ -22,7 +22,10 @@ import pytest
 from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (session fixtures, shared)
 from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600)]
+# The Docker tests' group: one worker owns the engine (test_docker's docker_host stops the
+# engine it started at the end of its session) and the image cache; collected after
+# test_docker.py, so the Kubernetes build (make test-deps, in the background) overlaps them.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("docker")]
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "examples" / "tasks" / "demo-overflow"
 FIX = ROOT / "examples" / "tasks" / "demo-overflow.fix.patch"
@@ -329,13 +332,18 @@ MODEL_DIR = "/opt/sse-models"
 
 
 @pytest.fixture(scope="session")
-def claude_kube_images(kube_images: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def claude_kube_images(
+    kube_images: dict[str, str],
+    base_image: str,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, str]:
     """The claude layer and a model image (the task image + tests/e2e/models), imported."""
     from ssebench.container import docker
     from ssebench.jobs.backends import kube_images as ki
 
     engine = docker.DockerEngine.locate()
-    task_image = kube_images["task"].removeprefix("docker.io/library/")
+    # built (or found) again: another checkout's build on a shared engine may have removed it
+    task_image = docker.build_task_image(engine, base_image)
     agent = docker.build_agent_image(engine, "claude", task_image)
     context = tmp_path_factory.mktemp("model-image")
     shutil.copytree(ROOT / "tests" / "e2e" / "models", context / "tests" / "e2e" / "models")
