@@ -30,11 +30,15 @@ demo: setup
 # background (tests/e2e/prefetch.py) into ~/.cache/ssebench; the e2e fixtures wait for them.
 # `ssebench view`'s browser tests drive Debian's chromium with its chromium-driver (Selenium,
 # from the test extra); installed the same way.
+# The Kubernetes server binaries (scripts/kube-build.sh, from Debian's source, ~7 min) build
+# in the background while the other tests run; tests/e2e/test_kubernetes.py waits for them.
 test-deps: setup
 	@mkdir -p $(HOME)/.cache/ssebench && nohup $(BIN)/python -m tests.e2e.prefetch \
 	  >$(HOME)/.cache/ssebench/prefetch.log 2>&1 &
 	@scripts/docker-engine.sh install || { [ "$$CI" != true ] || exit 1; \
 	  echo "make: the Docker tests will skip (scripts/docker-engine.sh install failed)"; }
+	@scripts/kube-build.sh install >/dev/null && scripts/kube-build.sh background || { [ "$$CI" != true ] || exit 1; \
+	  echo "make: the Kubernetes tests will skip (scripts/kube-build.sh install failed)"; }
 	@command -v strace >/dev/null || { [ "$$(id -u)" = 0 ] && { apt-get install -y -q strace >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && apt-get install -y -q strace >/dev/null; }; }; } || \
 	  { [ "$$CI" != true ] || exit 1; echo "make: no strace: the daemon's builds will all be clean (slower)"; }
@@ -55,8 +59,13 @@ lint: setup
 # three keep two cores busy; tests/conftest.py keeps the Docker tests on one worker and a
 # module with a module-wide fixture on one. --durations: where a run's time went.
 PYTEST_WORKERS ?= 3
+# The Docker engine runs for the whole session when the tests use it from two workers (the Docker
+# and the Kubernetes tests): started here if it is not running, and then stopped here.
 test: setup test-deps lint
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25
+	@started=; scripts/docker-engine.sh status >/dev/null 2>&1 || \
+	  { scripts/docker-engine.sh start >/dev/null 2>&1 && started=1; }; \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25; status=$$?; \
+	[ -z "$$started" ] || scripts/docker-engine.sh stop >/dev/null 2>&1; exit $$status
 
 # Lint and the fast tests only, for the edit-test loop.
 test-fast: setup lint

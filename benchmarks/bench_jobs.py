@@ -63,7 +63,7 @@ def child(argv: list[str]) -> None:
     executions = Path(os.environ["BENCH_EXECUTIONS"])
     backend = InstantBackend(executions)
     local.run_argv = lambda spec, extra=(): backend.argv(spec)  # type: ignore[assignment]
-    jobs_cli.make_backend = lambda name, cwd: backend  # type: ignore[assignment]
+    jobs_cli.make_backend = lambda name, cwd, args=None: backend  # type: ignore[assignment]
     from ssebench.cli import main
 
     began = time.monotonic()

@@ -46,11 +46,16 @@ if [ -z "${DOCKER_HOST:-}" ] && [ -S "$PRIVATE_SOCK" ]; then export DOCKER_HOST=
 docker version --format '{{.Server.Version}}' >/dev/null 2>&1 \
     || die "no Docker engine answers at ${DOCKER_HOST:-the default socket} (scripts/docker-engine.sh start)"
 
+# One build at a time (two test workers, the Docker and the Kubernetes tests, may ask at once;
+# both would write the same tarball): the second waits, then finds the image.
+mkdir -p "$CACHE_DIR"
+exec 9>"$CACHE_DIR/.build.lock"
+flock 9
+
 docker image inspect "$IMAGE" >/dev/null 2>&1 || {
     if [ ! -f "$TARBALL" ]; then
         command -v debootstrap >/dev/null || die "debootstrap is not installed (run: scripts/docker-engine.sh install)"
         [ "$(id -u)" = 0 ] || die "debootstrap needs root"
-        mkdir -p "$CACHE_DIR"
         WORK=$(mktemp -d "${TMPDIR:-/tmp}/ssebench-rootfs.XXXXXX")
         trap 'rm -rf "$WORK"' EXIT
         MIRROR=$(debian_mirror)

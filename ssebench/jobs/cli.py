@@ -54,10 +54,18 @@ def _positive(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=_positive, dest="concurrency", metavar="N", help="at most N runs at once")
     p.add_argument("--backend", choices=("local", "docker", "kubernetes"), help="where runs execute (default: local)")
+    from ssebench.jobs.backends import kube_setup
+
+    kube_setup.add_arguments(p)
 
 
-def make_backend(name: str, cwd: Path) -> Any:
-    """The backend NAME from ssebench/jobs/backends/NAME.py (its class whose ``name`` is NAME)."""
+def make_backend(name: str, cwd: Path, args: argparse.Namespace | None = None) -> Any:
+    """The backend NAME from ssebench/jobs/backends/NAME.py (its class whose ``name`` is NAME);
+    kubernetes is made from its flags (kube_setup.py)."""
+    if name == "kubernetes" and args is not None:
+        from ssebench.jobs.backends import kube_setup
+
+        return kube_setup.from_arguments(args)
     module = importlib.import_module(f"ssebench.jobs.backends.{name}")
     cls = getattr(module, "BACKEND", None) or next(
         v for v in vars(module).values() if isinstance(v, type) and getattr(v, "name", None) == name
@@ -94,7 +102,7 @@ def _run(args: argparse.Namespace) -> int:
         state = jobfolder.create(where, job, flags, backend)
     except (jobfile.JobFileError, StateError) as error:
         return _fail(str(error))
-    return _execute(job, state, backend, args.concurrency)
+    return _execute(job, state, backend, args)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -106,22 +114,22 @@ def _resume(args: argparse.Namespace) -> int:
         job, state = jobfolder.reopen(Path(args.folder), args.force)
     except (jobfile.JobFileError, StateError) as error:
         return _fail(str(error))
-    return _execute(job, state, args.backend or state.header.get("backend") or "local", args.concurrency)
+    return _execute(job, state, args.backend or state.header.get("backend") or "local", args)
 
 
-def _execute(job: Any, state: Any, backend_name: str, concurrency: int | None) -> int:
+def _execute(job: Any, state: Any, backend_name: str, args: argparse.Namespace) -> int:
     """Sweep the job's leftovers, run what is to do, record it; the exit status."""
     from ssebench.jobs import folder as jobfolder
     from ssebench.jobs.progress import Progress
     from ssebench.jobs.scheduler import Policy, Scheduler
 
     try:
-        backend = make_backend(backend_name, job.base)
+        backend = make_backend(backend_name, job.base, args)
     except (ImportError, StopIteration, RuntimeError) as error:
         state.close()
         return _fail(f"the {backend_name} backend is not available: {error}")
     todo = jobfolder.to_run(state)
-    policy = Policy(concurrency or job.concurrency, job.retry_on, job.max_tries)
+    policy = Policy(args.concurrency or job.concurrency, job.retry_on, job.max_tries)
     with _sigterm_as_interrupt():
         backend.sweep(state.job_id)  # what a killed ssebench jobs left of this job
         with Progress(total=len(state.runs), done=len(state.runs) - len(todo)) as progress:

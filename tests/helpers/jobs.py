@@ -131,8 +131,9 @@ def expected(run_id: str) -> tuple[str, int]:
     return ("passed", 0) if ".fixer." in run_id else ("checks_failed", 1)
 
 
-def assert_run_folders(job: Path, docker: bool = False) -> None:
-    """Every run folder holds the exact results of its run (tests/helpers/jobs.py's job)."""
+def assert_run_folders(job: Path, docker: bool = False, kube: bool = False) -> None:
+    """Every run folder holds the exact results of its run (tests/helpers/jobs.py's job);
+    KUBE: no ssebench-run.log (no local child), the containers' logs instead."""
     document = json.loads((job / "job.json").read_text(encoding="utf-8"))
     assert [r["run_id"] for r in document["runs"]] == run_ids()
     for record in document["runs"]:
@@ -152,6 +153,8 @@ def assert_run_folders(job: Path, docker: bool = False) -> None:
         calls = (folder / "server.log").read_text(encoding="utf-8").count("test_patch call ")
         assert calls == (1 if ".fixer." in record["run_id"] else 0)
         files = {"daemon.log", "server.log", "grading.json", "ssebench-run.log", *(["container.log"] if docker else [])}
+        if kube:
+            files = {"daemon.log", "server.log", "grading.json", "grading.log", "container.log", "results.json"}
         assert files <= {p.name for p in folder.iterdir()}
     assert not (job / "tries").exists()
 

@@ -1,0 +1,415 @@
+"""The Kubernetes backend on a real cluster (issue 22): ssebench's own one-node cluster,
+built from Debian's kubernetes 1.20.2 source (tests/helpers/kube.py), on loopback only.
+
+Where it cannot be built or started (not root, no packages), every test here skips saying
+why; in CI (CI=true) that fails instead. The images come from the Docker layers
+(tests/e2e/test_docker.py's engine and base image) and are imported into the cluster's
+containerd (``imagePullPolicy: Never``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (session fixtures, shared)
+from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
+
+# A group of their own (one cluster per worker session), run last (tests/conftest.py) so the
+# Kubernetes build (make test-deps, in the background) overlaps the other tests. They share the
+# Docker engine with test_docker.py: `make test` starts it before the workers and stops it after
+# them, so no worker's session end stops it under another (docker_host stops only an engine it
+# started itself).
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("kubernetes")]
+ROOT = Path(__file__).resolve().parents[2]
+TASK = ROOT / "examples" / "tasks" / "demo-overflow"
+FIX = ROOT / "examples" / "tasks" / "demo-overflow.fix.patch"
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> Iterator[Cluster]:
+    pytest.importorskip("kubernetes", reason="the kubernetes client is not installed (pip install -e '.[test]')")
+    try:
+        cluster = start_cluster()
+    except ClusterUnavailable as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Kubernetes cluster in CI: {error}")
+        pytest.skip(f"no Kubernetes cluster: {error}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _clients(cluster: Cluster):
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+    return client.CoreV1Api(api), client.BatchV1Api(api), client.NetworkingV1Api(api)
+
+
+def leftovers(cluster: Cluster, namespace: str = "default") -> dict[str, list[str]]:
+    """What ssebench left in the namespace: Jobs, Pods, Secrets, NetworkPolicies by name."""
+    core, batch, net = _clients(cluster)
+    selector = "app.kubernetes.io/managed-by=ssebench"
+    found = {
+        "jobs": batch.list_namespaced_job(namespace, label_selector=selector).items,
+        "pods": core.list_namespaced_pod(namespace, label_selector=selector).items,
+        "secrets": core.list_namespaced_secret(namespace, label_selector=selector).items,
+        "networkpolicies": net.list_namespaced_network_policy(namespace, label_selector=selector).items,
+    }
+    return {kind: [item.metadata.name for item in items] for kind, items in found.items()}
+
+
+def test_the_cluster_runs_a_pod(kube_cluster: Cluster) -> None:
+    """The pause image (the tree's build/pause) as a Pod: scheduled, Running, deleted."""
+    core, _, _ = _clients(kube_cluster)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "sse-smoke", "labels": {"app.kubernetes.io/managed-by": "ssebench"}},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "p", "image": "ssebench.local/pause:3.4.1", "imagePullPolicy": "Never"}],
+        },
+    }
+    core.create_namespaced_pod("default", pod)
+    try:
+        deadline = time.monotonic() + 120
+        while core.read_namespaced_pod("sse-smoke", "default").status.phase != "Running":
+            assert time.monotonic() < deadline, core.read_namespaced_pod("sse-smoke", "default").status
+            time.sleep(0.5)
+        node = core.read_node("localhost")
+        assert node.status.node_info.kubelet_version == "v1.20.2"
+    finally:
+        core.delete_namespaced_pod("sse-smoke", "default", grace_period_seconds=0)
+    deadline = time.monotonic() + 60
+    while leftovers(kube_cluster)["pods"]:
+        assert time.monotonic() < deadline, leftovers(kube_cluster)
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="session")
+def kube_images(kube_cluster: Cluster, base_image: str) -> dict[str, str]:  # noqa: F811
+    """The task image and the demo task's data image, imported into the cluster."""
+    from ssebench.container import docker
+    from ssebench.jobs.backends import kube_images as ki
+
+    engine = docker.DockerEngine.locate()
+    task_image = docker.build_task_image(engine, base_image)
+    data = ki.build_data_image(engine, task_image, TASK, TASK / "src")
+    load = ki.ctr_loader(CLUSTER)
+    return {"task": ki.publish(engine, task_image, None, load), "data": ki.publish(engine, data, None, load)}
+
+
+def _spec(folder: Path, run_id: str, command: tuple[str, ...], level: int = 2):
+    from ssebench.jobs.backend import RunSpec
+
+    folder.mkdir(parents=True, exist_ok=True)
+    return RunSpec(
+        job_id="kube-e2e",
+        run_id=run_id,
+        task=TASK / "task.toml",
+        agent="custom",
+        command=command,
+        model=None,
+        env={},
+        level=level,
+        attempt=1,
+        agent_timeout=300.0,
+        cpus=1.0,
+        memory=2 << 30,
+        folder=folder,
+    )
+
+
+def _backend(cluster: Cluster, images: dict[str, str]):
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+    return KubernetesBackend(
+        images=lambda spec: (images["data"], images["task"]), kubeconfig=cluster.kubeconfig, pull_policy="Never"
+    )
+
+
+def test_a_run_that_fixes_the_task_passes(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
+    """A custom agent applies the fix in the agent container; grading in the daemon passes."""
+    patch = FIX.read_text()
+    fix = ("sh", "-c", f"cat > /tmp/fix.patch <<'EOF'\n{patch}EOF\ngit apply /tmp/fix.patch")
+    backend = _backend(kube_cluster, kube_images)
+    outcome = backend.run(_spec(tmp_path / "fix", "fix", fix), threading.Event())
+    results = json.loads((tmp_path / "fix" / "results.json").read_text())
+    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "passed", 0), (outcome, results)
+    assert (results["status"], results["passed"], results["task"]["id"]) == ("passed", True, "demo-overflow")
+    assert results["stages"]["grading"]["where"] == "sidecar"
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def test_a_run_that_does_nothing_fails_its_checks(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    backend = _backend(kube_cluster, kube_images)
+    outcome = backend.run(_spec(tmp_path / "idle", "idle", ("true",)), threading.Event())
+    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1)
+    folder = tmp_path / "idle"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "agent-stderr.log",
+        "agent-stdout.log",
+        "container.log",
+        "daemon.log",
+        "grading.json",
+        "grading.log",
+        "results.json",
+        "server.log",
+    ]
+    results = json.loads((folder / "results.json").read_text())
+    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
+        "checks_failed",
+        1,
+        False,
+        "sidecar",
+    )
+    assert results["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/tree"}
+    assert results["stages"]["grading"] == {
+        "state": "done",
+        "detail": "a check failed",
+        "passed": False,
+        "where": "sidecar",
+    }
+    assert [(c["check"], c["state"]) for c in results["grading"]["checks"]] == [
+        ("build", "passed"),
+        ("pocs", "failed"),
+        ("intent", "failed"),
+        ("functional", "passed"),
+    ]
+    assert (folder / "daemon.log").read_text().startswith("ssebench daemon: task 'demo-overflow' at difficulty 2 ")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def test_an_image_that_is_not_there_is_an_infra_failure(kube_cluster: Cluster, tmp_path: Path) -> None:
+    backend = _backend(kube_cluster, {"data": "ssebench.local/nothing:1", "task": "ssebench.local/nothing:1"})
+    outcome = backend.run(_spec(tmp_path / "gone", "gone", ("true",)), threading.Event())
+    assert (outcome.kind, outcome.status) == ("infra", "image_not_found")
+    assert outcome.detail.startswith("container stage: ErrImageNeverPull: ")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+    shutil.rmtree(tmp_path / "gone", ignore_errors=True)
+
+
+def test_sweep_removes_what_a_killed_scheduler_left(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """Resume: the objects of a run whose scheduler died are found by the job's label."""
+    from ssebench.jobs.backends import kube_manifests as km
+
+    backend = _backend(kube_cluster, kube_images)
+    plan, _ = backend.plan(_spec(tmp_path, "orphan", ("sleep", "600")))
+    backend._create(km.manifests(plan, {"SOME_API_KEY": "k"}))
+    assert leftovers(kube_cluster)["secrets"] == [km.object_name("kube-e2e", "orphan")]
+    backend.sweep("kube-e2e")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- the jobs command with --backend kubernetes (the issue's Done-when) ------------------------
+
+CLI_TIMEOUT = 1800
+
+
+def _cli(cluster: Cluster, *args: str | Path, timeout: float = CLI_TIMEOUT):
+    from tests.helpers.jobs import jobs
+
+    return jobs(*args, "--backend", "kubernetes", "--kubeconfig", cluster.kubeconfig, timeout=timeout)
+
+
+def test_jobs_kubernetes_backend_runs_the_job(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """The 16-run job of tests/helpers/jobs.py (2 tasks × 2 custom agents × 2 levels × 2
+    attempts), two Jobs at a time: every run folder and the report exact, nothing left."""
+    from tests.helpers.jobs import assert_report, assert_run_folders, write_job
+
+    job = write_job(tmp_path)
+    began = time.monotonic()
+    done = _cli(kube_cluster, "run", job, "--results", tmp_path / "out")
+    print(f"[kube] ssebench jobs run --backend kubernetes (16 runs, 2 at a time): {time.monotonic() - began:.1f} s")
+    assert done.returncode == 0, done.stderr
+    assert_run_folders(tmp_path / "out", kube=True)
+    assert_report(tmp_path / "out")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def _popen_cli(cluster: Cluster, *args: str | Path):
+    import subprocess
+
+    from tests.helpers.jobs import JOBS, jobs_env
+
+    argv = [*JOBS, *map(str, args), "--backend", "kubernetes", "--kubeconfig", str(cluster.kubeconfig)]
+    return subprocess.Popen(argv, env=jobs_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _sleeper_job(tmp_path: Path, command: list[str]) -> Path:
+    from tests.helpers.jobs import toggle_task
+
+    task = toggle_task(tmp_path / "toggle")
+    job = tmp_path / "job.toml"
+    job.write_text(f'tasks = ["{task.file}"]\n[[agents]]\nname = "sleeper"\ncommand = {json.dumps(command)}\n')
+    return job
+
+
+def _job_pod(cluster: Cluster, out: Path, proc, deadline: float = 600) -> str:
+    """The name of the first Running Pod of the job in OUT (while PROC runs)."""
+    from ssebench.jobs.backends import kube_manifests as km
+    from ssebench.jobs.state import read
+
+    core, _, _ = _clients(cluster)
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and proc.poll() is None:
+        if (out / "job.json").exists():
+            selector = km.job_selector(read(out)["job_id"])
+            for pod in core.list_namespaced_pod("default", label_selector=selector).items:
+                if pod.status.phase == "Running":
+                    return pod.metadata.name
+        time.sleep(0.5)
+    raise AssertionError(f"no Running pod of the job (exit status {proc.poll()})")
+
+
+def test_jobs_kubernetes_ctrl_c_then_resume_leave_nothing(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGINT while the run's Pod runs: exit 130, the run cancelled, nothing in the
+    namespace; resume runs it to its end, and again nothing is left."""
+    import signal
+
+    from ssebench.jobs.state import read
+
+    job, out = _sleeper_job(tmp_path, ["sh", "-c", "sleep 20"]), tmp_path / "out"
+    proc = _popen_cli(kube_cluster, "run", job, "--results", out)
+    try:
+        _job_pod(kube_cluster, out, proc)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert (read(out)["runs"][0]["state"], read(out)["runs"][0]["status"]) == ("infra", "cancelled")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+    done = _cli(kube_cluster, "resume", out)
+    assert done.returncode == 0, done.stderr
+    record = read(out)["runs"][0]
+    assert (record["state"], record["status"], record["exit_status"]) == ("graded", "checks_failed", 1)
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
+    """The run's Pod deleted mid-run: infra pod_lost, retried by the scheduler, then graded."""
+    from ssebench.jobs.state import read
+
+    job, out = _sleeper_job(tmp_path, ["sh", "-c", "sleep 15; echo fixed > state.txt"]), tmp_path / "out"
+    proc = _popen_cli(kube_cluster, "run", job, "--results", out)
+    try:
+        name = _job_pod(kube_cluster, out, proc)
+        _clients(kube_cluster)[0].delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        _, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, stderr
+    record = read(out)["runs"][0]
+    assert (record["state"], record["status"], record["exit_status"], record["tries"]) == ("graded", "passed", 0, 2)
+    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
+    lost = [(r["state"], r["status"], r["detail"]) for r in journal if r.get("status") == "pod_lost"]
+    assert lost[0] == ("infra", "pod_lost", f"pod {name} was deleted before the run ended")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- a bundled agent, its scripted model API one more container of the same Pod ------------
+
+MODEL_PORT = 8900
+MODEL_DIR = "/opt/sse-models"
+
+
+@pytest.fixture(scope="session")
+def claude_kube_images(
+    kube_images: dict[str, str],
+    base_image: str,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, str]:
+    """The claude layer and a model image (the task image + tests/e2e/models), imported."""
+    from ssebench.container import docker
+    from ssebench.jobs.backends import kube_images as ki
+
+    engine = docker.DockerEngine.locate()
+    # built (or found) again: another checkout's build on a shared engine may have removed it
+    task_image = docker.build_task_image(engine, base_image)
+    agent = docker.build_agent_image(engine, "claude", task_image)
+    context = tmp_path_factory.mktemp("model-image")
+    shutil.copytree(ROOT / "tests" / "e2e" / "models", context / "tests" / "e2e" / "models")
+    (context / "Dockerfile").write_text(f"FROM {task_image}\nCOPY tests {MODEL_DIR}/tests\n")
+    model = "ssebench-e2e-model:1"
+    built = engine.docker("build", "--network", "none", "-q", "-t", model, str(context), timeout=600)
+    assert built.returncode == 0, built.stderr
+    load = ki.ctr_loader(CLUSTER)
+    return {
+        **kube_images,
+        "agent": ki.publish(engine, agent, None, load),
+        "model": ki.publish(engine, model, None, load),
+    }
+
+
+def _model_container(image: str) -> dict:
+    """The scripted Anthropic API on the Pod's loopback; it records into the results folder."""
+    argv = ["python3", "-m", "tests.e2e.models", "claude", "--port", str(MODEL_PORT)]
+    return {
+        "name": "model",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "command": [*argv, "--record", "/results/model-requests.jsonl"],
+        "workingDir": MODEL_DIR,
+        "volumeMounts": [{"name": "results", "mountPath": "/results"}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}},
+    }
+
+
+def test_a_bundled_agent_runs_with_its_model_in_the_pod(
+    kube_cluster: Cluster, claude_kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """Claude Code (its run recipe) against the scripted model API in the same Pod: it calls
+    test_patch once; graded in the daemon; the API key came through the Secret."""
+    from dataclasses import replace
+
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+    images = claude_kube_images
+    backend = KubernetesBackend(
+        images=lambda spec: (images["data"], images["agent"]),
+        kubeconfig=kube_cluster.kubeconfig,
+        pull_policy="Never",
+        extra_containers=lambda spec: [_model_container(images["model"])],
+    )
+    env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}", "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"}
+    spec = replace(_spec(tmp_path / "claude", "claude", ("true",)), agent="claude", command=None, env=env)
+    outcome = backend.run(spec, threading.Event())
+    folder = tmp_path / "claude"
+    results = json.loads((folder / "results.json").read_text())
+    requests = [json.loads(line) for line in (folder / "model-requests.jsonl").read_text().splitlines()]
+    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1), (outcome, results)
+    assert (results["status"], results["task"]["id"], results["dialog"]) == (
+        "checks_failed",
+        "demo-overflow",
+        "dialog.jsonl",
+    )
+    assert results["stages"]["grading"]["where"] == "sidecar"
+    assert (folder / "server.log").read_text().count("test_patch call ") == 1
+    assert any(r.get("headers", {}).get("x-api-key") == "sk-ant-e2e-scripted" for r in requests)
+    events = [json.loads(line) for line in (folder / "dialog.jsonl").read_text().splitlines()]
+    tools = [e for e in events if e["type"] == "tool"]
+    assert [(t["name"], t["status"]) for t in tools] == [
+        ("mcp__ssebench__test_patch", "running"),
+        ("mcp__ssebench__test_patch", "success"),
+    ]
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
