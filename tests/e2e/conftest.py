@@ -415,4 +415,3 @@ def agent_run(agent_clis: Path, tmp_path: Path) -> Iterator[Callable[..., AgentR
         return run_agent(cli, agent_clis, task_file, workdir=workdir, **kw)  # type: ignore[arg-type]
 
     yield run
-
