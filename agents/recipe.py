@@ -181,7 +181,8 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
                     f"(the version its tests prove): {install}"
                 )
             else:
-                problems.extend(filter(None, [runtime.node_problem(record, env)]))
+                node = runtime.node_problem(record, env)
+                problems.extend([f"{node}: {runtime.fix(record)}"] if node else [])
     if problems:
         raise PreflightError(f"{agent} cannot run:\n" + "\n".join(f"  - {p}" for p in problems))
 

@@ -5,7 +5,8 @@ Nanocoder needs a newer Node than the machine's may be, and the other agents mus
 agent's command share one ``node_modules/.bin`` folder; the agent's ``#!/usr/bin/env node``
 then finds that Node when the folder comes first on PATH, which :func:`launch_path` does for
 that agent's process-mode runs only (in a Docker layer the runtime is the layer's one
-``node``). :func:`node_problem` is preflight's and doctor's check of the Node that would run it.
+``node``). :func:`node_problem` is preflight's and doctor's check of the Node that would run it,
+:func:`fix` what they tell the user to do.
 """
 
 from __future__ import annotations
@@ -65,18 +66,29 @@ def fix(record: Agent) -> str:
     )
 
 
+def node_for(record: Agent, env: Mapping[str, str]) -> str | None:
+    """The ``node`` that would run the agent: its own beside its command, else the one on PATH."""
+    own = own_node(record, env)
+    return str(own) if own else shutil.which("node", path=_path(env))
+
+
+def node_note(record: Agent, env: Mapping[str, str]) -> str:
+    """``; on Node X at PATH`` for an agent with a Node minimum (doctor's line), else ""."""
+    node = node_for(record, env) if record.node_min else None
+    version = _version(node) if node else None
+    return f"; on Node {'.'.join(map(str, version))} at {node}" if node and version else ""
+
+
 def node_problem(record: Agent, env: Mapping[str, str]) -> str | None:
-    """What is wrong with the Node that would run the agent; None when it is new enough."""
+    """What is wrong with the Node that would run the agent (no fix); None when it is new enough."""
     if not record.node_min:
         return None
-    need = ".".join(map(str, record.node_min))
-    own = own_node(record, env)
-    node = str(own) if own else shutil.which("node", path=_path(env))
-    title = record.client.title
+    need = f"{record.client.title} needs Node {'.'.join(map(str, record.node_min))} or newer"
+    node = node_for(record, env)
     if node is None:
-        return f"{title} needs Node {need} or newer (no node found on PATH): {fix(record)}"
+        return f"{need} (no node found on PATH)"
     version = _version(node)
     if version is None or version < record.node_min:
         found = ".".join(map(str, version)) if version else "an unknown version"
-        return f"{title} needs Node {need} or newer (found {found} at {node}): {fix(record)}"
+        return f"{need} (found {found} at {node})"
     return None
