@@ -139,7 +139,7 @@ def host_node() -> Path:
 
 
 def agent_cli_dir(agent: str) -> Path:
-    """AGENT's pinned CLI installed with npm on the host, cached per package@version."""
+    """AGENT's pinned CLI (with its own Node, if its record names one) installed with npm on the host, cached."""
     cli = agent_cli(agent)
     version = pinned_version(agent)
     runtime = node_runtime(agent)  # its own Node, installed beside it
@@ -174,7 +174,7 @@ def agent_cli_dir(agent: str) -> Path:
 
 
 def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
-    """AGENT's layer on TASK_IMAGE: host Node + the pinned CLI + ``ssebench agents install``."""
+    """AGENT's layer on TASK_IMAGE: host Node (or the agent's own) + the pinned CLI + ``ssebench agents install``."""
     try:
         dockerfile = render_agent_dockerfile(agent, task_image)
     except DockerfileError as error:
