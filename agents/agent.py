@@ -54,6 +54,10 @@ class Agent:
     config_vars: tuple[str, ...] = ()  # variables pointing the CLI at a config outside its HOME
     layer_template: str = AGENT_LAYER_TEMPLATE  # its Docker layer (configs/docker/)
     pins_file: Path | None = None  # None: configs/agent-clis/package.json
+    # the npm package in its pin file that brings the Node it runs on (agents/runtime.py), and
+    # the oldest Node it runs on; "" / (): the machine's node, whatever its version
+    node_runtime: str = ""
+    node_min: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:

@@ -158,7 +158,7 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
     is read from the installed package's package.json; only a CLI installed some other
     way is asked ``--version``, and only once everything else passed.
     """
-    from ssebench.agents import registry
+    from ssebench.agents import registry, runtime
     from ssebench.resources import PinError
 
     record = registry.agent(agent)
@@ -180,6 +180,9 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
                     f"{found} is version {version or 'unknown'}; ssebench runs {agent} at {pin} "
                     f"(the version its tests prove): {install}"
                 )
+            else:
+                node = runtime.node_problem(record, env)
+                problems.extend([f"{node}: {runtime.fix(record)}"] if node else [])
     if problems:
         raise PreflightError(f"{agent} cannot run:\n" + "\n".join(f"  - {p}" for p in problems))
 

@@ -9,7 +9,7 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, opencode, qwen
+from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, nanocoder, opencode, qwen
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
 from ssebench.agents.generic import bridged, claude_desktop, goose, rows, standard, table, zed
@@ -24,6 +24,7 @@ _BUNDLED: tuple[Agent, ...] = (
     kilo.AGENT,
     cline.AGENT,
     copilot.AGENT,
+    nanocoder.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

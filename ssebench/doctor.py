@@ -104,6 +104,7 @@ def check_node(env: Mapping[str, str]) -> Finding:
 
 def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
     """Each bundled agent's CLI against its pin, and its model API variables."""
+    from ssebench.agents import runtime
     from ssebench.agents.recipe import installed_version, model_api_problems
     from ssebench.agents.registry import AGENTS
     from ssebench.resources import PinError
@@ -127,6 +128,10 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
                 Finding(agent, FAIL, f"{found} is version {version or 'unknown'}, ssebench runs {pin}", install)
             )
             continue
+        node = runtime.node_problem(record, env)
+        if node:
+            findings.append(Finding(agent, FAIL, f"{version} (pinned) at {found}; {node}", runtime.fix(record)))
+            continue
         problems = model_api_problems(recipe, env)
         if problems:
             findings.append(
@@ -138,7 +143,8 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
                 )
             )
         else:
-            findings.append(Finding(agent, OK, f"{version} (pinned) at {found}; model API variables set"))
+            on_node = runtime.node_note(record, env)
+            findings.append(Finding(agent, OK, f"{version} (pinned) at {found}; model API variables set{on_node}"))
     return findings
 
 

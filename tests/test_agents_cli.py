@@ -634,5 +634,6 @@ def test_dockerfile_for_an_agent_without_a_layer(user: Home) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == (
-        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot\n"
+        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
+        "nanocoder\n"
     )

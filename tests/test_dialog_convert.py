@@ -189,6 +189,46 @@ def test_continue_prints_only_the_final_answer():
     assert failed[-1]["status"] == "error" and "ssebench: fetch failed" in json.dumps(failed[-1])
 
 
+def test_nanocoder_prints_one_pretty_printed_report():
+    """Nanocoder's --json report spans many lines: the pipeline joins them into one event."""
+    events = without_duration(convert("nanocoder", ["Loading...", *fixture("nanocoder")]))
+    assert events == [
+        {"type": "init", "agent": "nanocoder"},
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": "call-1", "name": "test_patch", "status": "running", "input": {}},
+        {"type": "tool", "id": "call-1", "name": "test_patch", "status": "success", "output": RESULT},
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {
+            "type": "complete",
+            "status": "success",
+            "turns": 2,
+            "tokens": {"input": 0, "output": 0, "cached": 0},
+            "exit_code": 0,
+        },
+    ]
+    report = {
+        "kind": "error",
+        "exitCode": 1,
+        "finalText": "",
+        "toolCalls": [{"name": "test_patch", "arguments": {}, "result": None, "error": "Request timed out"}],
+        "usage": {"inputTokens": 12, "outputTokens": 3, "totalTokens": 15},
+        "message": "No response from the model",
+    }
+    failed = convert("nanocoder", json.dumps(report, indent=2).splitlines(), exit_code=1)
+    assert failed[3] == {
+        "type": "tool",
+        "id": "call-1",
+        "name": "test_patch",
+        "status": "error",
+        "output": "Request timed out",
+    }
+    assert {k: failed[-1][k] for k in ("status", "error", "tokens")} == {
+        "status": "error",
+        "error": "No response from the model",
+        "tokens": {"input": 12, "output": 3, "cached": 0},
+    }
+
+
 def test_gemini_deltas_are_merged_into_one_message():
     lines = [
         json.dumps(e)
@@ -310,10 +350,12 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
+    known = "claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder"
     with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
         load_converter("aider")
-    assert set(CONVERTERS) == {"claude", "codex", "gemini", "opencode", "qwen", "continue", "kilo", "cline", "copilot"}
+    assert set(CONVERTERS) == {
+        *("claude", "codex", "gemini", "opencode", "qwen", "continue", "kilo", "cline", "copilot", "nanocoder")
+    }
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):

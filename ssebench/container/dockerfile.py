@@ -103,9 +103,10 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
     from ssebench.agents.registry import AGENTS
 
     cli = agent_cli(agent)
+    record = AGENTS[agent]
     return (
         _environment()
-        .get_template(AGENTS[agent].layer_template)
+        .get_template(record.layer_template)
         .render(
             agent=agent,
             package=cli.package,
@@ -113,8 +114,29 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
             version=pinned_version(agent),
             task_image=task_image,
             node_major=NODE_MAJOR,
+            node_runtime=node_runtime(agent),
+            pins=_pins_name(record.pins_file),
         )
     )
+
+
+def node_runtime(agent: str) -> str:
+    """``PACKAGE@VERSION`` of the Node AGENT's layer carries instead of the host's; "" for none."""
+    from ssebench.agents.registry import AGENTS
+
+    record = AGENTS[agent]
+    if not record.node_runtime:
+        return ""
+    try:
+        return f"{record.node_runtime}@{_pinned(record.node_runtime, record.pins_file)}"
+    except PinError as error:
+        raise DockerfileError(str(error)) from None
+
+
+def _pins_name(pins_file: Path | None) -> str:
+    """The pin file as the layer's comment names it (configs/agent-clis/...)."""
+    path = pins_file or PINS_FILE
+    return "/".join(path.parts[path.parts.index("configs") :]) if "configs" in path.parts else path.name
 
 
 EXAMPLES_DIR = data_dir("configs") / "examples" / "docker"

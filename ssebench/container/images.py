@@ -24,6 +24,7 @@ from ssebench.container.dockerfile import (
     NODE_MAJOR,
     DockerfileError,
     agent_cli,
+    node_runtime,
     pinned_version,
     render_agent_dockerfile,
     render_task_dockerfile,
@@ -138,18 +139,21 @@ def host_node() -> Path:
 
 
 def agent_cli_dir(agent: str) -> Path:
-    """AGENT's pinned CLI installed with npm on the host, cached per package@version."""
+    """AGENT's pinned CLI (with its own Node, if its record names one) installed with npm on the host, cached."""
     cli = agent_cli(agent)
     version = pinned_version(agent)
-    target = cache_dir() / "agent-cli" / f"{agent}-{version}"
-    if (target / "node_modules" / ".bin" / cli.bin).exists():
+    runtime = node_runtime(agent)  # its own Node, installed beside it
+    packages = {cli.package: version, **dict([runtime.rsplit("@", 1)] if runtime else [])}
+    target = cache_dir() / "agent-cli" / "-".join([agent, version, *([runtime.replace("@", "-")] if runtime else [])])
+    bins = [cli.bin, *(["node"] if runtime else [])]
+    if all((target / "node_modules" / ".bin" / b).exists() for b in bins):
         return target
     if shutil.which("npm") is None:
         raise DockerRunError(f"installing {cli.package}@{version} for the {agent} layer needs npm; none found")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{agent}-", dir=target.parent))
     (staging / "package.json").write_text(
-        json.dumps({"private": True, "dependencies": {cli.package: version}}, indent=2) + "\n", encoding="utf-8"
+        json.dumps({"private": True, "dependencies": packages}, indent=2) + "\n", encoding="utf-8"
     )
     result = subprocess.run(
         ["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
@@ -158,7 +162,7 @@ def agent_cli_dir(agent: str) -> Path:
         text=True,
         check=False,
     )
-    if result.returncode != 0 or not (staging / "node_modules" / ".bin" / cli.bin).exists():
+    if result.returncode != 0 or not all((staging / "node_modules" / ".bin" / b).exists() for b in bins):
         shutil.rmtree(staging, ignore_errors=True)
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
         raise DockerRunError(f"npm install {cli.package}@{version} failed (exit {result.returncode}):\n{tail}")
@@ -170,13 +174,14 @@ def agent_cli_dir(agent: str) -> Path:
 
 
 def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
-    """AGENT's layer on TASK_IMAGE: host Node + the pinned CLI + ``ssebench agents install``."""
+    """AGENT's layer on TASK_IMAGE: host Node (or the agent's own) + the pinned CLI + ``ssebench agents install``."""
     try:
         dockerfile = render_agent_dockerfile(agent, task_image)
     except DockerfileError as error:
         raise DockerRunError(str(error)) from None
-    node = host_node()
     cli_dir = agent_cli_dir(agent)
+    own = bool(node_runtime(agent))  # its own Node is in cli/ already
+    node = (cli_dir / "node_modules" / ".bin" / "node").resolve() if own else host_node()
     lock = cli_dir / "package-lock.json"
     tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), node, lock)}"
     if engine.has_image(tag):
@@ -184,9 +189,10 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
     with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
         context = Path(tmp)
         _link_tree(cli_dir, context / "cli")
-        try:
-            os.link(node, context / "node")
-        except OSError:
-            shutil.copy2(node, context / "node")
+        if not own:
+            try:
+                os.link(node, context / "node")
+            except OSError:
+                shutil.copy2(node, context / "node")
         engine.build(tag, context, dockerfile)
     return tag

@@ -151,13 +151,16 @@ def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str,
     *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
     container the setup runs inside, where the agent's HOME is).
     """
+    from ssebench.agents import registry, runtime
     from ssebench.agents.recipe import get_recipe
 
     recipe = get_recipe(agent)
     if prepare:
         recipe.prepare(home=home, env=env)
     launch = recipe.launch(prompt=prompt, mcp_url=url, home=home, env=env)
-    return Plan(command=list(launch.argv), env=dict(launch.env), dialog=recipe.dialog)
+    # its own Node first on PATH (process mode: a container's layer has the one node it needs)
+    path = runtime.launch_path(registry.agent(agent), env) if prepare else {}
+    return Plan(command=list(launch.argv), env={**path, **launch.env}, dialog=recipe.dialog)
 
 
 class _Refused(Exception):

@@ -50,6 +50,9 @@ class StreamConverter:
     """
 
     agent = "agent"
+    #: the CLI prints pretty-printed JSON documents (Nanocoder's ``--json`` report), not JSON
+    #: lines: the pipeline joins the lines from one that is ``{`` to the next that is ``}``
+    documents = False
 
     def __init__(self) -> None:
         self.tokens: dict[str, int] = {"input": 0, "output": 0, "cached": 0}
@@ -98,8 +101,14 @@ class DialogPipeline:
         self.first_error: str | None = None  # the first event a converter could not read
         self._closed = False
         self._prompt_written = False
+        self._document: list[str] | None = None  # the lines of a document still open
 
     def feed_line(self, line: str) -> None:
+        if self.converter.documents:
+            joined = self._joined(line)
+            if joined is None:
+                return
+            line = joined
         text = line.strip()
         if not text:
             return
@@ -118,6 +127,19 @@ class DialogPipeline:
             # keep the session going; the raw stream keeps it.
             self.ignored_lines += 1
             self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"
+
+    def _joined(self, line: str) -> str | None:
+        """The line, or a whole document once its closing ``}`` came; None while one is open."""
+        text = line.rstrip("\r\n")
+        if self._document is None:
+            if text != "{":
+                return line
+            self._document = []
+        self._document.append(text)
+        if text != "}":
+            return None
+        document, self._document = "\n".join(self._document), None
+        return document
 
     def feed_stream(self, stream: IO[str], tee: IO[str] | None = None) -> None:
         """Read to end of stream, copying every raw line to ``tee`` if given."""

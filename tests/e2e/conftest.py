@@ -45,6 +45,12 @@ CLIENT_PINS = REPO / "configs" / "client-clis"  # the read-back-only clients (te
 CLIENT_BINS = ("copilot", "mcporter", "mcp-remote")
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
+#: the pin folders of the agents that have their own (Nanocoder: with its Node) -> their programs
+OWN_PINS = {
+    record.pins_file.parent: (record.binary, *(["node"] if record.node_runtime else []))
+    for record in map(agent, CLIS)
+    if record.pins_file is not None
+}
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -90,6 +96,11 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "OPENAI_API_KEY": "sk-e2e",
         "SSE_AGENT_MODEL": "scripted-model",
     },
+    "nanocoder": lambda url: {
+        "OPENAI_BASE_URL": url + "/v1",
+        "OPENAI_API_KEY": "sk-e2e",
+        "SSE_AGENT_MODEL": "scripted-model",
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -106,6 +117,7 @@ _LEAKY = (
     "KILO_",
     "CLINE_",
     "COPILOT_",
+    "NANOCODER_",
     "GH_",
     "GITHUB_",
     "SSE_",
@@ -124,6 +136,18 @@ def _cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "ssebench" / "e2e-node"
 
 
+def _install_dir(pins: Path) -> Path:
+    """The cache folder of one pin file: one per hash of its package.json and lock."""
+    lock_bytes = (pins / "package-lock.json").read_bytes()
+    return _cache_root() / hashlib.sha256((pins / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
+
+
+def own_bin_dirs() -> list[Path]:
+    """The ``.bin`` folders of the agents with their own pin file (Nanocoder and its Node 22):
+    on PATH after the machine's, so their ``node`` runs only them (agents/runtime.py)."""
+    return [_install_dir(folder) / "node_modules" / ".bin" for folder in OWN_PINS]
+
+
 def install_clis(
     report: Callable[[str], None] = print, *, pins: Path = PINS, bins: tuple[str, ...] | None = None
 ) -> Path:
@@ -133,10 +157,11 @@ def install_clis(
     from filelock import FileLock
 
     if bins is None:  # the agents' own programs (Continue installs `cn`, not `continue`)
-        bins = tuple(agent(c).binary for c in CLIS)
-    lock_bytes = (pins / "package-lock.json").read_bytes()
-    digest = hashlib.sha256((pins / "package.json").read_bytes() + lock_bytes).hexdigest()[:16]
-    target = _cache_root() / digest
+        for folder, own_bins in OWN_PINS.items():  # an agent with its own pin file (its own Node)
+            install_clis(report, pins=folder, bins=own_bins)
+        bins = tuple(agent(c).binary for c in CLIS if agent(c).pins_file is None)
+    target = _install_dir(pins)
+    digest = target.name
     stamp = target / "installed.json"
     bin_dir = target / "node_modules" / ".bin"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -194,7 +219,7 @@ def clean_env(home: Path, bin_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_LEAKY)}
     env.update(
         HOME=str(home),
-        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+        PATH=os.pathsep.join([str(bin_dir), env.get("PATH", ""), *map(str, own_bin_dirs())]),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_DATA_HOME=str(home / ".local" / "share"),
@@ -330,6 +355,7 @@ def run_recipe(
     """One headless run of ``cli`` by its run recipe (prepare, then launch) against a scripted
     model, in ``env`` with the model API and then ``extra_env`` added. Returns the finished
     process, its duration in seconds and the stopped model with its record."""
+    from ssebench.agents import runtime
     from ssebench.agents.recipe import get_recipe
     from tests.e2e.models import for_cli
 
@@ -338,8 +364,9 @@ def run_recipe(
         model_env = {**env, **MODEL_ENV[cli](model.url), **(extra_env or {})}
         recipe.prepare(home=home, env=model_env)
         launch = recipe.launch(prompt=PROMPT, mcp_url=mcp_url, home=home, env=model_env)
+        path = runtime.launch_path(agent(cli), model_env)  # as `ssebench run` does: its own Node first
         started = time.monotonic()
-        proc = run_group(list(launch.argv), env={**model_env, **launch.env}, cwd=cwd, timeout=timeout)
+        proc = run_group(list(launch.argv), env={**model_env, **path, **launch.env}, cwd=cwd, timeout=timeout)
         seconds = time.monotonic() - started
     return proc, seconds, model
 

@@ -93,6 +93,8 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
             run.explain()
         )
+    elif cli == "nanocoder":  # a role=tool message whose content is the text itself
+        assert result.content == expected, run.explain()
     else:  # pragma: no cover
         raise AssertionError(cli)
 

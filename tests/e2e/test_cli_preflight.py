@@ -10,6 +10,7 @@ the real install passes the version check (read from its npm package.json). And 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.agents.recipe import get_recipe, installed_version, preflight
-from ssebench.resources import pinned_version
+from ssebench.agents.registry import agent
 from tests.e2e.conftest import CLIS, clean_env
 from tests.e2e.expected import DEMO_TASK
 from tests.test_preflight import KEYS, MISSING_KEY  # one table of each recipe's key line
@@ -48,9 +49,10 @@ def test_a_missing_key_is_named_before_anything_starts(cli: str, agent_clis: Pat
 
 @pytest.mark.parametrize("cli", CLIS)
 def test_the_installed_cli_is_at_the_pin(cli: str, agent_clis: Path, tmp_path: Path) -> None:
-    recipe = get_recipe(cli)
-    assert installed_version(recipe, agent_clis / recipe.binary) == pinned_version(recipe.package)
-    preflight(cli, {**clean_env(tmp_path, agent_clis), **KEYS[cli]})
+    recipe, env = get_recipe(cli), clean_env(tmp_path, agent_clis)
+    found = shutil.which(recipe.binary, path=env["PATH"])  # Nanocoder's is in its own folder
+    assert found is not None and installed_version(recipe, Path(found)) == agent(cli).pin()
+    preflight(cli, {**env, **KEYS[cli]})  # for Nanocoder: the Node 22 installed beside it
 
 
 @pytest.mark.slow

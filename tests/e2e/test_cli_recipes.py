@@ -35,7 +35,8 @@ def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> No
 def test_unknown_agent_names_the_known_ones() -> None:
     with pytest.raises(
         ValueError,
-        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot",
+        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
+        r"nanocoder",
     ):
         get_recipe("goose")
 
@@ -135,3 +136,35 @@ def test_copilot_goes_offline_only_with_a_provider_of_its_own() -> None:
     assert "COPILOT_OFFLINE" not in hosted.env and hosted.env["GH_TOKEN"] == "t"
     assert hosted.argv[:3] == ("copilot", "-p", "-fix it") and hosted.argv[-2:] == ("--model", "m")
     assert "--allow-all-tools" in hosted.argv and "--output-format" in hosted.argv
+
+
+def test_nanocoders_provider_holds_references_not_the_key(tmp_path: Path) -> None:
+    run = launch("nanocoder", OPENAI_BASE_URL="http://127.0.0.1:9/v1", OPENAI_API_KEY="sk", SSE_AGENT_MODEL="m")
+    assert run.argv == (
+        *("nanocoder", "--plain", "--json", "--trust-directory", "--provider", "ssebench", "--model", "m"),
+        *("run", "-fix it"),
+    )
+    assert json.loads(run.env["NANOCODER_PROVIDERS"]) == [
+        {"name": "ssebench", "baseUrl": "${OPENAI_BASE_URL}", "apiKey": "${OPENAI_API_KEY}", "models": ["m"]}
+    ]
+    assert run.env == {
+        "OPENAI_API_KEY": "sk",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+        "NANOCODER_PROVIDERS": run.env["NANOCODER_PROVIDERS"],
+        "NANOCODER_TRUST_DIRECTORY": "1",
+    }
+    # its own Node first on PATH, for its process only: the node beside its command
+    from ssebench.agents import runtime
+    from ssebench.agents.registry import agent
+
+    bin_dir = tmp_path / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    for name in ("nanocoder", "node"):
+        (bin_dir / name).write_text("#!/bin/sh\n")
+        (bin_dir / name).chmod(0o755)
+    assert runtime.launch_path(agent("nanocoder"), {"PATH": f"/usr/bin:{bin_dir}"}) == {
+        "PATH": f"{bin_dir}:/usr/bin:{bin_dir}"
+    }
+    assert runtime.launch_path(agent("continue"), {"PATH": f"/usr/bin:{bin_dir}"}) == {}
+    (bin_dir / "node").unlink()
+    assert runtime.launch_path(agent("nanocoder"), {"PATH": f"/usr/bin:{bin_dir}"}) == {}

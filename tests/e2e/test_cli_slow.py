@@ -23,6 +23,9 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
 - Copilot CLI: one run with the written ``timeout``, one without it (heartbeats only), and one
   without either: all three get the text, so Copilot's own default outlasts a 90 s call
   (measured with 1.0.102; how long it is was not measured).
+- Nanocoder cannot wait, like Continue CLI: its ``callTool`` passes no options, so the MCP
+  SDK's fixed 60 s limit ends the call whatever the heartbeats (the entry's ``timeout`` is
+  not used); its run shows the error it hands the model.
 
 The runs the selected tests need go AT_ONCE at a time (own daemon, server and model each):
 eighteen CLIs started together on two cores time out on their own start-up, so the case
@@ -108,6 +111,7 @@ VARIANTS = {
     "copilot-no-timeout-no-heartbeats": Variant(
         "copilot", after_install=drop_timeout(COPILOT_CONFIG, COPILOT_TIMEOUT), server_args=("--heartbeat", "600")
     ),
+    "nanocoder-60s-limit-control": Variant("nanocoder"),
 }
 #: the control runs each control test reads
 CONTROLS = {
@@ -115,6 +119,7 @@ CONTROLS = {
     "test_without_heartbeats_qwen_code_gives_up_after_30s": "qwen-no-heartbeats-control",
     "test_continue_cli_gives_up_after_60s_whatever_the_heartbeats": "continue-60s-limit-control",
     "test_without_its_timeout_cline_gives_up_after_60s": "cline-default-timeout-control",
+    "test_nanocoder_gives_up_after_60s_whatever_the_heartbeats": "nanocoder-60s-limit-control",
 }
 
 
@@ -212,3 +217,11 @@ def test_without_its_timeout_cline_gives_up_after_60s(slow_runs: dict[str, Any])
         "error": 'MCP error -32001: MCP request to "ssebench" timed out after 60s. Increase the "timeout" '
         "field (in seconds) for this server in cline_mcp_settings.json."
     }, run.explain()
+
+
+def test_nanocoder_gives_up_after_60s_whatever_the_heartbeats(slow_runs: dict[str, Any]) -> None:
+    """Nanocoder, heartbeats every 15 s as usual: the MCP SDK's 60 s request limit still ends the call."""
+    run = _run(slow_runs, "nanocoder-60s-limit-control")
+    (result,) = run.model.tool_results()
+    assert result.text == "Error: MCP tool execution failed: MCP error -32001: Request timed out", run.explain()
+    assert 60 <= run.seconds < SILENT_BUILD_SECONDS, run.explain()

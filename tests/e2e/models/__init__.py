@@ -67,10 +67,11 @@ TOOL_NAMES = {
     "kilo": "ssebench_test_patch",
     "cline": "ssebench__test_patch",
     "copilot": "ssebench-test_patch",
+    "nanocoder": "test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline")
+CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder")
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
