@@ -47,6 +47,7 @@ def test_timeouts_in_each_clients_unit() -> None:
         "grok-build": ("tool_timeout_sec", 3600),
         "librechat": ("timeout", 3_600_000),
         "amazonq": ("timeout", 3_600_000),
+        "fx": ("operation_timeout_ms", 3_600_000),
     }
     from ssebench.agents.base import Settings
 
@@ -140,6 +141,9 @@ def test_a_capped_timeout_is_cut_and_said() -> None:
         "a test_patch call that takes longer fails in Roo Code."
     )
     assert len(roo.notes(Settings())) == 1
+    fx = CLIENTS["fx"]  # fx reads operation_timeout_ms as a u32 (ms) and refuses the file above it
+    assert fx.entry(Settings(timeout=10**7))["operation_timeout_ms"] == 4_294_967_000 <= 2**32 - 1
+    assert fx.entry(Settings(timeout=4_294_967))["operation_timeout_ms"] == 4_294_967_000
 
 
 def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:

@@ -166,7 +166,11 @@ CLIENTS = (
         container=("mcp",),
         user_path=".fx/mcp.json",
         shape=(("type", "http"), ("url", URL), ("enabled", True)),
-        timeout_behaviour=NO_KEY,
+        timeout_key="operation_timeout_ms",
+        timeout_unit=Unit.MILLISECONDS,
+        # fx reads it as a u32 and refuses the whole ~/.fx/mcp.json when a value is larger
+        max_timeout=4_294_967,
+        timeout_behaviour="fx's default is 60 s, counted from the start of the call.",
         extra_notes=("fx reads MCP servers only from ~/.fx/mcp.json (/mcp reload applies a change).",),
         # no binaries: `fx` is also a common JSON viewer's name, so ~/.fx alone says it is here
     ),
