@@ -4,6 +4,7 @@
     registry = start_registry(tmp_path)   # docker-registry serve, 127.0.0.1:REGISTRY_PORT, storage in tmp_path
     registry.address                      # "127.0.0.1:15000": docker push there, the cluster pulls from there
     registry.catalog()                    # GET /v2/_catalog: the repositories pushed
+    registry.references()                 # ["127.0.0.1:15000/REPO:TAG", ...]
     registry.stop()
 
 The server is Debian's ``docker-registry`` (the CNCF distribution registry v2, installed by
@@ -48,9 +49,19 @@ class Registry:
     address: str
     child: Child
 
+    def _get(self, path: str) -> dict:
+        with urllib.request.urlopen(f"http://{self.address}/v2/{path}", timeout=10) as answer:
+            return dict(json.load(answer))
+
     def catalog(self) -> list[str]:
-        with urllib.request.urlopen(f"http://{self.address}/v2/_catalog", timeout=10) as answer:
-            return list(json.load(answer)["repositories"])
+        """The repositories pushed (``GET /v2/_catalog``)."""
+        return list(self._get("_catalog")["repositories"])
+
+    def references(self) -> list[str]:
+        """Every pushed image as ADDRESS/REPOSITORY:TAG, sorted."""
+        return sorted(
+            f"{self.address}/{repo}:{tag}" for repo in self.catalog() for tag in self._get(f"{repo}/tags/list")["tags"]
+        )
 
     def stop(self) -> None:
         self.child.stop()
