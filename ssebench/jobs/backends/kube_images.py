@@ -3,8 +3,9 @@
 The agent layer (or the task image for a custom command) runs the agent; the *data image*
 is the task image plus the task itself (``/ssebench-data/task``, hidden parts included) and
 its tree (``/ssebench-data/tree``): only the ``stage`` and ``daemon`` containers run it.
-Images reach the cluster by ``docker push`` to the registry the user names (``--registry``)
-or, for a local cluster, by ``docker save`` into its containerd (``ctr images import``).
+Images reach the cluster by ``docker push`` to the registry the user names (``--registry``;
+the Pods then pull them, ``imagePullPolicy: IfNotPresent``) or, for a local cluster, by
+``docker save`` into its containerd (``ctr images import``, ``imagePullPolicy: Never``).
 """
 
 from __future__ import annotations
