@@ -32,6 +32,7 @@ demo: setup
 # from the test extra); installed the same way.
 # The Kubernetes server binaries (scripts/kube-build.sh, from Debian's source, ~7 min) build
 # in the background while the other tests run; tests/e2e/test_kubernetes.py waits for them.
+# kube-build.sh install also installs docker-registry (the --registry test's loopback registry).
 test-deps: setup
 	@mkdir -p $(HOME)/.cache/ssebench && nohup $(BIN)/python -m tests.e2e.prefetch \
 	  >$(HOME)/.cache/ssebench/prefetch.log 2>&1 &

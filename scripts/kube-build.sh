@@ -23,13 +23,13 @@ VERSION=1.20.2
 SUITE=bookworm
 BIN="$CACHE/$VERSION/bin"
 BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet"
-PACKAGES="golang-1.19-go golang-github-modern-go-reflect2-dev etcd-server containerd runc containernetworking-plugins gcc libc6-dev dpkg-dev rsync openssl"
+PACKAGES="golang-1.19-go golang-github-modern-go-reflect2-dev etcd-server containerd runc containernetworking-plugins gcc libc6-dev dpkg-dev rsync openssl docker-registry"
 
 die() { echo "kube-build.sh: $*" >&2; exit 1; }
 
 have_packages() { [ -x /usr/lib/go-1.19/bin/go ] && [ -f /usr/share/gocode/src/github.com/modern-go/reflect2/go_above_118.go ] && command -v etcd >/dev/null && command -v containerd >/dev/null \
     && command -v runc >/dev/null && [ -x /usr/lib/cni/loopback ] && command -v gcc >/dev/null \
-    && command -v dpkg-source >/dev/null && command -v openssl >/dev/null; }
+    && command -v dpkg-source >/dev/null && command -v openssl >/dev/null && command -v docker-registry >/dev/null; }
 
 cmd_install() {
     if have_packages; then echo "kube-build.sh: the packages are installed"; return; fi
@@ -39,6 +39,18 @@ cmd_install() {
     DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $PACKAGES \
         || { apt-get -o DPkg::Lock::Timeout=900 update -q \
         && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends $PACKAGES; }
+    no_registry_service
+}
+
+# docker-registry (the --registry tests' registry, run by tests/helpers/registry.py with a config of
+# its own) comes with a service on :5000, all interfaces: on a machine without systemd and without a
+# policy-rc.d its postinst starts it through /etc/init.d. Stop it and keep it from starting at boot.
+no_registry_service() {
+    [ -x /etc/init.d/docker-registry ] || return 0
+    start-stop-daemon --stop --quiet --pidfile /var/run/docker-registry.pid --exec /usr/bin/docker-registry \
+        --retry 10 >/dev/null 2>&1 || true
+    rm -f /var/run/docker-registry.pid
+    update-rc.d docker-registry disable >/dev/null 2>&1 || true
 }
 
 # apt-get options that keep every list, cache and source entry inside $CACHE/apt.

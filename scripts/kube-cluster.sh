@@ -25,6 +25,9 @@ PORT_KUBELET=10350
 PORT_KUBELET_HEALTH=10348
 PORT_CM=10357
 PORT_SCHED=10359
+# The --registry tests' registry (tests/helpers/registry.py: plain HTTP on loopback); containerd's
+# CRI pulls from it over http (a loopback registry is http by default too; the mirror says so).
+PORT_REGISTRY=15000
 # The node is called localhost: the kubelet refuses a loopback --node-ip (its status then has no
 # address at all), so the API server reaches it by its Hostname address, localhost = 127.0.0.1.
 NODE=localhost
@@ -151,6 +154,8 @@ state = "$DIR/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$DIR/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:$PORT_REGISTRY"]
+    endpoint = ["http://127.0.0.1:$PORT_REGISTRY"]
 EOF
 }
 

@@ -21,6 +21,7 @@ import pytest
 
 from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (session fixtures, shared)
 from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
+from tests.helpers.registry import Registry, RegistryUnavailable, start_registry
 
 # A group of their own (one cluster per worker session), run last (tests/conftest.py) so the
 # Kubernetes build (make test-deps, in the background) overlaps the other tests. They share the
@@ -324,6 +325,99 @@ def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: 
     journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
     lost = [(r["state"], r["status"], r["detail"]) for r in journal if r.get("status") == "pod_lost"]
     assert lost[0] == ("infra", "pod_lost", f"pod {name} was deleted before the run ended")
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- --registry: images pushed to a registry, pulled by the cluster's containerd -----------
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[Registry]:
+    """Debian's docker-registry on 127.0.0.1:REGISTRY_PORT, its storage in the test's folder."""
+    try:
+        started = start_registry(tmp_path / "registry")
+    except RegistryUnavailable as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no registry in CI: {error}")
+        pytest.skip(f"no registry: {error}")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _node_has_images(cluster: Cluster, wanted: list[str], deadline: float = 120) -> set[str]:
+    """The node's image names once they include WANTED (the kubelet refreshes its image list
+    in the node status every few seconds); what it reports at DEADLINE otherwise."""
+    core, _, _ = _clients(cluster)
+    end = time.monotonic() + deadline
+    while True:
+        names = {name for image in core.read_node("localhost").status.images or [] for name in image.names or []}
+        if set(wanted) <= names or time.monotonic() > end:
+            return names
+        time.sleep(2)
+
+
+def test_jobs_kubernetes_registry_push_and_pull(
+    kube_cluster: Cluster,
+    base_image: str,  # noqa: F811
+    registry: Registry,
+    tmp_path: Path,
+) -> None:
+    """`--registry 127.0.0.1:PORT/sse`: the data and task images pushed there (docker push, plain
+    HTTP on loopback), pulled by the node (imagePullPolicy IfNotPresent, never imported), one
+    fixing run graded passed; the catalog lists both, no registry tag stays in the engine."""
+    from ssebench.container.engine import DockerEngine
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import fixer_command
+
+    job, out = tmp_path / "job.toml", tmp_path / "out"
+    job.write_text(
+        f"tasks = [{json.dumps(str(TASK))}]\nlevels = [2]\nattempts = 1\n"
+        f'[[agents]]\nname = "fixer"\ncommand = {json.dumps(fixer_command(tmp_path))}\n'
+    )
+    done = _cli(kube_cluster, "run", job, "--results", out, "--registry", f"{registry.address}/sse")
+    assert done.returncode == 0, done.stderr
+    [record] = read(out)["runs"]
+    assert (record["run_id"], record["state"], record["status"], record["exit_status"], record["tries"]) == (
+        "demo-overflow.fixer.L2.a1",
+        "graded",
+        "passed",
+        0,
+        1,
+    )
+    folder = out / record["folder"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "agent-stderr.log",
+        "agent-stdout.log",
+        "container.log",
+        "daemon.log",
+        "grading.json",
+        "grading.log",
+        "results.json",
+        "server.log",
+    ]
+    results = json.loads((folder / "results.json").read_text())
+    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
+        "passed",
+        0,
+        True,
+        "sidecar",
+    )
+    assert (results["task"]["id"], results["difficulty"]["level"]) == ("demo-overflow", 2)
+    assert results["stages"]["grading"] == {
+        "state": "done",
+        "detail": "every check passed",
+        "passed": True,
+        "where": "sidecar",
+    }
+    assert (folder / "server.log").read_text().count("test_patch call ") == 1
+    assert registry.catalog() == ["sse/ssebench-data", "sse/ssebench-task"]
+    pushed = registry.references()
+    assert len(pushed) == 2
+    assert set(pushed) <= _node_has_images(kube_cluster, pushed)
+    tags = DockerEngine.locate().docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    assert [tag for tag in tags if tag.startswith(registry.address)] == []
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 

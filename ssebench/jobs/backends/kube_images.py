@@ -3,8 +3,9 @@
 The agent layer (or the task image for a custom command) runs the agent; the *data image*
 is the task image plus the task itself (``/ssebench-data/task``, hidden parts included) and
 its tree (``/ssebench-data/tree``): only the ``stage`` and ``daemon`` containers run it.
-Images reach the cluster by ``docker push`` to the registry the user names (``--registry``)
-or, for a local cluster, by ``docker save`` into its containerd (``ctr images import``).
+Images reach the cluster by ``docker push`` to the registry the user names (``--registry``;
+the Pods then pull them, ``imagePullPolicy: IfNotPresent``) or, for a local cluster, by
+``docker save`` into its containerd (``ctr images import``, ``imagePullPolicy: Never``).
 """
 
 from __future__ import annotations
@@ -58,12 +59,7 @@ def publish(engine: DockerEngine, image: str, registry: str | None, load: Callab
     """IMAGE where the cluster can run it: REGISTRY/IMAGE pushed, or loaded by LOAD (a local
     cluster's containerd); the reference the manifests name."""
     if registry:
-        remote = f"{registry.rstrip('/')}/{image}"
-        for argv in (("tag", image, remote), ("push", remote)):
-            done = engine.docker(*argv, timeout=1800)
-            if done.returncode != 0:
-                raise DockerRunError(f"docker {argv[0]} {remote} failed: {(done.stderr or done.stdout).strip()}")
-        return remote
+        return push(engine, image, f"{registry.rstrip('/')}/{image}")
     if load is None:
         raise DockerRunError("no --registry and no local cluster to load images into")
     with tempfile.TemporaryDirectory(prefix="ssebench-image-") as scratch:
@@ -76,6 +72,20 @@ def publish(engine: DockerEngine, image: str, registry: str | None, load: Callab
             raise DockerRunError(f"docker save {image} failed: {saved.stderr.decode(errors='replace').strip()}")
         load(archive)
     return f"docker.io/library/{image}" if "/" not in image.split(":")[0] else image
+
+
+def push(engine: DockerEngine, image: str, remote: str) -> str:
+    """IMAGE tagged REMOTE and pushed there; the tag is removed again (the image stays), so
+    the engine keeps no tag per registry and data image."""
+    try:
+        for argv in (("tag", image, remote), ("push", remote)):
+            done = engine.docker(*argv, timeout=1800)
+            if done.returncode != 0:
+                lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit status {done.returncode}"]
+                raise DockerRunError(f"docker {argv[0]} {remote} failed: {lines[-1]}")
+    finally:
+        engine.docker("rmi", remote, timeout=120)
+    return remote
 
 
 def ctr_loader(script: Path) -> Callable[[Path], None]:
