@@ -139,6 +139,31 @@ def _backend(cluster: Cluster, images: dict[str, str]):
     )
 
 
+RUN_FOLDER_FILES = [
+    "agent-stderr.log",
+    "agent-stdout.log",
+    "container.log",
+    "daemon.log",
+    "grading.json",
+    "grading.log",
+    "results.json",
+    "server.log",
+]
+
+
+def _sidecar_results(folder: Path, status: str, exit_code: int) -> dict:
+    """A run folder collected from a Pod: exactly these files, results.json graded in the sidecar."""
+    assert sorted(p.name for p in folder.iterdir()) == RUN_FOLDER_FILES
+    results = json.loads((folder / "results.json").read_text())
+    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
+        status,
+        exit_code,
+        exit_code == 0,
+        "sidecar",
+    )
+    return results
+
+
 def test_a_run_that_fixes_the_task_passes(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
     """A custom agent applies the fix in the agent container; grading in the daemon passes."""
     patch = FIX.read_text()
@@ -159,23 +184,7 @@ def test_a_run_that_does_nothing_fails_its_checks(
     outcome = backend.run(_spec(tmp_path / "idle", "idle", ("true",)), threading.Event())
     assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1)
     folder = tmp_path / "idle"
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "agent-stderr.log",
-        "agent-stdout.log",
-        "container.log",
-        "daemon.log",
-        "grading.json",
-        "grading.log",
-        "results.json",
-        "server.log",
-    ]
-    results = json.loads((folder / "results.json").read_text())
-    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
-        "checks_failed",
-        1,
-        False,
-        "sidecar",
-    )
+    results = _sidecar_results(folder, "checks_failed", 1)
     assert results["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/tree"}
     assert results["stages"]["grading"] == {
         "state": "done",
@@ -387,23 +396,7 @@ def test_jobs_kubernetes_registry_push_and_pull(
         1,
     )
     folder = out / record["folder"]
-    assert sorted(p.name for p in folder.iterdir()) == [
-        "agent-stderr.log",
-        "agent-stdout.log",
-        "container.log",
-        "daemon.log",
-        "grading.json",
-        "grading.log",
-        "results.json",
-        "server.log",
-    ]
-    results = json.loads((folder / "results.json").read_text())
-    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
-        "passed",
-        0,
-        True,
-        "sidecar",
-    )
+    results = _sidecar_results(folder, "passed", 0)
     assert (results["task"]["id"], results["difficulty"]["level"]) == ("demo-overflow", 2)
     assert results["stages"]["grading"] == {
         "state": "done",
