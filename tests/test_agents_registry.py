@@ -144,6 +144,9 @@ def test_a_capped_timeout_is_cut_and_said() -> None:
     fx = CLIENTS["fx"]  # fx reads operation_timeout_ms as a u32 (ms) and refuses the file above it
     assert fx.entry(Settings(timeout=10**7))["operation_timeout_ms"] == 4_294_967_000 <= 2**32 - 1
     assert fx.entry(Settings(timeout=4_294_967))["operation_timeout_ms"] == 4_294_967_000
+    kimi = CLIENTS["kimi-code"]  # Kimi Code's schema: toolTimeoutMs from 1 to 2147483647
+    assert kimi.entry(Settings(timeout=10**7))["toolTimeoutMs"] == 2_147_483_000 <= 2**31 - 1
+    assert kimi.entry(Settings())["toolTimeoutMs"] == 3_600_000
 
 
 def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:

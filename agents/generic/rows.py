@@ -101,6 +101,8 @@ CLIENTS = (
         shape=(("transport", "http"), ("url", URL)),
         timeout_key="toolTimeoutMs",
         timeout_unit=Unit.MILLISECONDS,
+        # its schema allows 1 to 2147483647 ms (a signed 32-bit timer); above that it refuses the entry
+        max_timeout=2_147_483,
         timeout_behaviour="Kimi Code takes up to 2147483647 ms.",
         binaries=("kimi",),
         extra_notes=("Kimi Code loads a project's .kimi-code/mcp.json only once the folder is trusted.",),
