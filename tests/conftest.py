@@ -113,8 +113,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # `make test-deps` starts installs in the background (tests/e2e/prefetch.py: the npm CLIs, ~2 GiB,
 # ~9 minutes on a new machine; scripts/kube-build.sh): the tests that need them go last, so the
 # workers run the rest meanwhile instead of waiting on an install's lock. These modules go
-# last of all, in this order (`make test` runs them in a pytest of their own beside the others,
-# scripts/pytest-all.sh, so they start once the build is done; this order is for a plain pytest):
+# last of all, in this order:
 BACKGROUND_LAST = ("tests/e2e/test_kubernetes.py",)
 
 
