@@ -510,11 +510,16 @@ def test_a_5_gib_sparse_file_costs_next_to_nothing(tmp_path, daemon_factory):
 
 
 @pytest.mark.slow
-def test_sigterm_during_a_big_snapshot_stops_within_a_second(tmp_path, daemon_factory):
+def test_sigterm_during_a_big_snapshot_stops_without_finishing_it(tmp_path, daemon_factory):
+    """The snapshot of these 1.5 GB takes about 47 s; SIGTERM ends the daemon in 0.2-0.4 s
+    on an idle machine. The bound is 5 s, half of ``docker stop``'s grace: the cleanup's
+    unlinks wait on the filesystem's journal, and with two ``dd`` writing GBs beside it
+    the same stop took 5.4 s (4.3 s of it removing two small folders at exit); a loaded
+    CI machine took 1.4 s."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     task = make_task(tmp_path / "task", build="true", tree_files={"a.c": "int a;\n"})
-    block = os.urandom(1 << 20)  # incompressible: the snapshot takes a while (>10 s)
+    block = os.urandom(1 << 20)  # incompressible: the snapshot takes a while (~47 s)
     for i in range(6):
         with open(task.tree / f"data-{i}.bin", "wb") as f:
             for _ in range(256):
@@ -532,7 +537,7 @@ def test_sigterm_during_a_big_snapshot_stops_within_a_second(tmp_path, daemon_fa
     d.proc.send_signal(signal.SIGTERM)
     d.proc.wait(10)
     took = time.monotonic() - start
-    assert took < 1.0, f"the daemon took {took:.2f} s to stop"
+    assert took < 5.0, f"the daemon took {took:.2f} s to stop"
     assert d.proc.returncode == 0
     assert not any(p.name.startswith("ssebench-daemon-") for p in tmp.iterdir())
 
