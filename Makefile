@@ -55,20 +55,16 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy -p ssebench
 
-# Everything CI runs: lint, then every test (fast, slow, end-to-end) on PYTEST_WORKERS
-# pytest-xdist workers: most slow tests wait (on an agent CLI, a container, a browser), so
-# three keep two cores busy; tests/conftest.py keeps the Docker tests on one worker and a
-# module with a module-wide fixture on one. --no-loadscope-reorder: the groups go out in the
-# order tests/conftest.py sorts them (xdist would send the biggest first, so the tests waiting
-# on a background install started first). --durations: where a run's time went.
+# Everything CI runs: lint, then every test (fast, slow, end-to-end) through scripts/pytest-all.sh:
+# the Kubernetes tests in a pytest of their own beside the rest (they wait for the cluster's
+# background build), the rest on PYTEST_WORKERS pytest-xdist workers: most slow tests wait (on an
+# agent CLI, a container, a browser), so three keep two cores busy; tests/conftest.py keeps the
+# Docker tests on one worker and a module with a module-wide fixture on one. --no-loadscope-reorder:
+# the groups go out in the order tests/conftest.py sorts them (xdist would send the biggest first,
+# so the tests waiting on a background install started first). --durations: where a run's time went.
 PYTEST_WORKERS ?= 3
-# The Docker engine runs for the whole session when the tests use it from two workers (the Docker
-# and the Kubernetes tests): started here if it is not running, and then stopped here.
 test: setup test-deps lint
-	@started=; scripts/docker-engine.sh status >/dev/null 2>&1 || \
-	  { scripts/docker-engine.sh start >/dev/null 2>&1 && started=1; }; \
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=25; status=$$?; \
-	[ -z "$$started" ] || scripts/docker-engine.sh stop >/dev/null 2>&1; exit $$status
+	BIN=$(BIN) PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/pytest-all.sh
 
 # Lint and the fast tests only, for the edit-test loop.
 test-fast: setup lint

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,14 @@ from tests.helpers.tasks import TaskFiles, make_task
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_TASK = REPO / "examples" / "tasks" / "demo-overflow" / "task.toml"
+
+# A pytest started in the background by a non-interactive shell (scripts/pytest-all.sh's
+# Kubernetes run, a CI runner's `cmd &`) inherits SIGINT ignored, and so would every CLI a
+# test starts: Python installs no KeyboardInterrupt handler for an ignored SIGINT, as nohup
+# expects, and the Ctrl-C tests would see a CLI that cannot be interrupted. The tests start
+# their CLIs the way a terminal does.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +122,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # `make test-deps` starts installs in the background (tests/e2e/prefetch.py: the npm CLIs, ~2 GiB,
 # ~9 minutes on a new machine; scripts/kube-build.sh): the tests that need them go last, so the
 # workers run the rest meanwhile instead of waiting on an install's lock. These modules go
-# last of all, in this order:
+# last of all, in this order (`make test` runs them in a pytest of their own beside the others,
+# scripts/pytest-all.sh, so they start once the build is done; this order is for a plain pytest):
 BACKGROUND_LAST = ("tests/e2e/test_kubernetes.py",)
 
 

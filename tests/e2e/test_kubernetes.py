@@ -23,11 +23,12 @@ from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (sessio
 from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
 from tests.helpers.registry import Registry, RegistryUnavailable, start_registry
 
-# A group of their own (one cluster per worker session), run last (tests/conftest.py) so the
-# Kubernetes build (make test-deps, in the background) overlaps the other tests. They share the
-# Docker engine with test_docker.py: `make test` starts it before the workers and stops it after
-# them, so no worker's session end stops it under another (docker_host stops only an engine it
-# started itself).
+# A group of their own (one cluster per worker session). `make test` runs them in a pytest of
+# their own beside the other tests (scripts/pytest-all.sh), so the Kubernetes build (make
+# test-deps, in the background) overlaps the other tests and these start once it is done; a plain
+# pytest runs them last (tests/conftest.py). They share the Docker engine with test_docker.py:
+# `make test` starts it before both pytests and stops it after them, so no session's end stops it
+# under another (docker_host stops only an engine it started itself).
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(3600), pytest.mark.xdist_group("kubernetes")]
 ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "examples" / "tasks" / "demo-overflow"
