@@ -11,17 +11,24 @@
 #
 # Why a build: no package registry ships the Kubernetes server binaries, but Debian's `kubernetes`
 # source package (1.20.2, the whole upstream tree with vendor/) builds them offline with Debian's
-# Go, the way debian/rules does (GOPROXY=off, CGO_ENABLED=0, GOFLAGS=-mod=vendor, make WHAT=...).
+# Go, the way debian/rules does (GOPROXY=off, CGO_ENABLED=0, GOFLAGS=-mod=vendor, make WHAT=...),
+# with upstream's build tags for a build without the in-tree cloud providers (providerless, KEP
+# 1179) and without the Docker shim (dockerless, KEP 1985): a one-node containerd cluster uses
+# neither, and leaving them out cuts the build's CPU time by a quarter (350 s against 474 s, user +
+# system, fetch and code generators included; 198 s of wall time alone on 2 cores) and the
+# binaries from 359 MB to 207 MB.
 # The source comes through a PRIVATE sources list (deb-src lines in the cache; /etc/apt is never
 # touched). Everything lives in $SSEBENCH_KUBE_CACHE (default ~/.cache/ssebench/kube), outside the
-# repository, so a machine builds it once: <version>/bin holds the results, a stamp marks them done.
+# repository, so a machine builds it once: <version>+<tags>/bin holds the results, a stamp marks
+# them done.
 set -euo pipefail
 
 CACHE=${SSEBENCH_KUBE_CACHE:-$HOME/.cache/ssebench/kube}
 DEB_VERSION=1.20.5+really1.20.2-1.1+deb12u1
 VERSION=1.20.2
 SUITE=bookworm
-BIN="$CACHE/$VERSION/bin"
+TAGS=providerless,dockerless
+BIN="$CACHE/$VERSION+${TAGS//,/+}/bin"
 BINS="kube-apiserver kube-controller-manager kube-scheduler kubelet"
 PACKAGES="golang-1.19-go golang-github-modern-go-reflect2-dev etcd-server containerd runc containernetworking-plugins gcc libc6-dev dpkg-dev rsync openssl docker-registry"
 
@@ -104,8 +111,8 @@ cmd_build() {
     [ -L "$tree/.go/src/k8s.io/kubernetes" ] || ln -s ../../.. "$tree/.go/src/k8s.io/kubernetes"
     local whats=""
     for b in $BINS; do whats="$whats cmd/$b"; done
-    (cd "$tree" && env PATH="/usr/lib/go-1.19/bin:$PATH" GOPATH="$tree/.go" GOCACHE="$CACHE/gocache" \
-        GOPROXY=off GOFLAGS=-mod=vendor CGO_ENABLED=0 HOME="$CACHE/home" \
+    (cd "$tree" && env PATH="/usr/lib/go-1.19/bin:$PATH" GOPATH="$tree/.go" \
+        GOPROXY=off GOFLAGS="-mod=vendor -tags=$TAGS" CGO_ENABLED=0 HOME="$CACHE/home" \
         make WHAT="${whats# }")
     for b in $BINS; do cp "$tree/_output/bin/$b" "$BIN/$b"; done
     build_pause
