@@ -135,7 +135,7 @@ class Housekeeping:
         """After a run failed on a full disk: free the disk so that the next run works.
 
         Done before the failure is answered, not in the background: the failed run,
-        what waits in the trash, then old runs oldest first while the disk is still
+        what waits in the trash (and the removals under way), then old runs oldest first while the disk is still
         full. *exclusive*: no run is executing nor can start (the caller holds the
         queue), so the newest old run may go too and, if the disk is still full, the
         build mirror (the next build starts from a fresh copy; after a build that ran
@@ -156,6 +156,7 @@ class Housekeeping:
         def drop_runs() -> None:
             for path in doomed:
                 shutil.rmtree(path, ignore_errors=True)
+            _wait_for_removals()  # a folder also being removed in the background is gone only now
             for old in older:
                 if not self.low_on_space():
                     break
@@ -240,5 +241,31 @@ def check_reachable(workspace: Path, user: tuple[int, int] | None) -> None:
             )
 
 
+# The removals under way in the background: a full disk is answered only once they are
+# done, since two rmtree of one folder race (the second returns while the first still frees).
+_removing: set[threading.Thread] = set()
+_removing_lock = threading.Lock()
+
+
 def _in_thread(func: Any, *args: Any, **kwargs: Any) -> None:
-    threading.Thread(target=func, args=args, kwargs=kwargs, daemon=True).start()
+    """Run the removal *func* in a thread of its own (the run's answer does not wait for it)."""
+
+    def run() -> None:
+        try:
+            func(*args, **kwargs)
+        finally:
+            with _removing_lock:
+                _removing.discard(threading.current_thread())
+
+    thread = threading.Thread(target=run, daemon=True)
+    with _removing_lock:
+        _removing.add(thread)
+    thread.start()
+
+
+def _wait_for_removals() -> None:
+    """Block until the background removals started so far have freed what they free."""
+    with _removing_lock:
+        pending = list(_removing)
+    for thread in pending:
+        thread.join()
