@@ -27,15 +27,18 @@ What carries each CLI through the silence (measured; see agents/*/recipe.py):
   SDK's fixed 60 s limit ends the call whatever the heartbeats (the entry's ``timeout`` is
   not used); its run shows the error it hands the model.
 
-The runs the selected tests need go AT_ONCE at a time (own daemon, server and model each):
-eighteen CLIs started together on two cores time out on their own start-up, so the case
-costs about five rounds of ~95 s; ``-k qwen`` runs only Qwen Code's.
+The runs the selected tests need (own daemon, server and model each) start one every
+START_EVERY seconds, at most AT_ONCE under way: each mostly waits out the silent build, but
+CLIs started together on two cores time out on their own start-up (six at once made Qwen
+Code miss its MCP start), so only their waits overlap; ``-k qwen`` runs only Qwen Code's.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -52,7 +55,8 @@ from tests.helpers.tasks import make_task
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SILENT_BUILD_SECONDS = 90
-AT_ONCE = 4  # runs in parallel (each mostly waits out the silent build; six at once made Qwen Code miss its MCP start)
+AT_ONCE = 10  # runs under way together (each mostly waits out the silent build)
+START_EVERY = 8.0  # seconds from one run's start to the next: one CLI's start-up at a time
 CLAUDE_IDLE = {"CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT": "30000"}  # ms; Claude Code's floor is 30 s
 QWEN_IDLE = {"QWEN_CODE_MCP_TOOL_IDLE_TIMEOUT_MS": "30000"}  # ms; Qwen Code's default is 300000
 CLINE_SETTINGS = ".cline/data/settings/cline_mcp_settings.json"
@@ -143,7 +147,12 @@ def slow_runs(
     root = tmp_path_factory.mktemp("slow")
     task = make_task(root / "task", task_id="silent-build", build=f"sleep {SILENT_BUILD_SECONDS}", functional=None)
 
+    gate, last_start = threading.Lock(), [-START_EVERY]
+
     def one(name: str) -> AgentRun | BaseException:
+        with gate:  # the starts go one by one, START_EVERY apart
+            time.sleep(max(0.0, last_start[0] + START_EVERY - time.monotonic()))
+            last_start[0] = time.monotonic()
         variant = VARIANTS[name]
         workdir = root / name
         workdir.mkdir()
