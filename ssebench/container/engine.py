@@ -7,6 +7,7 @@ The engine is the one DOCKER_HOST names, else ssebench's private engine
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ssebench.resources import script
@@ -22,6 +24,8 @@ from ssebench.supervise import tail_lines
 
 PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
+# remove_older keeps another tag built this recently: someone else may be about to use it
+KEEP_RECENT_SECONDS = 3600
 #: labels of a run's containers, from the variables ``ssebench jobs`` sets for each run, so
 #: the job finds (and removes) every container of a run or of a job (docs/jobs.md)
 JOB_LABELS = (("SSE_JOB_ID", "ssebench.job"), ("SSE_JOB_RUN", "ssebench.run"))
@@ -100,12 +104,20 @@ class DockerEngine:
         return self.docker("image", "inspect", image).returncode == 0
 
     def remove_older(self, tag: str) -> None:
-        """Remove the other tags of TAG's repository (a new build replaced them), so each code
-        change does not leave another agent layer of hundreds of MB behind. Never forced:
-        an image a container still uses stays."""
+        """Remove the other tags of TAG's repository built over KEEP_RECENT_SECONDS ago (a new
+        build replaced them), so each code change does not leave another agent layer of
+        hundreds of MB behind. A recent one stays: another checkout or a plain install on the
+        same engine may be about to start a container from it, or to build on it. Never
+        forced: an image a container still uses stays."""
         repository = tag.rsplit(":", 1)[0]
-        listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
-        older = [name for name in listed if name != tag]
+        listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}").stdout
+        cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_RECENT_SECONDS)
+        older = []
+        for line in listed.splitlines():
+            name, _, created = line.partition("\t")
+            with contextlib.suppress(ValueError):  # "2026-12-02 17:08:31 +0000 UTC"
+                if name != tag and datetime.strptime(" ".join(created.split()[:3]), "%Y-%m-%d %H:%M:%S %z") < cutoff:
+                    older.append(name)
         if older:
             self.docker("image", "rm", *older)
 

@@ -603,6 +603,40 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
     assert not (tmp_path / "results" / "results.json").exists()  # the agent's container never ran
 
 
+def test_a_build_removes_only_the_older_tags_nobody_may_still_be_using(
+    docker_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new build of a repository leaves another tag built within the last hour (a second
+    checkout or a plain install on the same engine may be about to run or build on it)
+    and removes the ones built before that."""
+    from ssebench.container import engine as engine_module
+
+    engine = engine_module.DockerEngine.locate()
+    repository = f"ssebench-removal-{os.getpid()}"
+
+    def build(name: str) -> None:
+        context = tmp_path / name
+        context.mkdir()
+        (context / "f").write_text(name)
+        engine.build(f"{repository}:{name}", context, "FROM scratch\nCOPY f /f\n")
+
+    def tags() -> list[str]:
+        listed = engine.docker("image", "ls", repository, "--format", "{{.Tag}}").stdout.split()
+        return sorted(listed)
+
+    try:
+        build("a")
+        build("b")
+        assert tags() == ["a", "b"]  # a was built seconds ago: it stays
+        monkeypatch.setattr(engine_module, "KEEP_RECENT_SECONDS", 0)  # now a and b count as old
+        build("c")
+        assert tags() == ["c"]
+    finally:
+        names = [f"{repository}:{t}" for t in tags()]
+        if names:
+            engine.docker("image", "rm", *names)
+
+
 def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, tmp_path: Path) -> None:
     from ssebench.container.docker import DockerRunError, run_in_docker
 
