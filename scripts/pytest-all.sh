@@ -2,7 +2,7 @@
 # `make test`'s pytest: every test, in two pytest processes side by side.
 #
 # - tests/e2e/test_kubernetes.py in a pytest of its own, started first: its cluster's binaries
-#   build in the background from `make test-deps` (~25 min on a new 2-core machine with the other
+#   build in the background from `make test-deps` (8-9 min on a new 2-core machine with the other
 #   tests running), and it starts the moment they are there. In the xdist queue it could only go
 #   last, after every other test (it waits on the build), which added its ~10 min to the end.
 # - everything else on PYTEST_WORKERS pytest-xdist workers (the order and the groups:

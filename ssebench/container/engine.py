@@ -7,7 +7,6 @@ The engine is the one DOCKER_HOST names, else ssebench's private engine
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -58,6 +57,14 @@ def read_results(path: Path) -> dict | None:
     if not isinstance(data, dict):
         raise DockerRunError(f"{path}: expected a JSON object")
     return data
+
+
+def _created_at(text: str) -> datetime | None:
+    """``docker image ls``'s CreatedAt ("2026-12-02 17:08:31 +0000 UTC"); None if unreadable (kept)."""
+    try:
+        return datetime.strptime(" ".join(text.split()[:3]), "%Y-%m-%d %H:%M:%S %z")
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -112,12 +119,8 @@ class DockerEngine:
         repository = tag.rsplit(":", 1)[0]
         listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}").stdout
         cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_RECENT_SECONDS)
-        older = []
-        for line in listed.splitlines():
-            name, _, created = line.partition("\t")
-            with contextlib.suppress(ValueError):  # "2026-12-02 17:08:31 +0000 UTC"
-                if name != tag and datetime.strptime(" ".join(created.split()[:3]), "%Y-%m-%d %H:%M:%S %z") < cutoff:
-                    older.append(name)
+        rows = (line.partition("\t") for line in listed.splitlines())
+        older = [name for name, _, created in rows if name != tag and (_created_at(created) or cutoff) < cutoff]
         if older:
             self.docker("image", "rm", *older)
 

@@ -135,9 +135,9 @@ class Housekeeping:
         """After a run failed on a full disk: free the disk so that the next run works.
 
         Done before the failure is answered, not in the background: the failed run,
-        what waits in the trash (and the removals under way), then old runs oldest first while the disk is still
-        full. *exclusive*: no run is executing nor can start (the caller holds the
-        queue), so the newest old run may go too and, if the disk is still full, the
+        what waits in the trash (and the removals under way), then old runs oldest first
+        while the disk is still full. *exclusive*: no run is executing nor can start (the
+        caller holds the queue), so the newest old run may go too and, if the disk is still full, the
         build mirror (the next build starts from a fresh copy; after a build that ran
         out of space its objects cannot be trusted anyway). Last, the source blobs no
         snapshot needs.
