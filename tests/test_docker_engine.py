@@ -12,6 +12,11 @@ import pytest
 from ssebench.container import docker, images
 from ssebench.container.docker import DockerEngine, DockerRunError, run_in_docker
 
+# The Docker tests' runs (xdist group "docker") hold the host's port 3000 while their task
+# container serves on it: a test that holds that port, or whose run_in_docker checks it
+# before what it tests, goes in their group so the two never overlap.
+ON_PORT_3000 = pytest.mark.xdist_group("docker")
+
 
 def _task(folder: Path) -> Path:
     (folder / "src").mkdir(parents=True)
@@ -43,6 +48,7 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
     assert not (tmp_path / "r").exists()
 
 
+@ON_PORT_3000
 def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A real Unix socket that nobody serves HTTP on: docker's answer is a connection error.
     path = tmp_path / "dead.sock"
@@ -94,6 +100,7 @@ def test_image_tags_change_with_any_input(tmp_path: Path) -> None:
     assert images._digest(b"FROM x", one) != images._digest(b"FROM x", two)
 
 
+@ON_PORT_3000
 def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SSEBENCH_DOCKER_NETWORK", raising=False)
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

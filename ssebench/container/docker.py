@@ -164,16 +164,18 @@ def _run_containers(
 
 
 def _check_before_building(agent: str | None, network: str | None, env: Mapping[str, str] | None) -> str:
-    """What can fail before anything is built (a busy port, an unknown agent); the network."""
-    network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
-    if network == "host":
-        port = settings.raw("SSE_MCP_PORT", env or {}) or ""
-        _check_port_free(int(port) if port.isdigit() else MCP_PORT)  # a bad value: the entrypoint says so
+    """What can fail before anything is built (an unknown agent, a busy port); the network.
+
+    The agent first: a mistake in the command is named whatever the machine's state."""
     if agent is not None:
         try:
             agent_cli(agent)
         except DockerfileError as error:
             raise DockerRunError(str(error)) from None
+    network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
+    if network == "host":
+        port = settings.raw("SSE_MCP_PORT", env or {}) or ""
+        _check_port_free(int(port) if port.isdigit() else MCP_PORT)  # a bad value: the entrypoint says so
     return network
 
 
