@@ -24,6 +24,7 @@ from ssebench import runrecord
 from ssebench.container import results as record
 from ssebench.container.calls import read_calls
 from ssebench.container.dialogpump import DialogPump
+from ssebench.container.grader import GradingThread
 from ssebench.container.prepare import setup_agent
 from ssebench.container.readiness import StartupError
 from ssebench.container.results import (
@@ -70,6 +71,7 @@ class Entrypoint(SignalHandling):
         self._signal: int | None = None
         self._signal_deadline: float | None = None  # the one grace period after a signal ends here
         self._stages: dict[str, Stage] = {}
+        self._grading: GradingThread | None = None
 
     # -- public ---------------------------------------------------------------------
 
@@ -103,6 +105,8 @@ class Entrypoint(SignalHandling):
         finally:
             stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             kill_strays(self._keep)
+            if self._grading is not None:  # stopped, its checks killed: let it remove its copies
+                self._grading.wait(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
         s = self.settings
@@ -277,11 +281,9 @@ class Entrypoint(SignalHandling):
 
     def _grade(self, task: Any, tree: Path) -> tuple[Grading | None, str | None, bool | None]:
         """Every check, in-process (container/grader.py); a signal stops it promptly."""
-        from ssebench.container.grader import GradingThread
-
         s = self.settings
         self._stage("grading", "start", "every check, whatever the level")
-        job = GradingThread(task, tree, s.results_dir / "grading.log", s.env).start()
+        job = self._grading = GradingThread(task, tree, s.results_dir / "grading.log", s.env).start()
         while not job.wait(0.2):
             if self._signal is not None:
                 job.stop(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
