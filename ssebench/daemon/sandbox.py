@@ -40,6 +40,7 @@ from ssebench.daemon import taskview
 # TreeView, Launch and poc_path live in launch.py; their users import them from here.
 from ssebench.daemon.launch import TASK_PATH, TREE_PATH, Launch, TreeView, poc_path
 from ssebench.daemon.limits import Limits
+from ssebench.daemon.sandbox_etc import minimal_etc
 from ssebench.daemon.seccomp import seccomp_program
 
 SANDBOX_UID = 65534
@@ -289,8 +290,6 @@ class Sandbox:
         if not self.seccomp:
             return None
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            from ssebench.daemon.sandbox_setup import minimal_etc
-
             self._etc = minimal_etc()
         path = self._etc.parent / "seccomp.bpf"
         if not path.exists():
@@ -327,8 +326,6 @@ class Sandbox:
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            from ssebench.daemon.sandbox_setup import minimal_etc
-
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
