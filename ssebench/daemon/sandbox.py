@@ -37,8 +37,8 @@ from pathlib import Path, PurePosixPath
 
 from ssebench.daemon import taskview
 
-# TreeView, Launch and poc_path live in launch.py; their users import them from here.
-from ssebench.daemon.launch import TASK_PATH, TREE_PATH, Launch, TreeView, poc_path
+# TreeView, LaunchFds and poc_path live in launch.py; their users import them from here.
+from ssebench.daemon.launch import TASK_PATH, TREE_PATH, LaunchFds, TreeView, poc_path
 from ssebench.daemon.limits import Limits
 from ssebench.daemon.sandbox_etc import minimal_etc
 from ssebench.daemon.seccomp import seccomp_program
@@ -200,9 +200,9 @@ class Sandbox:
             return value
         return ":".join(kept) if any(kept) else None
 
-    def launch(self, files: Mapping[str, Path] | None = None) -> Launch:
-        """The fds and uid for one sandboxed process (see :class:`Launch`); raises OSError."""
-        out = Launch(user=self.check_user)
+    def launch(self, files: Mapping[str, Path] | None = None) -> LaunchFds:
+        """The fds and uid for one sandboxed process (see :class:`LaunchFds`); raises OSError."""
+        out = LaunchFds(user=self.check_user)
         if not self.enabled:
             return out
         try:
@@ -228,7 +228,7 @@ class Sandbox:
         files: Mapping[str, Path] | None = None,
         network: bool = False,
         limits: Limits | None = None,
-        launch: Launch | None = None,
+        launch: LaunchFds | None = None,
         task: Path | None = None,
     ) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
