@@ -31,7 +31,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
-from mcp_types import CallToolResult, RequestParams
+from mcp_types import SERVER_INFO_META_KEY, CallToolResult, RequestParams
 from mcp_types import methods as wire_methods
 from mcp_types.jsonrpc import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -83,15 +83,17 @@ def _opted_in(context: MiddlewareContext[Any]) -> bool:
     return ctx.client_extension_settings(EXTENSION_ID) is not None
 
 
-def call_result(result: ToolResult) -> dict[str, Any]:
-    """The ``CallToolResult`` a synchronous call answers, as its 2026-07-28 wire dict."""
+def call_result(result: ToolResult, stamp: dict[str, Any]) -> dict[str, Any]:
+    """The ``CallToolResult`` a synchronous call answers, as its 2026-07-28 wire dict, with
+    the same ``serverInfo`` stamp in ``_meta`` (*stamp*): byte for byte that answer."""
     shaped = result.to_mcp_result()
     if isinstance(shaped, tuple):
         shaped = CallToolResult(content=shaped[0], structured_content=shaped[1])
     elif not isinstance(shaped, CallToolResult):
         shaped = CallToolResult(content=shaped)
     dumped = shaped.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return wire_methods.serialize_server_result("tools/call", TASK_VERSION, dumped)
+    wire = wire_methods.serialize_server_result("tools/call", TASK_VERSION, dumped)
+    return {**wire, "_meta": {**(wire.get("_meta") or {}), SERVER_INFO_META_KEY: stamp}}
 
 
 class TaskCalls(Middleware):
@@ -114,7 +116,8 @@ class TaskCalls(Middleware):
         progress_sink.set(lambda line: self.store.say(record, line))
         try:
             result = await call_next(context)
-            wire = call_result(result) if isinstance(result, ToolResult) else None
+            stamp = context.fastmcp_context.fastmcp._mcp_server.server_info_stamp
+            wire = call_result(result, stamp) if isinstance(result, ToolResult) else None
             if wire is None:
                 raise TypeError(f"the tool answered {type(result).__name__}, not a tool result")
         except asyncio.CancelledError:
