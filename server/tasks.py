@@ -116,7 +116,8 @@ class TaskCalls(Middleware):
         progress_sink.set(lambda line: self.store.say(record, line))
         try:
             result = await call_next(context)
-            stamp = context.fastmcp_context.fastmcp._mcp_server.server_info_stamp
+            ctx = context.fastmcp_context
+            stamp = ctx.fastmcp._mcp_server.server_info_stamp if ctx is not None else {}
             wire = call_result(result, stamp) if isinstance(result, ToolResult) else None
             if wire is None:
                 raise TypeError(f"the tool answered {type(result).__name__}, not a tool result")
