@@ -109,8 +109,10 @@ class TaskStore:
             del self._tasks[task_id]
 
     def ttl_ms(self, record: TaskRecord) -> int:
+        """TTL plus the whole seconds the task ran (or has run): exactly the TTL at creation,
+        never past the real deadline."""
         end = record.ended if record.ended is not None else self.clock()
-        return int(round((end - record.created + self.ttl) * 1000))
+        return round(self.ttl * 1000) + 1000 * int(end - record.created)
 
     def wire(self, record: TaskRecord) -> dict[str, Any]:
         """The ``Task`` fields (camelCase, as on the wire)."""

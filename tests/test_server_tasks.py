@@ -95,7 +95,8 @@ def test_progress_reaches_the_client_as_the_status_message(clean: Served) -> Non
     assert asyncio.run(scenario()) == SPEC_LEVEL_2
     assert tasks.messages[0] in ("starting", "build: started", "build: running, 0s")
     assert any(m.startswith("build: running, 1s") for m in tasks.messages), tasks.messages
-    assert "functional tests: started" in tasks.messages or "functional tests: passed" in tasks.messages
+    # a poll sees the status as it is then: a line that lasted less than a poll may be missed
+    assert any(m.startswith("functional tests: ") for m in tasks.messages), tasks.messages
 
 
 def test_a_task_outlives_its_connection_and_expires_after_its_ttl(clean: Served) -> None:
