@@ -104,8 +104,9 @@ def real_path(path: Path) -> Path:
 
 
 def _cache_dir(*parts: str) -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME", "")
-    return (Path(cache) if os.path.isabs(cache) else Path.home() / ".cache").joinpath("ssebench", *parts)
+    from ssebench.settings import cache_dir
+
+    return cache_dir(*parts)
 
 
 def _digest(path: Path, *more: str) -> str:

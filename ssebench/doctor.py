@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_PORT
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -168,7 +169,6 @@ def check_port(port: int) -> Finding:
 def check_docker() -> list[Finding]:
     """The engine `run --docker` would use, and the offline base image it builds on."""
     from ssebench.container.docker import DockerEngine, DockerRunError
-    from ssebench.container.dockerfile import DEFAULT_BASE_IMAGE
     from ssebench.resources import script
 
     try:
@@ -185,7 +185,7 @@ def check_docker() -> list[Finding]:
         ]
     server = engine.docker("version", "--format", "{{.Server.Version}}", timeout=COMMAND_TIMEOUT).stdout.strip()
     found = [Finding("docker", OK, f"engine {server} at {engine.host}")]
-    base = os.environ.get("SSEBENCH_BASE_IMAGE") or DEFAULT_BASE_IMAGE
+    base = settings.text("SSEBENCH_BASE_IMAGE")
     if engine.has_image(base):
         found.append(Finding("base image", OK, base))
     else:

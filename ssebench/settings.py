@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from ssebench.parsers import (  # noqa: F401  (re-exported: settings.X is the one name callers use)
@@ -39,6 +40,7 @@ DEFAULT_MCP_HOST = "127.0.0.1"
 DEFAULT_MCP_PORT = 3000
 DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_MCP_URL = f"http://{DEFAULT_MCP_HOST}:{DEFAULT_MCP_PORT}{DEFAULT_MCP_PATH}"
+DEFAULT_BASE_IMAGE = "ssebench-base:bookworm"  # made by the shipped scripts/docker-base-image.sh
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,45 @@ VARIABLES: tuple[Variable, ...] = (
         "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "ssebench.settings:duration"
     ),
     Variable(
+        "SSE_MCP_TASK_TTL",
+        "duration",
+        "1h",
+        "how long a finished test_patch task's result is kept (reported as ttlMs)",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_RESUME_GRACE",
+        "duration",
+        "2m",
+        "how long a call whose 2025-11-25 stream dropped goes on, waiting for the client to resume it",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_EVENT_MAX_AGE",
+        "duration",
+        "15m",
+        "resumable stream events older than this are dropped",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_EVENT_MAX_SIZE",
+        "size",
+        "16M",
+        "bytes of resumable stream events kept (oldest dropped first)",
+        ("server",),
+        "ssebench.settings:size",
+    ),
+    Variable(
+        "SSE_MCP_BEARER_TOKENS",
+        "text",
+        "",
+        "comma-separated bearer tokens the MCP endpoint requires (each one client; unset: no authentication)",
+        ("server",),
+    ),
+    Variable(
         "SSE_JOB_ID",
         "text",
         "",
@@ -223,6 +264,47 @@ VARIABLES: tuple[Variable, ...] = (
         ("server", "ssebench.daemon", "ssebench.container"),
         "ssebench.settings:path",
     ),
+    Variable(
+        "SSEBENCH_BASE_IMAGE",
+        "text",
+        DEFAULT_BASE_IMAGE,
+        "the Docker base image task images are built on (scripts/docker-base-image.sh makes the default)",
+        ("ssebench.container", "ssebench.jobs", "ssebench.doctor"),
+    ),
+    Variable(
+        "SSEBENCH_DOCKER_NETWORK",
+        "text",
+        "host",
+        "the agent container's Docker network (`none` for a job's custom command)",
+        ("ssebench.container",),
+    ),
+    Variable(
+        "SSEBENCH_DOCKER_DIR",
+        "path",
+        "/var/lib/ssebench/docker",
+        "the private Docker engine's root, socket and log (scripts/docker-engine.sh)",
+        ("ssebench.container",),
+    ),
+    Variable(
+        "SSEBENCH_CACHE",
+        "path",
+        "$XDG_CACHE_HOME/ssebench",
+        "ssebench's cache: agent CLIs, images' wheels, view indexes, install records",
+        ("ssebench", "agents"),
+    ),
+    Variable(
+        "SSEBENCH_CHECK_TOKEN",
+        "text",
+        "",
+        "set by the daemon for every check process: the mark it finds that check's processes by",
+        ("ssebench.daemon",),
+    ),
+    # Variables of the system that ssebench reads by name (read here too, for the same reason).
+    Variable("XDG_CACHE_HOME", "path", "~/.cache", "the user's cache folder (system)", ("ssebench", "agents")),
+    Variable("XDG_RUNTIME_DIR", "path", "", "the user's runtime folder: the daemon's socket (system)", ("ssebench",)),
+    Variable("NO_COLOR", "bool", "", "set: no colours in any output (system; no-color.org)", ("ssebench",)),
+    Variable("DOCKER_HOST", "text", "", "the Docker engine to use (system; Docker's own)", ("ssebench.container",)),
+    Variable("PATH", "text", "", "where programs are found (system)", ("ssebench.daemon",)),
 )
 BY_NAME: dict[str, Variable] = {v.name: v for v in VARIABLES}
 
@@ -235,6 +317,24 @@ def raw(name: str, environ: Mapping[str, str] | None = None) -> str | None:
 
 
 T = TypeVar("T")
+
+
+def text(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """A variable's value, or its table default when it is unset or blank (plain text)."""
+    got = raw(name, environ)
+    return got.strip() if got is not None and got.strip() else BY_NAME[name].default
+
+
+def cache_dir(*parts: str, environ: Mapping[str, str] | None = None) -> Path:
+    """ssebench's cache folder (``SSEBENCH_CACHE``, else ``$XDG_CACHE_HOME/ssebench``, else
+    ``~/.cache/ssebench``) joined with *parts*; a relative XDG_CACHE_HOME is ignored (the
+    XDG spec), so the cache never depends on the current folder."""
+    own = raw("SSEBENCH_CACHE", environ)
+    if own:
+        return Path(own).joinpath(*parts)
+    xdg = raw("XDG_CACHE_HOME", environ) or ""
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base.joinpath("ssebench", *parts)
 
 
 def value(name: str, parse: Callable[[str, str], T], default: T, environ: Mapping[str, str] | None = None) -> T:

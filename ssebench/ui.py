@@ -8,9 +8,10 @@ Rich itself is imported only when a line is printed, so importing this module is
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import IO, Any
+
+from ssebench import settings
 
 # Styles by meaning, so commands say what a word is, not which colour it gets.
 STYLES = {
@@ -32,7 +33,7 @@ def is_tty(stream: IO[str]) -> bool:
 
 def color_enabled(stream: IO[str]) -> bool:
     """Styles only on a terminal, and never when ``NO_COLOR`` is set (to anything non-empty)."""
-    return is_tty(stream) and not os.environ.get("NO_COLOR")
+    return is_tty(stream) and not settings.raw("NO_COLOR")
 
 
 def console(stream: IO[str] | None = None) -> Any:

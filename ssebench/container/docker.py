@@ -33,7 +33,6 @@ from ssebench import settings
 from ssebench.container.dockerfile import (
     CONTAINER_RESULTS_DIR,
     CONTAINER_TASK_DIR,
-    DEFAULT_BASE_IMAGE,
     DockerfileError,
     agent_cli,
 )
@@ -172,7 +171,7 @@ def _check_before_building(agent: str | None, network: str | None, env: Mapping[
             agent_cli(agent)
         except DockerfileError as error:
             raise DockerRunError(str(error)) from None
-    network = network or os.environ.get("SSEBENCH_DOCKER_NETWORK") or "host"
+    network = network or settings.text("SSEBENCH_DOCKER_NETWORK")
     if network == "host":
         port = settings.raw("SSE_MCP_PORT", env or {}) or ""
         _check_port_free(int(port) if port.isdigit() else MCP_PORT)  # a bad value: the entrypoint says so
@@ -183,7 +182,7 @@ def _images(agent: str | None, base_image: str | None, stage: Callable[[str], No
     """The engine, the task image and the image to run (AGENT's layer, else the task image)."""
     stage("engine")
     engine = DockerEngine.locate()
-    base = base_image or os.environ.get("SSEBENCH_BASE_IMAGE") or DEFAULT_BASE_IMAGE
+    base = base_image or settings.text("SSEBENCH_BASE_IMAGE")
     if not engine.has_image(base):
         raise DockerRunError(
             f"the base image {base} is not in the Docker engine at {engine.host}; "

@@ -18,6 +18,7 @@ import jinja2
 from ssebench import __version__
 from ssebench.resources import PinError, cli_pins_file, data_dir
 from ssebench.resources import pinned_version as _pinned
+from ssebench.settings import DEFAULT_BASE_IMAGE
 
 TEMPLATES_DIR = data_dir("configs") / "docker"
 PINS_FILE = cli_pins_file()
@@ -26,7 +27,6 @@ PINS_FILE = cli_pins_file()
 CONTAINER_TASK_DIR = "/task"
 CONTAINER_RESULTS_DIR = "/results"
 
-DEFAULT_BASE_IMAGE = "ssebench-base:bookworm"  # made by the shipped scripts/docker-base-image.sh
 DEFAULT_TASK_IMAGE = "ssebench-task:latest"
 NODE_MAJOR = 20
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.resources import script
 from ssebench.supervise import tail_lines
 
-PRIVATE_ENGINE_SOCKET = Path(os.environ.get("SSEBENCH_DOCKER_DIR", "/var/lib/ssebench/docker")) / "docker.sock"
 TIMEOUT_EXIT = 124  # like timeout(1)
 # remove_older keeps another tag built this recently: someone else may be about to use it
 KEEP_RECENT_SECONDS = 3600
@@ -37,10 +37,13 @@ def job_labels() -> list[str]:
     return [f"--label={label}={value}" for var, label in JOB_LABELS if (value := raw(var))]
 
 
+def private_engine_socket() -> Path:
+    """The socket of ssebench's own engine (scripts/docker-engine.sh), under SSEBENCH_DOCKER_DIR."""
+    return Path(settings.text("SSEBENCH_DOCKER_DIR")) / "docker.sock"
+
+
 def cache_dir() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    root = os.environ.get("SSEBENCH_CACHE") or Path(xdg) / "ssebench"
-    return Path(root)
+    return settings.cache_dir()
 
 
 class DockerRunError(Exception):
@@ -77,10 +80,11 @@ class DockerEngine:
     def locate(cls) -> DockerEngine:
         if shutil.which("docker") is None:
             raise DockerRunError(f"the docker command is not installed ({script('docker-engine.sh')} install)")
-        candidates = [os.environ["DOCKER_HOST"]] if os.environ.get("DOCKER_HOST") else []
+        named = settings.raw("DOCKER_HOST")
+        candidates = [named] if named else []
         if not candidates:
-            if PRIVATE_ENGINE_SOCKET.is_socket():
-                candidates.append(f"unix://{PRIVATE_ENGINE_SOCKET}")
+            if (private := private_engine_socket()).is_socket():
+                candidates.append(f"unix://{private}")
             candidates.append("unix:///var/run/docker.sock")
         for host in candidates:
             engine = cls(host)

@@ -13,6 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.daemon import procs
 from ssebench.daemon.sandbox import TREE_PATH, Sandbox, TreeView
 
@@ -51,7 +52,7 @@ def committed_files(tree: Path, sandbox: Sandbox | None = None) -> set[str]:
         return set()
     inside = sandbox is not None and sandbox.enabled
     top = TREE_PATH if inside else str(tree)
-    env = dict(_GIT_ENV, PATH=os.environ.get("PATH", "/usr/bin:/bin"), GIT_CEILING_DIRECTORIES=str(Path(top).parent))
+    env = dict(_GIT_ENV, PATH=settings.raw("PATH") or "/usr/bin:/bin", GIT_CEILING_DIRECTORIES=str(Path(top).parent))
     argv = ["git", *_GIT_OPTIONS, "-c", f"safe.directory={top}", "-C", top, *_LS_TREE]
     if not inside:
         out = _bounded_output(argv, env)

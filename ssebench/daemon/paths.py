@@ -29,8 +29,7 @@ class SocketError(RuntimeError):
 
 def default_socket_path(environ: Mapping[str, str] | None = None) -> Path:
     """The per-user default (no folder is created here)."""
-    env = os.environ if environ is None else environ
-    runtime = env.get("XDG_RUNTIME_DIR")
+    runtime = settings.raw("XDG_RUNTIME_DIR", environ)
     if runtime and os.path.isabs(runtime):
         return Path(runtime) / "ssebench" / SOCKET_NAME
     return Path(f"/tmp/ssebench-{os.getuid()}") / SOCKET_NAME

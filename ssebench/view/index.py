@@ -21,6 +21,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from ssebench import settings
 from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, Run, read_json, read_run
 
 log = logging.getLogger("ssebench.view")
@@ -36,7 +37,7 @@ def index_path(root: Path) -> Path:
     """Where ROOT's index lives: in ROOT when it is writable, else in the user's cache."""
     if os.access(root, os.W_OK | os.X_OK):
         return root / INDEX_FILE
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ssebench" / "view"
+    cache = settings.cache_dir("view")
     with contextlib.suppress(OSError):  # no cache folder: opening the index fails, memory serves
         cache.mkdir(parents=True, exist_ok=True)
     return cache / (hashlib.sha256(str(root).encode()).hexdigest()[:20] + ".sqlite")

@@ -8,10 +8,10 @@ per job and task (a lock makes the scheduler's worker threads wait for one build
 from __future__ import annotations
 
 import argparse
-import os
 import threading
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.jobs.backend import RunSpec
 from ssebench.resources import script
 
@@ -71,12 +71,11 @@ class ImageCache:
 
     def _build(self, spec: RunSpec) -> tuple[str, str]:
         from ssebench.container import docker
-        from ssebench.container.dockerfile import DEFAULT_BASE_IMAGE
         from ssebench.jobs.backends import kube_images
         from ssebench.task import load_task
 
         engine = docker.DockerEngine.locate()
-        task_image = docker.build_task_image(engine, os.environ.get("SSEBENCH_BASE_IMAGE") or DEFAULT_BASE_IMAGE)
+        task_image = docker.build_task_image(engine, settings.text("SSEBENCH_BASE_IMAGE"))
         agent_image = task_image if spec.command else docker.build_agent_image(engine, spec.agent, task_image)
         task = load_task(spec.task)
         data = kube_images.build_data_image(engine, task_image, spec.task.parent, task.source)
