@@ -1,4 +1,4 @@
-"""An agent added in one place (tests/fixtures/toy_agent/toy_agent.py: one record and its parts)
+"""An agent added in one place (tests/fixtures/toy_agent/toy_agent.py: one module, one record)
 shows up in every list of agents and runs through ``ssebench run --agent toy`` for real."""
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def test_a_registered_agent_is_in_every_list(toy) -> None:
     bundled = ("claude", "codex", "gemini", "opencode", "qwen", "continue", "kilo", "cline", "copilot", "nanocoder")
     assert names() == (*bundled, "toy")
     assert list(CLIENTS)[:11] == [*bundled, "toy"]  # before register-only ones
-    assert CLIENTS["toy"].recipe() is get_recipe("toy")
-    assert "toy" in CONVERTERS and type(load_converter("toy")).__name__ == "ToyDialog"
+    assert get_recipe("toy") is toy and CLIENTS["toy"] is toy.client
+    assert "toy" in CONVERTERS and type(load_converter("toy")).__name__ == "ToyEvents"
     assert dockerfile.agent_cli("toy") == dockerfile.AgentCli("toy-cli", "toy")
     layer = dockerfile.render_agent_dockerfile("toy", "ssebench-task:test").splitlines()
     assert '      org.ssebench.agent-package="toy-cli@1.0.0"' in layer  # its own pin file

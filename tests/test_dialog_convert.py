@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssebench.dialog.convert import CONVERTERS, DialogPipeline, StreamConverter, load_converter
+from ssebench.dialog.convert import CONVERTERS, DialogPipeline, load_converter
+from ssebench.dialog.stream import StreamConverter
 from ssebench.dialog.writer import DialogWriter
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
@@ -377,8 +378,6 @@ def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
 class Scripted(StreamConverter):
     """Passes pre-built dialog events through: lets hypothesis drive the pipeline."""
 
-    agent = "scripted"
-
     def feed(self, event: dict):
         return [event["emit"]]
 
@@ -400,7 +399,7 @@ _events = st.one_of(
 @given(st.lists(_events, max_size=25), st.booleans())
 def test_pipeline_invariants(script: list[dict], timed_out: bool):
     out = io.StringIO()
-    pipeline = DialogPipeline(DialogWriter(out), Scripted(), prompt="p")
+    pipeline = DialogPipeline(DialogWriter(out), Scripted("scripted"), prompt="p")
     for event in script:
         pipeline.feed_line(json.dumps({"emit": event}))
     pipeline.close(exit_code=0, timed_out=timed_out)

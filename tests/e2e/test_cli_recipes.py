@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.agents.recipe import Recipe, get_recipe
+from ssebench.agents.agent import Agent
+from ssebench.agents.recipe import get_recipe
 from ssebench.agents.registry import names
 
 HOME = Path("/nonexistent-home")
@@ -22,13 +23,13 @@ def launch(agent: str, **env: str):
 
 
 @pytest.mark.parametrize("agent", names())
-def test_every_bundled_agent_has_a_recipe_its_client_points_to(agent: str) -> None:
+def test_every_bundled_agent_launches_its_own_command_and_holds_its_client(agent: str) -> None:
     from ssebench.agents import registry
 
     recipe = get_recipe(agent)
-    assert isinstance(recipe, Recipe)
-    assert recipe.agent == agent
-    assert registry.get(agent).recipe() is not None
+    assert isinstance(recipe, Agent)
+    assert recipe.name == agent
+    assert registry.get(agent) is recipe.client
     assert launch(agent).argv[0] == recipe.binary
 
 
