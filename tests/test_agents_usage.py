@@ -1,5 +1,5 @@
-"""An agent's own token and cost report (agents/usage.py): read from the real captured streams
-by the agent's dialog reader, the same counts as the dialog's ``complete`` line."""
+"""An agent's own token and cost report (agents/usage.py), read by its dialog reader. What each
+bundled CLI reports in its captured stream is pinned beside its dialog (tests/test_dialog_convert.py)."""
 
 from __future__ import annotations
 
@@ -16,52 +16,21 @@ from ssebench.dialog.writer import DialogWriter
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 
-EXPECTED = {
-    "claude": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0012000000000000001),
-    "codex": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
-    "gemini": Usage(input_tokens=300, output_tokens=30, cached_tokens=0, cost_usd=None),
-    "opencode": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0009),
-    "qwen": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
-    "continue": None,  # cn prints the answer only
-    "kilo": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0009),
-    "cline": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0),  # no price for the model
-    "copilot": None,  # its stream carries no token counts
-    "nanocoder": None,  # the scripted model sent no usage
-}
-
-
-def lines(agent: str) -> list[str]:
-    return (STREAMS / f"{agent}.jsonl").read_text().splitlines(keepends=True)
-
-
-def test_every_bundled_agent_is_covered() -> None:
-    assert set(EXPECTED) == set(names())
-
-
-@pytest.mark.parametrize("agent", names())
-def test_the_usage_each_cli_reported(agent: str) -> None:
-    assert read_usage(agent, lines(agent)) == EXPECTED[agent]
-
 
 @pytest.mark.parametrize("agent", names())
 def test_the_usage_is_the_dialogs_token_count(agent: str) -> None:
+    """One count, two readers: the run record's usage and the dialog's ``complete.tokens``."""
     out = io.StringIO()
     converter = load_converter(agent)
     pipeline = DialogPipeline(DialogWriter(out), converter, prompt="p")
-    for line in lines(agent):
+    for line in (STREAMS / f"{agent}.jsonl").read_text().splitlines(keepends=True):
         pipeline.feed_line(line)
-    complete = pipeline.close(exit_code=0)
+    tokens = pipeline.close(exit_code=0)["tokens"]
     usage = converter.usage()
-    tokens = complete["tokens"]
-    if usage is None:
-        assert tokens == {"input": 0, "output": 0, "cached": 0}
-    else:
-        assert (usage.input_tokens, usage.output_tokens, usage.cached_tokens) == (
-            tokens["input"],
-            tokens["output"],
-            tokens["cached"],
-        )
-    assert json.loads(out.getvalue().splitlines()[-1])["type"] == "complete"
+    counted = (0, 0, 0) if usage is None else (usage.input_tokens, usage.output_tokens, usage.cached_tokens)
+    assert counted == (tokens["input"], tokens["output"], tokens["cached"])
+    assert json.loads(out.getvalue().splitlines()[-1])["tokens"] == tokens
+    assert read_usage(agent, (STREAMS / f"{agent}.jsonl").read_text().splitlines()) == usage
 
 
 def test_costs_add_up_per_step_and_claude_reads_the_session_total() -> None:

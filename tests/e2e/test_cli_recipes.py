@@ -34,12 +34,9 @@ def test_every_bundled_agent_launches_its_own_command_and_holds_its_client(agent
 
 
 def test_unknown_agent_names_the_known_ones() -> None:
-    with pytest.raises(
-        ValueError,
-        match=r"no run recipe for agent 'goose'; ssebench can run: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
-        r"nanocoder",
-    ):
+    with pytest.raises(ValueError) as error:
         get_recipe("goose")
+    assert str(error.value) == f"no run recipe for agent 'goose'; ssebench can run: {', '.join(names())}"
 
 
 def test_claude_allows_the_tool_streams_json_and_passes_the_model_api_on() -> None:
