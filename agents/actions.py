@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from ssebench.agents import files, installs
 from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, Client, Env, Scope, ServerSettings
+from ssebench.agents.cli import invalid_choice
 from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.registry import CLIENTS
 
@@ -79,9 +80,10 @@ class ConfigEdit:
             "notes": self.notes,
         }
 
-    def lines(self, *, install: bool) -> list[str]:
-        """What ``ssebench agents install`` (or ``uninstall``) prints for it, without colour
-        (after the diff, for a dry run)."""
+    def lines(self) -> list[str]:
+        """What ``ssebench agents install`` (or ``uninstall``: no entry) prints for it, without
+        colour (after the diff, for a dry run)."""
+        install = self.entry is not None
         return ["".join(part if isinstance(part, str) else part[0] for part in line) for line in report(self, install)]
 
 
@@ -151,8 +153,7 @@ def install_entry(
         raise EntryError(f"--url {url!r} {problem}", 2)
     client = CLIENTS.get(agent)
     if client is None:
-        known = ", ".join(map(repr, CLIENTS))
-        raise EntryError(f"argument AGENT: invalid choice: {agent!r} (choose from {known})", 2)
+        raise EntryError(f"argument AGENT: {invalid_choice(agent, tuple(CLIENTS))}", 2)
     home = Path(env["HOME"]) if env.get("HOME") else Path(os.path.expanduser("~"))
     where = Env(home, Path.cwd(), dict(env))
     return edit_entry(install, client, ServerSettings(url=url, name=name, timeout=timeout), scope, where)

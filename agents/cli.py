@@ -28,6 +28,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def invalid_choice(text: str, choices: tuple[str, ...]) -> str:
+    """argparse's words for a value that is not one of *choices*."""
+    return f"invalid choice: {text!r} (choose from {', '.join(map(repr, choices))})"
+
+
 class _OneOf:
     """An argparse type for one of *choices* (``choices`` is read by ``ssebench completion``)."""
 
@@ -37,9 +42,7 @@ class _OneOf:
 
     def __call__(self, text: str) -> str:
         if text not in self.choices:
-            raise argparse.ArgumentTypeError(
-                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})"
-            )
+            raise argparse.ArgumentTypeError(invalid_choice(text, self.choices))
         return text
 
 

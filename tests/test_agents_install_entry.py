@@ -53,7 +53,7 @@ def test_the_same_files_and_lines_as_the_command(agent: str, tmp_path: Path) -> 
     assert tree(ours) == tree(theirs) and tree(ours)
     assert locks(ours) == locks(theirs) == 2  # the config's and the record's, under that HOME
     printed = done.stdout.replace(theirs["HOME"], ours["HOME"]).splitlines()
-    assert edit.lines(install=True) == printed
+    assert edit.lines() == printed
     assert edit.path is not None and edit.path.is_relative_to(ours["HOME"])
     again = command(ours, "uninstall", agent)  # recorded as the command records it: all goes
     assert again.returncode == 0, again.stderr
