@@ -35,10 +35,6 @@ from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.registry import CLIENTS
 
 
-class UsageError(Exception):
-    """A request the client cannot satisfy (e.g. a scope it does not have)."""
-
-
 class EntryError(Exception):
     """An install or uninstall that did not happen (nothing was written): ``str()`` is the line
     ``ssebench agents`` prints after ``ssebench agents:``, ``status`` its exit status (1 a config
@@ -169,11 +165,10 @@ def edit_entry(
     file: Path | None = None,
     dry_run: bool = False,
 ) -> ConfigEdit:
-    """``action`` (:func:`install` or :func:`uninstall`), any failure as an :class:`EntryError`."""
+    """``action`` (:func:`install` or :func:`uninstall`), any failure as an :class:`EntryError`
+    (they raise it themselves for a request the client cannot satisfy, e.g. a scope it lacks)."""
     try:
         return action(client, settings, scope, env, file=file, dry_run=dry_run)
-    except UsageError as exc:
-        raise EntryError(str(exc), 2) from None
     except files.ConfigError as exc:
         raise EntryError(f"{str(exc).rstrip('.')}. The file was not changed.", 1) from None
     except OSError as exc:
@@ -190,9 +185,9 @@ def target(client: Client, scope: Scope, env: Env, file: Path | None) -> Path:
     path = client.config_path(scope, env)
     if path is None:
         if client.user_path is None and client.project_path is None:
-            raise UsageError(f"{client.name} has no config file of its own: give --file PATH to write one")
+            raise EntryError(f"{client.name} has no config file of its own: give --file PATH to write one", 2)
         other = Scope.USER if scope is Scope.PROJECT else Scope.PROJECT
-        raise UsageError(f"{client.title} has no {scope.value}-scope config; use --scope {other.value}")
+        raise EntryError(f"{client.title} has no {scope.value}-scope config; use --scope {other.value}", 2)
     return path
 
 
