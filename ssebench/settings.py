@@ -325,15 +325,16 @@ def text(name: str, environ: Mapping[str, str] | None = None) -> str:
     return got.strip() if got is not None and got.strip() else BY_NAME[name].default
 
 
-def cache_dir(*parts: str, environ: Mapping[str, str] | None = None) -> Path:
+def cache_dir(*parts: str, environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
     """ssebench's cache folder (``SSEBENCH_CACHE``, else ``$XDG_CACHE_HOME/ssebench``, else
-    ``~/.cache/ssebench``) joined with *parts*; a relative XDG_CACHE_HOME is ignored (the
-    XDG spec), so the cache never depends on the current folder."""
+    ``HOME/.cache/ssebench``) joined with *parts*; a relative XDG_CACHE_HOME is ignored (the
+    XDG spec), so the cache never depends on the current folder. *environ*/*home*: another
+    user's environment (a run's private HOME), default this process's."""
     own = raw("SSEBENCH_CACHE", environ)
     if own:
         return Path(own).joinpath(*parts)
     xdg = raw("XDG_CACHE_HOME", environ) or ""
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    base = Path(xdg) if os.path.isabs(xdg) else (home or Path.home()) / ".cache"
     return base.joinpath("ssebench", *parts)
 
 

@@ -1,10 +1,10 @@
-"""Claude Code ``-p --output-format stream-json --verbose`` → dialog events.
+"""Claude Code's ``--output-format stream-json`` → dialog events; Qwen Code prints the same shape.
 
-Claude Code prints whole messages, one JSON object a line: ``system``/``init``
-(session, model, tools), ``assistant`` messages whose content blocks are ``text``,
-``thinking`` and ``tool_use``, ``user`` messages carrying ``tool_result`` blocks
-(paired to the call by ``tool_use_id``), and a closing ``result`` with the turn
-count, duration and token usage.
+The CLI prints whole messages, one JSON object a line: ``system``/``init`` (session, model,
+tools), ``assistant`` messages whose content blocks are ``text``, ``thinking`` and
+``tool_use``, ``user`` messages carrying ``tool_result`` blocks (paired to the call by
+``tool_use_id``), and a closing ``result`` with the turn count, duration, token usage and
+(Claude Code only) ``total_cost_usd``.
 """
 
 from __future__ import annotations
@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ssebench.dialog import events as ev
-from ssebench.dialog.convert import StreamConverter
 from ssebench.dialog.events import Event
+from ssebench.dialog.stream import StreamConverter
 
 
-class ClaudeDialog(StreamConverter):
-    agent = "claude"
-
-    def __init__(self) -> None:
-        super().__init__()
+class ClaudeStreamJson(StreamConverter):
+    def __init__(self, agent: str) -> None:
+        super().__init__(agent)
         self._names: dict[str, str] = {}  # tool_use id -> tool name
 
     def feed(self, event: dict) -> Iterator[Event]:
@@ -78,6 +76,7 @@ class ClaudeDialog(StreamConverter):
             output=usage.get("output_tokens") or 0,
             cached=usage.get("cache_read_input_tokens") or 0,
         )
+        self.add_cost(event.get("total_cost_usd"))  # the session's total, in the one result
 
 
 def _blocks(message: dict) -> list[dict]:
