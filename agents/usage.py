@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Usage:
     output_tokens: int
     cached_tokens: int
     cost_usd: float | None = None
+    #: who counted: the agent's own stream, or a model gateway between agent and vendor
+    source: Literal["agent", "gateway"] = "agent"
 
 
 def read_usage(agent: str, lines: Iterable[str]) -> Usage | None:
