@@ -1,77 +1,142 @@
-"""One record per agent ssebench can launch: everything about it that is not code.
+"""The one protocol an agent ``ssebench run`` can launch satisfies: an :class:`Agent` record.
 
-An :class:`Agent` gathers what used to be spread over eight places: its client (the config
-writer), its run recipe, its dialog converter, the stream format the CLI prints, the npm
-package and command (the version stays in the one pin file, configs/agent-clis/package.json),
-the Docker layer template, the model API variables as the docs list them, and the variables
-that would point the CLI at the user's own config. Every table, choice list, help text and
-Dockerfile that lists agents is derived from the records in ``agents/registry.py``.
+An agent is one module (agents/claude.py, agents/codex.py, ...) that builds one record of five
+parts, and agents/registry.py lists the records:
 
-Why the recipe and the converter are named by ``"module:attribute"`` paths rather than held
-as objects: a record is read by every command at start-up (argparse choices, ``agents list``),
-while a recipe imports the file layer and format editors and a converter the dialog package.
-Holding the client itself is fine, as clients are plain data over ``agents/base.py`` (standard
-library only). :func:`resolve` is the one place that turns a path into the object, on first use,
-so ``ssebench daemon`` and ``ssebench agents list`` never import a recipe or a converter.
+- **install**: the npm ``package`` and the ``binary`` it installs (the version stays in the one
+  pin file, configs/agent-clis/package.json, unless ``pins_file`` names another), the Node it
+  runs on when it needs its own (``node_runtime``, ``node_min``: agents/runtime.py), and its
+  Docker layer template (configs/docker/);
+- **MCP config**: its ``client`` (agents/base.py), what ``ssebench agents install NAME`` writes;
+- **headless launch**: ``launch(prompt=, mcp_url=, home=, env=)`` gives the :class:`AgentCommand`
+  (argv and the variables to add); ``prepare(home=, env=)`` does what the CLI needs on disk
+  beyond the MCP entry (idempotent: in a container it runs when the layer is built and again,
+  with the run's variables, just before the agent starts); ``config_vars`` are the variables
+  that would point the CLI at the user's own config instead of the run's HOME;
+- **model API**: ``model_api(env)`` names the variables the run needs (:class:`ModelApi`, checked
+  by preflight), ``model_vars`` says the same for the README;
+- **dialog reader**: the ``stream_format`` the CLI prints on stdout and ``reader``, the
+  :class:`~ssebench.dialog.stream.StreamConverter` class that turns it into dialog events and
+  reports the CLI's own token and cost counts (``StreamConverter.usage()``, None where the CLI
+  reports none; agents/usage.py reads them from a saved stream).
+
+Everything that lists agents (argparse choices, help texts, ``SSE_DIALOG``, Docker layers and
+their examples, doctor, preflight, the README's and docs/adding-an-agent.md's tables) reads the
+registry, so one record is one agent everywhere. An agent that shares another's stream format
+or launch rules (Qwen Code prints Claude Code's stream-json; Kilo is an opencode fork) uses the
+shared helper in agents/shared/, never another agent's module. This module and the agent
+modules import nothing heavy at start-up (no format editor, no dialog pipeline): ``prepare``
+functions import the file layer when they run.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
+from ssebench import settings
 from ssebench.agents.base import Client
 
 if TYPE_CHECKING:
-    from ssebench.agents.recipe import Recipe
-    from ssebench.dialog.convert import StreamConverter
+    from ssebench.dialog.stream import StreamConverter
 
 #: the Dockerfile template of an agent layer (configs/docker/), unless a record names another
 AGENT_LAYER_TEMPLATE = "agent.Dockerfile.j2"
-
-
-def resolve(path: str) -> Any:
-    """The object at ``"package.module:attribute"``, importing the module now."""
-    module, _, name = path.partition(":")
-    if not module or not name:
-        raise ValueError(f"not a 'module:attribute' path: {path!r}")
-    return getattr(importlib.import_module(module), name)
+#: the model name for the agent; unset, each CLI uses its own default
+MODEL_VAR = "SSE_AGENT_MODEL"
 
 
 @dataclass(frozen=True)
+class AgentCommand:
+    """Everything needed to start the agent: run ``argv`` with ``env`` added to the
+    environment, standard input empty (opencode waits for stdin otherwise), in the tree."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: the limits this launch sets, for the docs and the run log: name -> value with unit
+    timeouts: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelApi:
+    """The variables a CLI reads to reach its model: one of ``keys`` must be set (none
+    listed: ssebench cannot tell, nothing is required); ``base_url``, when set, must be an
+    http(s) URL (it points the CLI at another endpoint, e.g. a gateway or a local model)."""
+
+    keys: tuple[str, ...]
+    base_url: str | None = None
+
+
+class Launcher(Protocol):
+    def __call__(self, *, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
+        """The command line and environment for one headless run (reads ``env``, writes nothing)."""
+        ...
+
+
+class Preparer(Protocol):
+    def __call__(self, *, home: Path, env: Mapping[str, str]) -> None:
+        """One-time setup in the agent's HOME beyond the MCP entry."""
+        ...
+
+
+def no_setup(*, home: Path, env: Mapping[str, str]) -> None:
+    """``prepare`` of a CLI that needs nothing on disk beyond its MCP entry."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Agent:
     """An agent ``ssebench run --agent NAME`` can launch (its name is its client's)."""
 
-    client: Client  # registers the MCP server (``ssebench agents install NAME``)
-    recipe: str  # "module:attr" of its Recipe (agents/recipe.py): the headless command line
-    dialog: str  # "module:attr" of its StreamConverter class (ssebench/dialog/convert.py)
-    stream_format: str  # what the CLI prints on stdout, which the converter reads
+    # install
     package: str  # the npm package that installs the CLI; its version: the pin file
     binary: str  # the command that package installs
-    model_vars: str  # the model API variables, as the README's table shows them (markdown)
-    config_vars: tuple[str, ...] = ()  # variables pointing the CLI at a config outside its HOME
-    layer_template: str = AGENT_LAYER_TEMPLATE  # its Docker layer (configs/docker/)
     pins_file: Path | None = None  # None: configs/agent-clis/package.json
     # the npm package in its pin file that brings the Node it runs on (agents/runtime.py), and
     # the oldest Node it runs on; "" / (): the machine's node, whatever its version
     node_runtime: str = ""
     node_min: tuple[int, ...] = ()
+    layer_template: str = AGENT_LAYER_TEMPLATE  # its Docker layer (configs/docker/)
+    # MCP config
+    client: Client  # registers the MCP server (``ssebench agents install NAME``)
+    # headless launch
+    launch: Launcher
+    prepare: Preparer = no_setup
+    config_vars: tuple[str, ...] = ()  # variables pointing the CLI at a config outside its HOME
+    # model API
+    model_api: Callable[[Mapping[str, str]], ModelApi]
+    model_vars: str  # the model API variables, as the README's table shows them (markdown)
+    # dialog reader
+    stream_format: str  # what the CLI prints on stdout, which the reader reads
+    reader: Callable[[str], StreamConverter]  # called with the agent's name, once per stream
 
     @property
     def name(self) -> str:
         return self.client.name
 
-    def load_recipe(self) -> Recipe:
-        return resolve(self.recipe)
+    @property
+    def dialog(self) -> str:
+        """The ``SSE_DIALOG`` value that picks this agent's reader: its name."""
+        return self.name
 
     def converter(self) -> StreamConverter:
-        """A new converter for one stream."""
-        return resolve(self.dialog)()
+        """A new reader for one stream."""
+        return self.reader(self.name)
 
     def pin(self) -> str:
         """The exact version the pin file holds for the package (PinError otherwise)."""
         from ssebench.resources import pinned_version
 
         return pinned_version(self.package, self.pins_file)
+
+
+def model_from(env: Mapping[str, str]) -> str | None:
+    """The model the run asked for (``SSE_AGENT_MODEL``); None leaves the CLI's default."""
+    value = (settings.raw(MODEL_VAR, env) or "").strip()
+    return value or None
+
+
+def pick(env: Mapping[str, str], *names: str) -> dict[str, str]:
+    """The named variables that are set, so a launch passes on the model API settings."""
+    return {n: env[n] for n in names if env.get(n)}

@@ -6,11 +6,9 @@ in which unit), the notes a user must see. Reading, merging and removing the ent
 same for every client and live in ``formats`` (one editor per format) and ``files`` (the
 writes); a client never touches a file itself.
 
-Run recipes (how ssebench launches the agent headless) are named by the agent's record
-(``ssebench.agents.agent.Agent``, listed in ``ssebench.agents.registry``), keyed by the same
-AGENT name: ``Client.recipe()`` looks the recipe up there, lazily, so registering a client never
-imports a recipe, and a client without one (VS Code, Zed...) can still be registered, just not
-launched by ``ssebench run``.
+A client knows nothing of launching: an agent ``ssebench run`` launches is a record
+(``ssebench.agents.agent.Agent``) that holds its client, so a client without one (VS Code,
+Zed...) can still be registered, just not launched.
 """
 
 from __future__ import annotations
@@ -21,10 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
-
-if TYPE_CHECKING:
-    from ssebench.agents.recipe import Recipe
+from typing import Any, ClassVar
 
 DEFAULT_URL = "http://localhost:3000/mcp"
 DEFAULT_NAME = "ssebench"
@@ -42,8 +37,8 @@ class Unit(str, Enum):
 
 
 @dataclass(frozen=True)
-class Settings:
-    """What the user asked for: where the server is, its name, the tool timeout in seconds."""
+class ServerSettings:
+    """The server entry the user asked for: where the server is, its name, the tool timeout in seconds."""
 
     url: str = DEFAULT_URL
     name: str = DEFAULT_NAME
@@ -128,18 +123,18 @@ class Client:
 
     # -- what -------------------------------------------------------------------------------
 
-    def entry(self, settings: Settings) -> dict[str, Any]:
+    def entry(self, settings: ServerSettings) -> dict[str, Any]:
         """The value stored under ``container + (name,)``."""
         raise NotImplementedError
 
-    def entry_path(self, settings: Settings) -> tuple[str, ...]:
+    def entry_path(self, settings: ServerSettings) -> tuple[str, ...]:
         return (*self.container, settings.name)
 
     def timeout_value(self, seconds: int) -> int:
         """``seconds`` in this client's unit."""
         return seconds * 1000 if self.timeout_unit is Unit.MILLISECONDS else seconds
 
-    def with_timeout(self, entry: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    def with_timeout(self, entry: dict[str, Any], settings: ServerSettings) -> dict[str, Any]:
         if self.timeout_key is not None:
             entry[self.timeout_key] = self.timeout_value(settings.timeout)
         return entry
@@ -163,7 +158,7 @@ class Client:
 
     # -- telling the user ---------------------------------------------------------------------
 
-    def notes(self, settings: Settings) -> list[str]:
+    def notes(self, settings: ServerSettings) -> list[str]:
         notes = []
         if self.timeout_key is None:
             notes.append(
@@ -178,13 +173,3 @@ class Client:
             )
         notes.extend(self.extra_notes)
         return notes
-
-    # -- run recipe hook ----------------------------------------------------------------------
-
-    def recipe(self) -> Recipe | None:
-        """This client's run recipe, from the agent record of the same name in
-        ``ssebench.agents.registry``; None if ssebench cannot launch this client."""
-        from ssebench.agents.registry import AGENTS
-
-        record = AGENTS.get(self.name)
-        return record.load_recipe() if record is not None else None

@@ -28,6 +28,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def invalid_choice(text: str, choices: tuple[str, ...]) -> str:
+    """argparse's words for a value that is not one of *choices*."""
+    return f"invalid choice: {text!r} (choose from {', '.join(map(repr, choices))})"
+
+
 class _OneOf:
     """An argparse type for one of *choices* (``choices`` is read by ``ssebench completion``)."""
 
@@ -37,9 +42,7 @@ class _OneOf:
 
     def __call__(self, text: str) -> str:
         if text not in self.choices:
-            raise argparse.ArgumentTypeError(
-                f"invalid choice: {text!r} (choose from {', '.join(map(repr, self.choices))})"
-            )
+            raise argparse.ArgumentTypeError(invalid_choice(text, self.choices))
         return text
 
 
@@ -130,37 +133,13 @@ def _error(message: str) -> None:
 
 
 def _settings(args: argparse.Namespace):
-    from ssebench.agents.base import Settings
+    from ssebench.agents.base import ServerSettings
 
     return (
-        Settings(url=args.url, name=args.name, timeout=args.timeout)
+        ServerSettings(url=args.url, name=args.name, timeout=args.timeout)
         if hasattr(args, "url")
-        else Settings(name=args.name)
+        else ServerSettings(name=args.name)
     )
-
-
-def check_url(url: str) -> str | None:
-    """Why *url* cannot be an MCP server's URL, or None when it can (http/https, host, port, path)."""
-    from urllib.parse import urlsplit
-
-    if any(c.isspace() for c in url):
-        return "must not contain spaces"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        return f"is not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https"):
-        return "must start with http:// or https:// (the Streamable HTTP transport)"
-    if not parts.hostname:
-        return "has no host (e.g. http://localhost:3000/mcp)"
-    if port == 0:
-        return "has port 0"
-    if not parts.path or parts.path == "/":
-        return "has no path: the server's endpoint is its --path, /mcp by default (e.g. http://localhost:3000/mcp)"
-    if parts.fragment:
-        return "must not have a #fragment"
-    return None
 
 
 def _several(args: argparse.Namespace, install: bool) -> int:
@@ -168,7 +147,7 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     from ssebench.agents import actions
     from ssebench.agents.base import Env
 
-    if install and (problem := check_url(args.url)) is not None:
+    if install and (problem := actions.check_url(args.url)) is not None:
         _error(f"--url {args.url!r} {problem}")
         return 2
     env = Env.current()
@@ -208,7 +187,8 @@ def _several(args: argparse.Namespace, install: bool) -> int:
 
 def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[int, dict | None]:
     """One agent; prints its lines (or returns its JSON object when --json)."""
-    from ssebench.agents import actions, files
+    from ssebench import ui
+    from ssebench.agents import actions
     from ssebench.agents.base import Scope
     from ssebench.agents.registry import get
 
@@ -216,24 +196,23 @@ def _run_edit(args: argparse.Namespace, name: str, install: bool, env) -> tuple[
     settings = _settings(args)
     if client.user_path is None and client.project_path is None and args.file is None:
         return _generic(args, client, settings, install)
+    action = actions.install if install else actions.uninstall
     try:
-        action = actions.install if install else actions.uninstall
-        outcome = action(client, settings, Scope(args.scope), env, file=args.file, dry_run=args.dry_run)
-    except actions.UsageError as exc:
+        edit = actions.edit_entry(
+            action, client, settings, Scope(args.scope), env, file=args.file, dry_run=args.dry_run
+        )
+    except actions.EntryError as exc:
         _error(str(exc))
-        return 2, None
-    except files.ConfigError as exc:
-        _error(f"{str(exc).rstrip('.')}. The file was not changed.")
-        return 1, None
-    except OSError as exc:
-        _error(f"{exc.filename or ''}: {exc.strerror or exc}. The file was not changed.")
-        return 1, None
+        return exc.status, None
     if args.json:
-        data = outcome.as_json()
+        data = edit.as_json()
         if not install:
-            data["removed"] = [str(p) for p in outcome.removed]
+            data["removed"] = [str(p) for p in edit.removed]
         return 0, data
-    _print_outcome(outcome, install)
+    if edit.dry_run and edit.change is not None and edit.change.changed:
+        print(edit.change.diff(), end="")
+    for line in actions.report(edit, install):
+        ui.echo(*line)
     return 0, None
 
 
@@ -252,34 +231,6 @@ def _generic(args: argparse.Namespace, client, settings, install: bool) -> tuple
     return 0, None
 
 
-def _print_outcome(outcome, install: bool) -> None:
-    from ssebench import ui
-
-    change, settings = outcome.change, outcome.settings
-    assert change is not None
-    where = f"{outcome.path} ({outcome.client.title}, {outcome.scope.value} scope)"
-    if outcome.dry_run:
-        if change.changed:
-            print(change.diff(), end="")
-        print(
-            f"Dry run: {where} {'would change as shown' if change.changed else 'needs no change'}; nothing was written."
-        )
-    elif install:
-        if change.changed:
-            ui.echo(("Registered", "ok"), f" {settings.name} at {settings.url} in {where}.")
-        else:
-            ui.echo(f"{settings.name} is already registered in {where} with these settings; nothing changed.")
-    else:
-        if change.changed:
-            ui.echo(("Removed", "ok"), f" {settings.name} from {where}.")
-        else:
-            ui.echo(f"{settings.name} is not registered in {where}; nothing changed.")
-        if outcome.removed:
-            ui.echo(f"Also removed what ssebench had created: {', '.join(map(str, outcome.removed))}.")
-    for note in outcome.notes:
-        ui.echo(("Note:", "dim"), f" {note}")
-
-
 def _install(args: argparse.Namespace) -> int:
     return _several(args, install=True)
 
@@ -289,10 +240,10 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ssebench.agents import render
+    from ssebench.agents import actions, render
     from ssebench.agents.registry import get
 
-    if (problem := check_url(args.url)) is not None:
+    if (problem := actions.check_url(args.url)) is not None:
         _error(f"--url {args.url!r} {problem}")
         return 2
     client = get(args.agent)
@@ -316,12 +267,12 @@ def _show(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from ssebench.agents import actions, installs
-    from ssebench.agents.base import Env, Settings
+    from ssebench.agents.base import Env, ServerSettings
 
     env = Env.current()
     record = installs.load(env)
     clients = actions.clients()
-    rows = actions.registrations(clients, Settings(name=args.name), env)
+    rows = actions.registrations(clients, ServerSettings(name=args.name), env)
     found = {c.name: (installs.installed(c, env), installs.config_present(c, env, record)) for c in clients}
     if args.json:
         out = []

@@ -16,7 +16,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,23 +103,33 @@ def real_path(path: Path) -> Path:
     return Path(os.path.realpath(path)) if path.is_symlink() else path
 
 
-def _cache_dir(*parts: str) -> Path:
+def cache_folder(env: Mapping[str, str], home: Path) -> Path:
+    """ssebench's cache folder for a user (settings.cache_dir: ``SSEBENCH_CACHE``, else
+    ``$XDG_CACHE_HOME/ssebench``, else ``HOME/.cache/ssebench``). An edit for another
+    environment (a run's private HOME) locks there, where that environment's own
+    ``ssebench agents`` would."""
     from ssebench.settings import cache_dir
 
-    return cache_dir(*parts)
+    return cache_dir(environ=env, home=home)
+
+
+def _own_cache() -> Path:
+    from ssebench.settings import cache_dir
+
+    return cache_dir()
 
 
 def _digest(path: Path, *more: str) -> str:
     return hashlib.sha256("\0".join([str(path.resolve()), *more]).encode()).hexdigest()[:24]
 
 
-def lock_for(path: Path):
+def lock_for(path: Path, cache: Path | None = None):
     """An inter-process lock for ``path``, kept in a folder we own rather than next to the
-    config (a project-scope lock file would show up in the project's tree). Claude Code's own
-    lock is taken as well, see :func:`app_lock`."""
+    config (a project-scope lock file would show up in the project's tree): ``cache``/locks,
+    by default this process's user's. Claude Code's own lock is taken as well, see :func:`app_lock`."""
     from filelock import FileLock
 
-    base = _cache_dir("locks")
+    base = (cache or _own_cache()) / "locks"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     return FileLock(str(base / f"{_digest(path)}.lock"), timeout=60)
 
@@ -317,9 +327,12 @@ def _commit(target: Path, raw: bytes | None, new: bytes | None, mode: int) -> No
                 Path(tmp).unlink(missing_ok=True)
 
 
-def edit(path: Path, transform: Callable[[str | None], str | None], *, dry_run: bool = False) -> Change:
+def edit(
+    path: Path, transform: Callable[[str | None], str | None], *, dry_run: bool = False, cache: Path | None = None
+) -> Change:
     """Read ``path``, apply ``transform`` (text → text, None meaning no file), and unless
-    ``dry_run`` write the result: under a lock (ours, and the client's own where it has one),
+    ``dry_run`` write the result: under a lock (ours, in ``cache``: see :func:`lock_for`, and
+    the client's own where it has one),
     the previous content kept as ``NAME.bak``, the new content put in place by an atomic
     rename with the file's mode kept. Nothing is written when the text does not change; a
     read-only or immutable config is refused before anything is written."""
@@ -327,7 +340,7 @@ def edit(path: Path, transform: Callable[[str | None], str | None], *, dry_run: 
     if dry_run:
         before = read_text(target)
         return Change(path, before, transform(before))
-    with lock_for(target), app_lock(path):
+    with lock_for(target, cache), app_lock(path):
         raw = _read_bytes(target)
         before = None if raw is None else _decode(target, raw)
         change = Change(path, before, transform(before))

@@ -12,7 +12,7 @@ the client reads; under XDG's state folder, as it is neither configuration nor c
 it would make ssebench's folders count as the user's again). Losing it is safe: uninstall then
 takes the entry only, and what ssebench created counts as the user's.
 
-- ``files``/``folders``: config files and folders an install created. :meth:`Record.ours_only`
+- ``files``/``folders``: config files and folders an install created. :meth:`InstallRecord.ours_only`
   is the one rule for "ssebench's, not the user's"; :func:`detected` (``list``, ``--all``)
   does not count a config present only because of it.
 - ``entries``: per config file and entry, a :class:`Provenance` (what else install added).
@@ -56,7 +56,7 @@ class Provenance:
 
 
 @dataclass
-class Record:
+class InstallRecord:
     """The recorded paths (absolute strings) and entries (key: :func:`_entry_key`)."""
 
     files: set[str] = field(default_factory=set)
@@ -109,22 +109,22 @@ def _entry_key(path: Path, entry_path: Sequence[str]) -> str:
     return json.dumps([str(files.real_path(path)), *entry_path], ensure_ascii=False)
 
 
-def _load(path: Path) -> Record:
+def _load(path: Path) -> InstallRecord:
     try:
         data = json.loads(path.read_text("utf-8"))
         keys = ("files", "folders", "state_folders")
         files, folders, state_folders = (set(map(str, data.get(key, []))) for key in keys)
         entries = data.get("entries", {})
-        return Record(files, folders, state_folders, entries=dict(entries) if isinstance(entries, dict) else {})
+        return InstallRecord(files, folders, state_folders, entries=dict(entries) if isinstance(entries, dict) else {})
     except (OSError, ValueError, AttributeError, TypeError):
-        return Record()  # missing or damaged: nothing is known to be ours
+        return InstallRecord()  # missing or damaged: nothing is known to be ours
 
 
-def load(env: Env) -> Record:
+def load(env: Env) -> InstallRecord:
     return _load(state_path(env))
 
 
-def _save(path: Path, record: Record) -> None:
+def _save(path: Path, record: InstallRecord) -> None:
     if not record.files and not record.folders and not record.entries:
         path.unlink(missing_ok=True)
         for folder in sorted(
@@ -145,10 +145,10 @@ def _save(path: Path, record: Record) -> None:
 
 
 @contextmanager
-def editing(env: Env) -> Iterator[Record]:
+def editing(env: Env) -> Iterator[InstallRecord]:
     """Load the record under a lock, let the caller change it, save."""
     path = state_path(env)
-    with files.lock_for(path):
+    with files.lock_for(path, files.cache_folder(env.vars, env.home)):
         record = _load(path)
         yield record
         _save(path, record)
@@ -271,7 +271,7 @@ def installed(client: Client, env: Env) -> bool | None:
     return any(shutil.which(b, path=env.vars.get("PATH")) for b in client.binaries)
 
 
-def config_present(client: Client, env: Env, record: Record) -> bool:
+def config_present(client: Client, env: Env, record: InstallRecord) -> bool:
     """The client's user config file, or the folder it lives in, exists and is not only
     what ssebench created (a home folder itself never counts)."""
     path = client.config_path(Scope.USER, env)
@@ -283,6 +283,6 @@ def config_present(client: Client, env: Env, record: Record) -> bool:
     return folder.is_dir() and folder != env.home and not record.ours_only(folder)
 
 
-def detected(client: Client, env: Env, record: Record) -> bool:
+def detected(client: Client, env: Env, record: InstallRecord) -> bool:
     """The one rule for "this client is here": its program on PATH, or its config present."""
     return bool(installed(client, env)) or config_present(client, env, record)

@@ -1,8 +1,9 @@
 """Every agent and client the kit knows, by AGENT name, in the order the docs list them.
 
-``AGENTS`` holds the records of the agents ``ssebench run`` can launch (agents/agent.py),
-``CLIENTS`` every client ``ssebench agents`` can register the server with: the launchable
-agents' clients first, then the register-only ones (agents/generic/). Every list of agents
+``AGENTS`` holds the records of the agents ``ssebench run`` can launch (agents/agent.py: one
+module each, one line each below), ``CLIENTS`` every client ``ssebench agents`` can register
+the server with: the launchable agents' clients first, then the register-only ones
+(agents/generic/: rows of data, and short modules where a client needs code). Every list of agents
 (argparse choices, help texts, the Docker layers, the dialog converters, doctor's checks)
 reads these at the time it is made, so one :func:`register` call adds an agent everywhere.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, nanocoder, opencode, qwen
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
-from ssebench.agents.generic import bridged, claude_desktop, goose, rows, standard, table, zed
+from ssebench.agents.generic import bridged, rows, standard, table, zed
 
 _BUNDLED: tuple[Agent, ...] = (
     claude.AGENT,
@@ -28,9 +29,9 @@ _BUNDLED: tuple[Agent, ...] = (
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,
-    goose.CLIENT,
+    table.GOOSE,
     zed.CLIENT,
-    claude_desktop.CLIENT,
+    bridged.CLAUDE_DESKTOP,
     *rows.CLIENTS,
     *bridged.CLIENTS,
     standard.CLIENT,

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench.agents import actions
-from ssebench.agents.base import Client, Scope, Settings, Unit
+from ssebench.agents.base import Client, Scope, ServerSettings, Unit
 
 if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
@@ -32,7 +32,7 @@ def _env():
     )
 
 
-def show(client: Client, settings: Settings) -> str:
+def show(client: Client, settings: ServerSettings) -> str:
     return (
         _env()
         .get_template("show.txt.j2")
@@ -47,14 +47,14 @@ def show(client: Client, settings: Settings) -> str:
     )
 
 
-def timeout_cell(client: Client, settings: Settings) -> str:
+def timeout_cell(client: Client, settings: ServerSettings) -> str:
     if client.timeout_key is None:
         return "no timeout key"
     unit = "ms" if client.timeout_unit is Unit.MILLISECONDS else "s"
     return f"`{client.timeout_key}` in {unit} (writes {client.timeout_value(settings.timeout)})"
 
 
-def clients_table(clients: list[Client], settings: Settings, *, readme: bool = False) -> str:
+def clients_table(clients: list[Client], settings: ServerSettings, *, readme: bool = False) -> str:
     """docs/adding-an-agent.md's table (paths, entry key) or, with ``readme``, the README's
     (how each client reaches the server and what its timeout does)."""
     rows = [
@@ -89,5 +89,5 @@ def _long_call(client: Client) -> str:
     if client.timeout_key is None:
         return client.timeout_behaviour
     unit = "ms" if client.timeout_unit is Unit.MILLISECONDS else "s"
-    value = client.timeout_value(Settings().timeout)
+    value = client.timeout_value(ServerSettings().timeout)
     return f"`{client.timeout_key}` = {value} {unit} (agents install); {client.timeout_behaviour}"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ssebench.agents import actions, render
-from ssebench.agents.base import Settings
+from ssebench.agents.base import ServerSettings
 from ssebench.agents.registry import AGENTS, CLIENTS
 
 TABLE_START = "<!-- clients-table:start (python -m ssebench.agents.render_examples) -->\n"
@@ -24,7 +24,7 @@ SUFFIX = {"json": "json", "toml": "toml", "yaml": "yaml", "yaml-list": "yaml"}
 
 def expected(root: Path) -> dict[Path, str]:
     """Every generated file and its content, computed from the code."""
-    settings = Settings()
+    settings = ServerSettings()
     out: dict[Path, str] = {}
     examples = root / "configs" / "examples"
     for client in CLIENTS.values():

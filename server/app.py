@@ -6,8 +6,11 @@ the call arrived), relays the run as MCP progress notifications (each check's st
 and end, and a heartbeat so clients with idle timeouts keep waiting), fetches the
 log of the check the headline names, and renders the spec's text. Testing failures
 are logged here with their traceback and reach the agent only as the spec's one
-internal-failure sentence. A call whose client cancels or goes away stops its run:
-closing the daemon stream makes the daemon kill the check.
+internal-failure sentence. A call whose client cancels stops its run at once (closing
+the daemon stream makes the daemon kill the check); one whose 2025-11-25 stream drops
+goes on for the resume grace, so the client can resume the stream (``server/events.py``)
+and still read the answer, and is stopped after it. A client that asks for a task gets
+one (``server/tasks.py``): the same call, run in the background.
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from typing import Any
 
 import anyio
 from fastmcp import Context, FastMCP
+from fastmcp.server.auth.providers.jwt import StaticTokenVerifier
 from fastmcp.server.dependencies import get_http_request
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
 from mcp.types import ToolAnnotations
+from mcp_types.jsonrpc import INVALID_PARAMS
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.middleware import Middleware as StarletteMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -33,10 +42,13 @@ from ssebench.difficulty import Check, Level
 
 from . import calllog
 from .daemon_client import DaemonClient, DaemonError, parse_result
+from .events import BoundedEventStore, Resumptions
 from .limits import ServerLimits
 from .logdir import LogDir
 from .longlog import capture
 from .report import INTERNAL_FAILURE, LogSection, failed_check, render
+from .tasks import TaskCalls, TasksExtension, progress_sink
+from .taskstore import TaskStore
 
 log = logging.getLogger("ssebench.server")
 
@@ -45,6 +57,7 @@ TOOL_NAME = "test_patch"
 HEALTH_PATH = "/healthz"
 # Claude Code gives up on a tool call silent for 5 minutes, opencode after 60 s.
 DEFAULT_HEARTBEAT = 15.0
+RETRY_MS = 2000  # the SSE retry field: how soon a client whose stream dropped reconnects
 
 
 def tool_description(level: Level) -> str:
@@ -88,6 +101,10 @@ class _Progress:
 
     async def send(self, message: str) -> None:
         self.count += 1
+        sink = progress_sink.get()
+        if sink is not None:  # a task's run: progress is its status message
+            sink(message)
+            return
         try:
             await self.ctx.report_progress(self.count, None, message)
         except Exception:  # the client may be gone; the run goes on or is cancelled
@@ -112,20 +129,29 @@ class _Progress:
 class TestPatch:
     """The tool's work, one call at a time."""
 
-    def __init__(self, level: Level, daemon: DaemonClient, log_dir: LogDir, heartbeat: float) -> None:
+    def __init__(
+        self,
+        level: Level,
+        daemon: DaemonClient,
+        log_dir: LogDir,
+        heartbeat: float,
+        watch: _Watch | None = None,
+    ) -> None:
         self.level = level
         self.daemon = daemon
         self.log_dir = log_dir
         self.heartbeat = heartbeat
+        self.watch = watch if watch is not None else _Watch(Resumptions(), 0.0)
         self._lock = asyncio.Lock()  # FIFO: calls reach the daemon in arrival order
 
     async def __call__(self, ctx: Context) -> str:
         progress = _Progress(ctx, self.heartbeat)
-        request = _http_request()
+        # a task's run outlives its request: only a synchronous call watches its client
+        request = _http_request() if progress_sink.get() is None else None
         text: str | None = None
         async with progress.ticking(), anyio.create_task_group() as group:
             if request is not None:
-                group.start_soon(_cancel_on_disconnect, request, group.cancel_scope)
+                group.start_soon(self.watch.cancel_when_gone, request, group.cancel_scope)
             text = await self._serve(progress)
             group.cancel_scope.cancel()
         if text is None:  # the client went away: the run was stopped, nobody reads this
@@ -214,31 +240,72 @@ def _http_request() -> Request | None:
         return None
 
 
-async def _cancel_on_disconnect(request: Request, scope: anyio.CancelScope, every: float = 0.5) -> None:
-    """Stop the call when its HTTP client goes away.
+class _Watch:
+    """Stops a synchronous call whose client is gone for good.
 
-    MCP treats a dropped stream as resumable, not as a cancel, so FastMCP keeps the
-    call running; but nothing will read its result, and a check left running would
-    hold the daemon for the next call.
+    MCP treats a dropped stream as resumable, not as a cancel, and FastMCP keeps the call
+    running; but a check nobody will read holds the daemon for the next call. On
+    2025-11-25 the client may resume the stream (``Last-Event-ID``): the call goes on for
+    *grace* seconds after its stream dropped, and for as long as a resumed stream of its
+    session is open. On 2026-07-28 there is no resumption: a drop stops the call at once.
     """
-    while not await request.is_disconnected():
-        await anyio.sleep(every)
-    scope.cancel()
+
+    def __init__(self, resumptions: Resumptions, grace: float, every: float = 0.5) -> None:
+        self.resumptions = resumptions
+        self.grace = grace
+        self.every = every
+
+    async def cancel_when_gone(self, request: Request, scope: anyio.CancelScope) -> None:
+        modern = request.headers.get("mcp-protocol-version") in MODERN_PROTOCOL_VERSIONS
+        grace = 0.0 if modern else self.grace
+        session = request.headers.get("mcp-session-id")
+        gone_since: float | None = None
+        while True:
+            if not await request.is_disconnected() or (session and self.resumptions.open(session)):
+                gone_since = None
+            else:
+                gone_since = time.monotonic() if gone_since is None else gone_since
+                if time.monotonic() - gone_since >= grace:
+                    break
+            await anyio.sleep(self.every)
+        scope.cancel()
+
+
+class _UnknownTool(Middleware):
+    """A call of a tool this server does not have is a JSON-RPC error (-32602), as both
+    revisions' spec says, not a tool result the model would read."""
+
+    async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        name = getattr(context.message, "name", None)
+        if name != TOOL_NAME:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+        return await call_next(context)
 
 
 class _Server(FastMCP):
-    """FastMCP whose Streamable HTTP sessions expire after ``session_idle`` seconds idle.
+    """FastMCP whose Streamable HTTP app has our session expiry and resumable streams.
 
     The MCP SDK counts a session idle only while no request of it is in flight (a
     running tool call is one), so a call never loses its session. ``run_http_async``
-    takes no idle timeout of its own, hence this default for the app it builds.
+    takes neither an idle timeout nor an event store of its own, hence these defaults
+    for the app it builds: every POST stream opens with a priming event and a ``retry``
+    field, its events are kept (bounded) for a client that resumes, and the resuming
+    ``GET`` requests are counted for :class:`_Watch`.
     """
 
     session_idle: float = ServerLimits.session_idle
+    event_store: BoundedEventStore | None = None
+    resumptions: Resumptions | None = None
 
     def http_app(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("session_idle_timeout") is None:
             kwargs["session_idle_timeout"] = self.session_idle
+        if self.event_store is not None and kwargs.get("event_store") is None:
+            kwargs["event_store"] = self.event_store
+            kwargs.setdefault("retry_interval", RETRY_MS)
+        if self.resumptions is not None:
+            counter = self.resumptions.wrap
+            kwargs["middleware"] = [*(kwargs.get("middleware") or []), StarletteMiddleware(counter)]
         return super().http_app(*args, **kwargs)
 
 
@@ -253,7 +320,9 @@ def create_server(
     """The server; *limits* default to the environment's (``server/limits.py``)."""
     limits = limits if limits is not None else ServerLimits.from_env()
     daemon = DaemonClient(daemon_socket)
-    tool = TestPatch(level, daemon, log_dir, heartbeat)
+    resumptions = Resumptions()
+    tool = TestPatch(level, daemon, log_dir, heartbeat, _Watch(resumptions, limits.resume_grace))
+    tasks = TaskStore(limits.task_ttl)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: FastMCP) -> AsyncIterator[None]:
@@ -263,8 +332,14 @@ def create_server(
             await daemon.aclose()
             log_dir.close()
 
-    mcp = _Server(SERVER_NAME, version=__version__, lifespan=lifespan)
+    mcp = _Server(SERVER_NAME, version=__version__, lifespan=lifespan, auth=_auth(limits.bearer_tokens))
     mcp.session_idle = limits.session_idle
+    mcp.event_store = BoundedEventStore(limits.event_max_age, limits.event_max_bytes)
+    mcp.resumptions = resumptions
+    mcp.add_extension(TasksExtension(tasks))
+    # first added, outermost: a task's run goes through the rest (the call log, the tool)
+    mcp.add_middleware(TaskCalls(tasks, TOOL_NAME))
+    mcp.add_middleware(_UnknownTool())
 
     async def test_patch(ctx: Context) -> str:
         return await tool(ctx)
@@ -293,6 +368,19 @@ def create_server(
         return JSONResponse({"status": "ok", "difficulty": level.number, "daemon": daemon_state})
 
     return mcp
+
+
+def _auth(tokens: tuple[str, ...]) -> StaticTokenVerifier | None:
+    """Bearer tokens, each its own client (named by a digest, never by the token)."""
+    if not tokens:
+        return None
+    return StaticTokenVerifier({t: {"client_id": _client_name(t), "scopes": []} for t in tokens})
+
+
+def _client_name(token: str) -> str:
+    import hashlib
+
+    return "token-" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 __all__ = ["create_server", "tool_description", "TOOL_NAME", "SERVER_NAME", "HEALTH_PATH"]

@@ -4,17 +4,21 @@ Everything that differs between the build, the PoCs, the intent tests and the
 functional tests is a field of its :class:`CheckKind` row in :data:`KINDS`: the wire
 name, the label the spec's texts use, the keys of its table in ``task.toml``, up to
 which difficulty level it runs, the headline reason when it fails and that reason's
-precedence. The difficulty levels, the task loader, the daemon, the MCP server's
-report and grading read these rows instead of spelling a kind out again, so adding a
-kind starts here (the daemon still needs its steps: ``ssebench/daemon/checkproc.py``).
+precedence, how the daemon runs it (its step function, named here and imported only
+when a run needs it, so the server never imports the daemon) and the words ``ssebench task
+check`` says about it. The difficulty levels, the task loader, the daemon's sequence,
+its HTTP API, the MCP server's report, ``task check`` and grading read these rows instead
+of spelling a kind out again: adding a kind is a row here, its step function and its
+table in the task loader (docs/ARCHITECTURE.md, "The check kinds").
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+import importlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Check(str, enum.Enum):
@@ -46,14 +50,22 @@ class State(str, enum.Enum):
 
 @dataclass(frozen=True)
 class CheckKind:
-    """One kind of check: everything about it that is not the running of it.
+    """One kind of check: what it is called, when it runs, how, and what is said about it.
 
     ``max_level``: the check runs at difficulty levels 0 to ``max_level`` (the levels
     withhold checks from the last kind backwards, so one number per kind is the rule).
     ``always``: every task has it (the build; the PoCs, which pass when the task has
     none), so a run always reports it when it was asked for. ``counted``: its result
     carries ``pocs_passed``/``pocs_total``. ``covered_by``: it passes without running
-    when that check passed.
+    when that check passed. ``gates``: it runs whenever anything runs, first, and when it
+    does not pass nothing after it runs (the build). ``fresh_view``: it runs in a fresh
+    view of the built tree, discarded after it (else in the build mirror itself).
+    ``shows_fix``: a run without it cannot show that the vulnerability is fixed.
+    ``step``: ``"module:function"`` of the daemon's step that runs it
+    (:mod:`ssebench.daemon.steps`). ``task_line``, ``none_line``, ``empty_note``: what
+    ``ssebench task check`` says about its table (``{run}``, ``{timeout}``, ``{network}``,
+    ``{count}``/``{files}`` of its files, ``{diff}``), about a task without it, and at a
+    level when the task has none of its files.
     """
 
     check: Check
@@ -63,14 +75,27 @@ class CheckKind:
     max_level: int
     failure_reason: str
     precedence: int  # the headline names the failed check with the lowest number
+    step: str
     always: bool = False
     counted: bool = False
     covered_by: Check | None = None
+    gates: bool = False
+    fresh_view: bool = True
+    shows_fix: bool = False
+    task_line: str = "{run} ({timeout}{network})"
+    none_line: str = "none"
+    empty_note: str | None = None
 
     @property
     def name(self) -> str:
         """The wire name, also the name of the check's table in ``task.toml``."""
         return self.check.value
+
+    def step_function(self) -> Callable[..., Any]:
+        """The daemon's step that runs this kind, imported now (the server never needs it)."""
+        module, _, name = self.step.partition(":")
+        function: Callable[..., Any] = getattr(importlib.import_module(module), name)
+        return function
 
 
 KINDS: tuple[CheckKind, ...] = (
@@ -82,7 +107,10 @@ KINDS: tuple[CheckKind, ...] = (
         max_level=3,
         failure_reason="The project failed to build. Please reassess the correctness of your patch.",
         precedence=1,
+        step="ssebench.daemon.steps:build_step",
         always=True,
+        gates=True,
+        fresh_view=False,
     ),
     CheckKind(
         Check.POCS,
@@ -95,8 +123,13 @@ KINDS: tuple[CheckKind, ...] = (
             "your patch and make sure it fixes the root cause of the vulnerability."
         ),
         precedence=3,
+        step="ssebench.daemon.steps:pocs_step",
         always=True,
         counted=True,
+        shows_fix=True,
+        task_line="{count}, each run as: {run} ({timeout} each{network}): {files}",
+        none_line="none (the PoC step passes: 'the task has none')",
+        empty_note="none: reported passed",
     ),
     CheckKind(
         Check.INTENT,
@@ -110,6 +143,8 @@ KINDS: tuple[CheckKind, ...] = (
             "vulnerability and aligns with common patterns in the project."
         ),
         precedence=4,
+        step="ssebench.daemon.steps:intent_step",
+        task_line="apply {diff}, then: {run} ({timeout}{network})",
     ),
     CheckKind(
         Check.FUNCTIONAL,
@@ -122,6 +157,7 @@ KINDS: tuple[CheckKind, ...] = (
             "it fixes the vulnerability without compromising the program's functionality."
         ),
         precedence=2,
+        step="ssebench.daemon.steps:command_step",
         covered_by=Check.INTENT,
     ),
 )

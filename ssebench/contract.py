@@ -1,9 +1,10 @@
 """The daemon's run stream as types: each NDJSON event and the result of a check.
 
-docs/daemon-api.md describes the wire; this module is its one definition. The daemon
-builds its lines with these constructors (``to_json`` gives the exact objects it has
-always sent, key order included), the MCP server reads every line back through
-:func:`parse_line`, and grading reads the runner's result through :func:`parse_event`.
+docs/daemon-api.md describes the wire; this module is its one definition. The daemon's
+runner yields these events typed (:data:`RunEvent`), its HTTP layer writes them with
+:func:`to_line` (``to_json`` gives the exact objects it has always sent, key order
+included), grading reads them as they are (in its own process: no wire), and the MCP
+server reads every line back through :func:`parse_line`, its trust boundary.
 Anything off the contract (a missing or unknown key, a wrong type, an unknown check,
 state or event) raises :class:`ContractError`: the server turns that into the spec's
 internal-failure text, never into a verdict on the patch. Plain dataclasses with a small
@@ -298,6 +299,8 @@ class Error:
 
 
 Event = Queued | QueueHeartbeat | CheckHeartbeat | Started | CheckStarted | CheckFinished | Result | Error
+# What the runner of a task's checks yields (the HTTP layer adds the queue's and the run's own).
+RunEvent = CheckStarted | CheckHeartbeat | CheckFinished | Result
 
 _READERS = {cls.KIND: cls.from_json for cls in (Queued, Started, CheckStarted, CheckFinished, Result, Error)}
 

@@ -112,18 +112,17 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
 
     findings = []
     for agent, record in AGENTS.items():
-        recipe = record.load_recipe()
         try:
             pin = record.pin()
         except PinError as error:
             findings.append(Finding(agent, FAIL, str(error)))
             continue
-        install = f"npm install -g {recipe.package}@{pin}"
-        found = shutil.which(recipe.binary, path=env.get("PATH", os.defpath))
+        install = f"npm install -g {record.package}@{pin}"
+        found = shutil.which(record.binary, path=env.get("PATH", os.defpath))
         if found is None:
-            findings.append(Finding(agent, WARN, f"not installed ({recipe.binary} is not on PATH)", install))
+            findings.append(Finding(agent, WARN, f"not installed ({record.binary} is not on PATH)", install))
             continue
-        version = installed_version(recipe, Path(found))
+        version = installed_version(record, Path(found))
         if version != pin:
             findings.append(
                 Finding(agent, FAIL, f"{found} is version {version or 'unknown'}, ssebench runs {pin}", install)
@@ -133,7 +132,7 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
         if node:
             findings.append(Finding(agent, FAIL, f"{version} (pinned) at {found}; {node}", runtime.fix(record)))
             continue
-        problems = model_api_problems(recipe, env)
+        problems = model_api_problems(record, env)
         if problems:
             findings.append(
                 Finding(
@@ -245,11 +244,11 @@ def sandbox_probe(env: Mapping[str, str]) -> tuple[bool, str]:
 def check_registrations(name: str) -> list[Finding]:
     """Each client config holding the server: readable, and whether its URL answers."""
     from ssebench.agents import actions
-    from ssebench.agents.base import Env, Settings
+    from ssebench.agents.base import Env, ServerSettings
     from ssebench.agents.registry import CLIENTS
 
     findings = []
-    rows = actions.registrations(list(CLIENTS.values()), Settings(name=name), Env.current())
+    rows = actions.registrations(list(CLIENTS.values()), ServerSettings(name=name), Env.current())
     for row in rows:
         label = f"{row.client.name} config"
         if row.error:

@@ -144,11 +144,10 @@ async def _unless_stopped(work: Coroutine[Any, Any, T], stop: threading.Event | 
 
 
 async def _run_all(runner: Any, task_id: str, root: Path, on_event: Callable[[contract.Event], None] | None) -> Grade:
-    """Every check through the runner, its events read through the daemon's contract."""
+    """Every check through the runner, its typed events (ssebench/contract.py) as they come."""
     run = await runner.prepare()
     results: tuple[CheckResult, ...] = ()
-    async for line in runner.execute(run, GRADING.enabled):
-        event = contract.parse_event(line)
+    async for event in runner.execute(run, GRADING.enabled):
         if on_event is not None:
             on_event(event)
         if isinstance(event, contract.Result):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ssebench.checks import CHECK_ORDER, Check, State, failed_check
+from ssebench.checks import CHECK_ORDER, KINDS, Check, State, failed_check
 from ssebench.contract import CheckResult
 from ssebench.difficulty import Level
 
@@ -21,7 +21,10 @@ HEADLINE_PREFIX = "test_patch result: "
 INTERNAL_SUMMARY = "internal failure"
 
 _STATE_WORDS = {State.PASSED: "passed", State.FAILED: "FAILED", State.NOT_RUN: "not run"}
-_NOT_RUN_WHY = "the build failed"
+# A check is not run when a gating kind (the build) did not pass.
+_NOT_RUN_WHY = f"the {' or '.join(k.label for k in KINDS if k.gates)} failed"
+# Without these kinds a passing result does not show the vulnerability is fixed (the PoCs).
+_FIX_SHOWN_BY = " or ".join(k.label for k in KINDS if k.shows_fix)
 
 
 def state_word(state: State) -> str:
@@ -87,8 +90,8 @@ def withheld_note(level: Level, failed: Check | None, results: Sequence[CheckRes
     )
     if not level.enabled:
         note += " test_patch has nothing to run at this level, so this result says nothing about your patch."
-    elif failed is None and not any(r.check is Check.POCS for r in results):
-        note += " Without the PoCs, this result does not show whether the vulnerability is fixed."
+    elif failed is None and not any(r.check.kind.shows_fix for r in results):
+        note += f" Without the {_FIX_SHOWN_BY}, this result does not show whether the vulnerability is fixed."
     return note
 
 

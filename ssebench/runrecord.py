@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ssebench.agents.usage import Usage  # what a run cost: the agent's own report, or the gateway's count
+
 RESULTS_FILE = "results.json"
 SCHEMA_VERSION: Literal[2] = 2
 SCHEMA_DOC = "docs/run-record.schema.json"
@@ -132,16 +134,6 @@ class Stage(_Model):
     passed: bool | None = None  # grading's verdict
     where: Literal["process", "sidecar", "pod"] | None = None  # where grading ran
     strays_killed: tuple[str, ...] | None = None  # processes that outlived the agent
-
-
-class Usage(_Model):
-    """What the model calls of a run cost, as the agent reported or the gateway counted."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_tokens: int | None = None
-    cost_usd: float | None = None
-    source: Literal["agent", "gateway"] = "agent"
 
 
 class AgentFacts(_Model):

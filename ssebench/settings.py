@@ -204,6 +204,45 @@ VARIABLES: tuple[Variable, ...] = (
         "SSE_MCP_LOG_MAX_AGE", "duration", "7d", "MCP log retention age", ("server",), "ssebench.settings:duration"
     ),
     Variable(
+        "SSE_MCP_TASK_TTL",
+        "duration",
+        "1h",
+        "how long a finished test_patch task's result is kept (reported as ttlMs)",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_RESUME_GRACE",
+        "duration",
+        "2m",
+        "how long a call whose 2025-11-25 stream dropped goes on, waiting for the client to resume it",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_EVENT_MAX_AGE",
+        "duration",
+        "15m",
+        "resumable stream events older than this are dropped",
+        ("server",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
+        "SSE_MCP_EVENT_MAX_SIZE",
+        "size",
+        "16M",
+        "bytes of resumable stream events kept (oldest dropped first)",
+        ("server",),
+        "ssebench.settings:size",
+    ),
+    Variable(
+        "SSE_MCP_BEARER_TOKENS",
+        "text",
+        "",
+        "comma-separated bearer tokens the MCP endpoint requires (each one client; unset: no authentication)",
+        ("server",),
+    ),
+    Variable(
         "SSE_JOB_ID",
         "text",
         "",
@@ -286,15 +325,16 @@ def text(name: str, environ: Mapping[str, str] | None = None) -> str:
     return got.strip() if got is not None and got.strip() else BY_NAME[name].default
 
 
-def cache_dir(*parts: str, environ: Mapping[str, str] | None = None) -> Path:
+def cache_dir(*parts: str, environ: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
     """ssebench's cache folder (``SSEBENCH_CACHE``, else ``$XDG_CACHE_HOME/ssebench``, else
-    ``~/.cache/ssebench``) joined with *parts*; a relative XDG_CACHE_HOME is ignored (the
-    XDG spec), so the cache never depends on the current folder."""
+    ``HOME/.cache/ssebench``) joined with *parts*; a relative XDG_CACHE_HOME is ignored (the
+    XDG spec), so the cache never depends on the current folder. *environ*/*home*: another
+    user's environment (a run's private HOME), default this process's."""
     own = raw("SSEBENCH_CACHE", environ)
     if own:
         return Path(own).joinpath(*parts)
     xdg = raw("XDG_CACHE_HOME", environ) or ""
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    base = Path(xdg) if os.path.isabs(xdg) else (home or Path.home()) / ".cache"
     return base.joinpath("ssebench", *parts)
 
 

@@ -68,40 +68,17 @@ def _network(command: object) -> str:
 
 
 def describe(task) -> list[str]:
-    """The lines ``task check`` prints for a valid task (no styles)."""
-    from ssebench.checks import CHECK_ORDER, Check, task_checks
+    """The lines ``task check`` prints for a valid task (no styles); each kind's words
+    are its row's (ssebench/checks.py)."""
+    from ssebench.checks import CHECK_ORDER, KINDS, task_checks
     from ssebench.difficulty import DEFAULT_LEVEL, LEVELS
 
     lines = [
         f"{task.file}: valid task '{task.id}'",
         f"  source: {task.source}",
         f"  description (shown to the agent): {task.description or '(none)'}",
-        f"  build: {task.build.run} ({_timeout(task.build.timeout)}{_network(task.build)})",
     ]
-    if task.pocs is None:
-        lines.append("  PoCs: none (the PoC step passes: 'the task has none')")
-    else:
-        files = ", ".join(_rel(f, task.dir) for f in task.pocs.files) or "(empty list)"
-        lines.append(
-            f"  PoCs: {len(task.pocs.files)}, each run as: {task.pocs.command.run} "
-            f"({_timeout(task.pocs.command.timeout)} each{_network(task.pocs.command)}): {files}"
-        )
-    if task.intent is None:
-        lines.append("  intent tests: none")
-    else:
-        lines.append(
-            f"  intent tests: apply {_rel(task.intent.diff, task.dir)}, then: "
-            f"{task.intent.command.run} ({_timeout(task.intent.command.timeout)}"
-            f"{_network(task.intent.command)})"
-        )
-    if task.functional is None:
-        lines.append("  functional tests: none")
-    else:
-        lines.append(
-            f"  functional tests: {task.functional.run} ({_timeout(task.functional.timeout)}"
-            f"{_network(task.functional)})"
-        )
-
+    lines += [f"  {kind.label}: {_table_line(task, kind)}" for kind in KINDS]
     has = set(task_checks(task))
     lines += ["", "What test_patch runs for the agent at each difficulty level (SSE_DIFFICULTY):"]
     for number, level in LEVELS.items():
@@ -109,11 +86,11 @@ def describe(task) -> list[str]:
         withheld = [c for c in level.withheld if c in has]
         names = []
         for check in runs:
-            name = check.label
-            if check is Check.POCS and task.poc_count == 0:
-                name += " (none: reported passed)"
-            elif check is Check.FUNCTIONAL and Check.INTENT in runs:
-                name += " (only when the intent tests fail)"
+            kind, name = check.kind, check.label
+            if kind.empty_note is not None and not _files(getattr(task, kind.name)):
+                name += f" ({kind.empty_note})"
+            elif kind.covered_by is not None and kind.covered_by in runs:
+                name += f" (only when the {kind.covered_by.label} fail)"
             names.append(name)
         default = " (default)" if number == DEFAULT_LEVEL else ""
         text = f"  {number} {level.name}{default}: runs {', '.join(names) if names else 'nothing'}"
@@ -123,6 +100,33 @@ def describe(task) -> list[str]:
     every = [c.label for c in CHECK_ORDER if c in has]
     lines.append(f"Final grading (ssebench grade) runs every check the task has: {', '.join(every)}.")
     return lines + ["", *task_dir_lines(task)]
+
+
+def _files(table: object) -> tuple[Path, ...]:
+    """The files of a kind's table (the PoCs'); none for a kind the task lacks."""
+    files: tuple[Path, ...] = getattr(table, "files", ())
+    return files
+
+
+def _table_line(task, kind) -> str:
+    """What ``task check`` says about *kind*'s table: its row's ``task_line`` filled in,
+    or its ``none_line`` when the task has no such table."""
+    from ssebench.task import Command
+
+    table = getattr(task, kind.name)
+    if table is None:
+        return str(kind.none_line)
+    command = table if isinstance(table, Command) else table.command
+    files = _files(table)
+    diff = getattr(table, "diff", None)
+    return str(kind.task_line).format(
+        run=command.run,
+        timeout=_timeout(command.timeout),
+        network=_network(command),
+        count=len(files),
+        files=", ".join(_rel(f, task.dir) for f in files) or "(empty list)",
+        diff=_rel(diff, task.dir) if diff is not None else "",
+    )
 
 
 SHOWN_SUPPORT = 20  # support files named one by one; the rest are counted

@@ -633,7 +633,6 @@ def test_dockerfile_for_an_agent_without_a_layer(user: Home) -> None:
     done = user.run("dockerfile", "vscode")
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == (
-        "ssebench agents: no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
-        "nanocoder\n"
-    )
+    from ssebench.agents.registry import names
+
+    assert done.stderr == f"ssebench agents: no agent layer for 'vscode': the bundled agents are {', '.join(names())}\n"

@@ -84,13 +84,14 @@ def test_every_client_round_trips_its_own_file(name: str, tmp_path: Path) -> Non
     """Install then uninstall leaves no file (and no folder) where there was none, and the
     user's bytes, comments included, where there was one."""
     from ssebench.agents import actions
-    from ssebench.agents.base import Env, Scope, Settings
+    from ssebench.agents.base import Env, Scope, ServerSettings
     from ssebench.agents.registry import CLIENTS
 
-    client, settings = CLIENTS[name], Settings()
+    client, settings = CLIENTS[name], ServerSettings()
     home = tmp_path / "home"
     home.mkdir()
-    env = Env(home=home, cwd=tmp_path, vars={"XDG_STATE_HOME": str(tmp_path / "state")}, platform="linux")
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env = Env(home=home, cwd=tmp_path, vars=state, platform="linux")
     path = actions.install(client, settings, Scope.USER, env).path
     assert path is not None and path.read_text() == actions.snippet(client, settings)
     actions.uninstall(client, settings, Scope.USER, env)

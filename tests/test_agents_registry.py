@@ -1,4 +1,5 @@
-"""The protocol's hooks: every bundled run recipe belongs to a registered client."""
+"""The protocols: every bundled agent is one module whose record holds its registered client;
+clients are rows of data or short modules, each class at most one project class deep."""
 
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from ssebench.agents.registry import AGENTS as RECIPE_AGENTS
 from ssebench.agents.registry import CLIENTS
 
 
-def test_every_recipe_has_a_client_and_the_hook_finds_it() -> None:
-    for name in RECIPE_AGENTS:
-        recipe = CLIENTS[name].recipe()
-        assert recipe is not None and recipe.agent == name
-    assert [c.name for c in CLIENTS.values() if c.recipe() is None] == [
+def test_every_agent_holds_its_registered_client() -> None:
+    for name, record in RECIPE_AGENTS.items():
+        assert record.client is CLIENTS[name] and record.name == name
+    assert [c.name for c in CLIENTS.values() if c.name not in RECIPE_AGENTS] == [
         "vscode",
         "cursor",
         "windsurf",
@@ -49,10 +49,10 @@ def test_timeouts_in_each_clients_unit() -> None:
         "amazonq": ("timeout", 3_600_000),
         "fx": ("operation_timeout_ms", 3_600_000),
     }
-    from ssebench.agents.base import Settings
+    from ssebench.agents.base import ServerSettings
 
     for client in CLIENTS.values():
-        entry = client.entry(Settings())
+        entry = client.entry(ServerSettings())
         if client.name in expected:
             key, value = expected[client.name]
             assert entry[key] == value
@@ -77,9 +77,10 @@ def test_paths_per_platform(tmp_path: Path) -> None:
     assert CLIENTS["goose"].config_path(Scope.USER, relative) == tmp_path / ".config" / "goose" / "config.yaml"
 
 
-def test_the_records_name_their_heavy_parts_lazily() -> None:
-    """Building every command's parser (argparse choices come from the records) imports no
-    recipe, converter, format editor or FastMCP: they load when a run needs them."""
+def test_building_the_parsers_imports_nothing_heavy() -> None:
+    """Building every command's parser (argparse choices come from the records, so every agent
+    module is imported) imports no format editor, file layer, preflight, dialog pipeline or
+    FastMCP: an agent's ``prepare`` imports the file layer when it runs."""
     import subprocess
     import sys
 
@@ -87,12 +88,12 @@ def test_the_records_name_their_heavy_parts_lazily() -> None:
     loaded = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout.split()
-    assert "ssebench.agents.registry" in loaded
+    assert "ssebench.agents.registry" in loaded and "ssebench.agents.nanocoder" in loaded
     heavy = [
         m
         for m in loaded
-        if m.startswith(("fastmcp", "ssebench.dialog.convert", "ssebench.agents.formats"))
-        or (m.endswith((".recipe", ".dialog")) and m != "ssebench.dialog")
+        if m.startswith(("fastmcp", "ssebench.dialog.convert", "ssebench.agents.formats", "ssebench.agents.files"))
+        or m in ("ssebench.agents.recipe", "ssebench.agents.actions", "ssebench.agents.installs")
     ]
     assert heavy == []
 
@@ -131,37 +132,37 @@ def test_home_variables_move_the_user_config(tmp_path: Path) -> None:
 
 
 def test_a_capped_timeout_is_cut_and_said() -> None:
-    from ssebench.agents.base import Settings
+    from ssebench.agents.base import ServerSettings
 
     roo = CLIENTS["roo-code"]
-    assert roo.entry(Settings(timeout=7200))["timeout"] == 3600
-    assert roo.entry(Settings(timeout=120))["timeout"] == 120
-    assert roo.notes(Settings(timeout=7200))[-1] == (
+    assert roo.entry(ServerSettings(timeout=7200))["timeout"] == 3600
+    assert roo.entry(ServerSettings(timeout=120))["timeout"] == 120
+    assert roo.notes(ServerSettings(timeout=7200))[-1] == (
         "Roo Code allows at most 3600 s per call, so 7200 s is written as 3600 s: "
         "a test_patch call that takes longer fails in Roo Code."
     )
-    assert len(roo.notes(Settings())) == 1
+    assert len(roo.notes(ServerSettings())) == 1
     fx = CLIENTS["fx"]  # fx reads operation_timeout_ms as a u32 (ms) and refuses the file above it
-    assert fx.entry(Settings(timeout=10**7))["operation_timeout_ms"] == 4_294_967_000 <= 2**32 - 1
-    assert fx.entry(Settings(timeout=4_294_967))["operation_timeout_ms"] == 4_294_967_000
+    assert fx.entry(ServerSettings(timeout=10**7))["operation_timeout_ms"] == 4_294_967_000 <= 2**32 - 1
+    assert fx.entry(ServerSettings(timeout=4_294_967))["operation_timeout_ms"] == 4_294_967_000
     kimi = CLIENTS["kimi-code"]  # Kimi Code's schema: toolTimeoutMs from 1 to 2147483647
-    assert kimi.entry(Settings(timeout=10**7))["toolTimeoutMs"] == 2_147_483_000 <= 2**31 - 1
-    assert kimi.entry(Settings())["toolTimeoutMs"] == 3_600_000
+    assert kimi.entry(ServerSettings(timeout=10**7))["toolTimeoutMs"] == 2_147_483_000 <= 2**31 - 1
+    assert kimi.entry(ServerSettings())["toolTimeoutMs"] == 3_600_000
 
 
 def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:
-    from ssebench.agents.base import Settings
+    from ssebench.agents.base import ServerSettings
 
-    desktop = CLIENTS["claude-desktop"].entry(Settings())
+    desktop = CLIENTS["claude-desktop"].entry(ServerSettings())
     for client in bridged.CLIENTS:  # the entry the e2e proves with a real call, plus a timeout key
-        assert {k: v for k, v in client.entry(Settings()).items() if k != client.timeout_key} == desktop
+        assert {k: v for k, v in client.entry(ServerSettings()).items() if k != client.timeout_key} == desktop
         assert client.bridged
-    assert CLIENTS["amazonq"].entry(Settings()) == {
+    assert CLIENTS["amazonq"].entry(ServerSettings()) == {
         "command": "npx",
         "args": ["-y", "mcp-remote", "http://localhost:3000/mcp"],
         "timeout": 3_600_000,
     }
-    remote = Settings(url="http://10.0.0.2:3000/mcp")
+    remote = ServerSettings(url="http://10.0.0.2:3000/mcp")
     assert CLIENTS["witsy"].entry(remote) == {
         "command": "npx",
         "args": ["-y", "mcp-remote", "http://10.0.0.2:3000/mcp", "--allow-http"],
@@ -169,9 +170,57 @@ def test_bridged_clients_run_mcp_remote_with_their_timeout() -> None:
     assert CLIENTS["witsy"].url_of(CLIENTS["witsy"].entry(remote)) == "http://10.0.0.2:3000/mcp"
     assert (
         CLIENTS["tome"]
-        .notes(Settings())[-1]
+        .notes(ServerSettings())[-1]
         .startswith(
             "Why a bridge: Tome starts only local (stdio) servers from its config, so the entry runs "
             "`npx -y mcp-remote URL`"
         )
     )
+
+
+def _classes_here() -> list[type]:
+    """Every class defined in a module of ssebench.agents or ssebench.dialog (all imported)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import ssebench.agents
+    import ssebench.dialog
+
+    found = []
+    for package in (ssebench.agents, ssebench.dialog):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            module = importlib.import_module(info.name)
+            found += [c for c in vars(module).values() if inspect.isclass(c) and c.__module__ == module.__name__]
+    return found
+
+
+def test_no_class_is_more_than_one_project_class_deep() -> None:
+    """Agents share by composition (agents/shared/), never by subclassing another agent's class."""
+    deep = {
+        f"{c.__module__}.{c.__qualname__}": [
+            b.__qualname__ for b in c.__mro__[1:] if b.__module__.startswith("ssebench")
+        ]
+        for c in _classes_here()
+    }
+    assert {name: bases for name, bases in deep.items() if len(bases) > 1} == {}
+    assert deep["ssebench.agents.shared.claude_stream.ClaudeStreamJson"] == ["StreamConverter"]
+    assert RECIPE_AGENTS["qwen"].reader is RECIPE_AGENTS["claude"].reader  # one parser, two names
+    assert RECIPE_AGENTS["kilo"].reader is RECIPE_AGENTS["opencode"].reader
+
+
+def test_class_names_here_are_used_nowhere_else() -> None:
+    """A class of agents/ or ssebench/dialog/ names one thing in ssebench/, server/ and agents/."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    defined: dict[str, list[str]] = {}
+    for folder in ("ssebench", "server", "agents"):
+        for path in (root / folder).rglob("*.py"):
+            if any((root / p).is_symlink() for p in path.relative_to(root).parents):
+                continue  # ssebench/agents, ssebench/server: the same files as agents/, server/
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    defined.setdefault(node.name, []).append(path.relative_to(root).as_posix())
+    ours = {c.__name__ for c in _classes_here()}
+    assert {name: where for name, where in defined.items() if name in ours and len(where) > 1} == {}

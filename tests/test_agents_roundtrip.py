@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from ssebench.agents import formats
-from ssebench.agents.base import Settings
+from ssebench.agents.base import ServerSettings
 from ssebench.agents.registry import CLIENTS
 
 JSON_FIXTURES = {
@@ -84,7 +84,7 @@ CASES = [
 
 
 def entry_for(client, name: str = "ssebench") -> tuple[tuple[str, ...], dict[str, Any]]:
-    s = Settings(name=name)
+    s = ServerSettings(name=name)
     return client.entry_path(s), client.entry(s)
 
 

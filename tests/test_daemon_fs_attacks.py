@@ -13,6 +13,7 @@ workspace faults. Real daemons on real sockets, a real bwrap sandbox, real git.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -529,10 +530,9 @@ def test_sigterm_during_a_big_snapshot_stops_without_finishing_it(tmp_path, daem
     caller = threading.Thread(target=lambda: _quiet(d.run), daemon=True)
     caller.start()
     deadline = time.monotonic() + 30
-    while not any(p.name.startswith(".tmp-") for p in blobs.iterdir()):
+    while _copied(blobs) < 16 << 20:  # well into the snapshot: 16 MiB of it copied
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    time.sleep(0.5)  # well into the snapshot
     start = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
     d.proc.wait(10)
@@ -540,6 +540,15 @@ def test_sigterm_during_a_big_snapshot_stops_without_finishing_it(tmp_path, daem
     assert took < 5.0, f"the daemon took {took:.2f} s to stop"
     assert d.proc.returncode == 0
     assert not any(p.name.startswith("ssebench-daemon-") for p in tmp.iterdir())
+
+
+def _copied(blobs: Path) -> int:
+    """Bytes the snapshot under way has written into the blob store so far."""
+    total = 0
+    for blob in blobs.iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a blob being renamed into place
+            total += blob.stat().st_size
+    return total
 
 
 def _quiet(func: Any) -> None:

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssebench.dialog.convert import CONVERTERS, DialogPipeline, StreamConverter, load_converter
+from ssebench.agents.usage import Usage, read_usage
+from ssebench.dialog.convert import CONVERTERS, DialogPipeline, load_converter
+from ssebench.dialog.stream import StreamConverter
 from ssebench.dialog.writer import DialogWriter
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
@@ -350,12 +352,38 @@ def test_noise_lines_are_skipped():
 
 
 def test_unknown_agent_is_refused_with_the_known_ones():
-    known = "claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder"
-    with pytest.raises(ValueError, match=f"no dialog converter for agent 'aider'; known: {known}"):
+    from ssebench.agents.registry import names
+
+    with pytest.raises(ValueError) as error:
         load_converter("aider")
-    assert set(CONVERTERS) == {
-        *("claude", "codex", "gemini", "opencode", "qwen", "continue", "kilo", "cline", "copilot", "nanocoder")
-    }
+    assert str(error.value) == f"no dialog converter for agent 'aider'; known: {', '.join(names())}"
+    assert list(CONVERTERS) == list(names()) and "nanocoder" in CONVERTERS
+
+
+USAGE = {  # what each CLI reported in its captured stream (agents/usage.py)
+    "claude": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0012000000000000001),
+    "codex": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
+    "gemini": Usage(input_tokens=300, output_tokens=30, cached_tokens=0, cost_usd=None),
+    "opencode": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0009),
+    "qwen": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
+    "continue": None,  # cn prints the answer only
+    "kilo": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0009),
+    "cline": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0),  # no price for the model
+    "copilot": None,  # its stream carries no token counts
+    "nanocoder": None,  # the scripted model sent no usage
+}
+
+
+@pytest.mark.parametrize("agent", sorted(USAGE))
+def test_the_usage_each_cli_reported(agent: str):
+    assert read_usage(agent, (STREAMS / f"{agent}.jsonl").read_text().splitlines(keepends=True)) == USAGE[agent]
+
+
+def test_every_agent_has_a_captured_stream():
+    """Each bundled agent's reader is proven on its real CLI's output (README.md beside them)."""
+    from ssebench.agents.registry import names
+
+    assert sorted(p.stem for p in STREAMS.glob("*.jsonl")) == sorted(names()) == sorted(USAGE)
 
 
 def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
@@ -376,8 +404,6 @@ def test_writer_refuses_an_existing_file_and_symlinks(tmp_path: Path):
 
 class Scripted(StreamConverter):
     """Passes pre-built dialog events through: lets hypothesis drive the pipeline."""
-
-    agent = "scripted"
 
     def feed(self, event: dict):
         return [event["emit"]]
@@ -400,7 +426,7 @@ _events = st.one_of(
 @given(st.lists(_events, max_size=25), st.booleans())
 def test_pipeline_invariants(script: list[dict], timed_out: bool):
     out = io.StringIO()
-    pipeline = DialogPipeline(DialogWriter(out), Scripted(), prompt="p")
+    pipeline = DialogPipeline(DialogWriter(out), Scripted("scripted"), prompt="p")
     for event in script:
         pipeline.feed_line(json.dumps({"emit": event}))
     pipeline.close(exit_code=0, timed_out=timed_out)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.container import docker, sidecar
-from ssebench.container.workspace import Workspace
+from ssebench.container.workspace import TaskCopies
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -110,7 +110,7 @@ def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: in
     monkeypatch.setattr(os, "getgid", lambda: uid)
     owners: list[tuple[str, int]] = []
     monkeypatch.setattr(docker, "chown_tree", lambda root, u, g: owners.append((root.name, u)))
-    space = Workspace(
+    space = TaskCopies(
         task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets", results=tmp_path / "private"
     )
     space.results.mkdir()

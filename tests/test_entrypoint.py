@@ -231,7 +231,7 @@ def test_an_unknown_sse_agent_stops_before_anything_starts(runner: Runner):
 def test_sse_agent_runs_the_recipe_setup_with_the_runs_variables(runner: Runner, tmp_path: Path):
     """What a Docker run of Cline needs: its provider (URL, key) written just before it starts,
     from the container's variables, over what the layer's build wrote without them."""
-    from ssebench.agents.cline.recipe import PROVIDERS_FILE
+    from ssebench.agents.cline import PROVIDERS_FILE
     from ssebench.agents.recipe import get_recipe
 
     home = tmp_path / "home"

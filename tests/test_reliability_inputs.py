@@ -870,7 +870,7 @@ FUZZ_FRAGMENTS = st.sampled_from(
 def test_fuzzed_configs_edit_cleanly_or_give_one_line(agent: str, install: bool, data) -> None:
     from ssebench.agents import actions, files, formats
     from ssebench.agents.base import Env, Scope
-    from ssebench.agents.base import Settings as ClientSettings
+    from ssebench.agents.base import ServerSettings as ClientSettings
     from ssebench.agents.registry import CLIENTS
 
     text = FUZZ_BASES[agent]
@@ -946,7 +946,7 @@ def test_a_yaml_mapping_used_as_a_key_is_one_line_and_nothing_written(tmp_path: 
     # Found by the fuzz above: ruamel.yaml raised TypeError (a mapping as a key is unhashable).
     from ssebench.agents import actions, files
     from ssebench.agents.base import Env, Scope
-    from ssebench.agents.base import Settings as ClientSettings
+    from ssebench.agents.base import ServerSettings as ClientSettings
     from ssebench.agents.registry import CLIENTS
 
     text = "? ensions:\n  ssebench:\n    uri: u\n  o:\n   ? a:led: true\nGOOSE: 1\n"

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -588,36 +589,60 @@ def test_nothing_of_a_check_reaches_a_later_check(task_factory, daemon_factory):
     _left_behind_ok(d.log(r["_run"], "functional"), mark)
 
 
-@pytest.mark.slow
-def test_nothing_of_a_check_reaches_another_daemons_check(task_factory, daemon_factory):
-    # Two daemons on one machine at once: A's build holds its /dev/shm file, /tmp file,
-    # abstract socket and a process while B's build looks for them.
+def _holding(daemon: Any, mark: str) -> int | None:
+    """The host pid of a daemon's ``leave.py`` once all it leaves is in place, seen from the
+    host through /proc: its sandbox's /dev/shm and /tmp files, the abstract socket in its
+    network namespace, its child in a session of its own; None before that."""
     import psutil
 
+    found: dict[int, int] = {}  # pid -> parent pid
+    for proc in psutil.Process(daemon.proc.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a zombie, or gone meanwhile
+            if proc.cmdline()[1:2] == ["leave.py"]:
+                found[proc.pid] = proc.ppid()
+    for child, parent in found.items():
+        if parent not in found:
+            continue
+        root = Path(f"/proc/{parent}/root")
+        try:
+            files = (root / "dev/shm" / mark).is_file() and (root / "tmp" / mark).is_file()
+            listening = f"@{mark}\n" in Path(f"/proc/{parent}/net/unix").read_text()
+            own_session = os.getsid(child) != os.getsid(parent)
+        except PermissionError:
+            pytest.skip("this host does not let the test look into a check's sandbox through /proc")
+        except OSError:
+            return None
+        if files and listening and own_session:
+            return parent
+    return None
+
+
+def _ended_by_stop(daemon: Any) -> None:
+    """A's run, which the test ends by stopping A (its stream then ends without a result)."""
+    with contextlib.suppress(Exception):
+        daemon.result()
+
+
+@pytest.mark.slow
+def test_nothing_of_a_check_reaches_another_daemons_check(task_factory, daemon_factory):
+    # Two daemons on one machine at once: while A's build holds its /dev/shm file, /tmp
+    # file, abstract socket and a setsid'd process, B's build looks for them.
     mark = "LEFT" + secrets.token_hex(6)
-    a = task_factory(build=f"python3 leave.py {mark} 30 8", functional=None, tree_files={"leave.py": LEAVE_BEHIND})
+    a = task_factory(build=f"python3 leave.py {mark} 300 300", functional=None, tree_files={"leave.py": LEAVE_BEHIND})
     b = make_task(
         a.dir.parent / "b", build=f"python3 look.py {mark}", functional=None, tree_files={"look.py": LOOK_FOR}
     )
     da = daemon_factory(a.file, difficulty="3")
     db = daemon_factory(b.file, difficulty="3")
-    started = threading.Thread(target=da.result, daemon=True)
-    started.start()
-
-    def holding() -> bool:
-        with contextlib.suppress(psutil.Error):
-            return any(
-                "leave.py" in " ".join(p.cmdline()) for p in psutil.Process(da.proc.pid).children(recursive=True)
-            )
-        return False
-
-    deadline = time.monotonic() + 30
-    while not holding() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)  # its socket is bound once it runs
+    threading.Thread(target=_ended_by_stop, args=(da,), daemon=True).start()
+    deadline = time.monotonic() + 60
+    while (holder := _holding(da, mark)) is None:
+        assert time.monotonic() < deadline, f"A's build never held all it leaves; stderr:\n{da.stderr()}"
+        time.sleep(0.05)
     r = db.result()
     _left_behind_ok(db.log(r["_run"], "build"), mark)
-    started.join(60)
+    assert _holding(da, mark) == holder  # A held them all the while B looked
+    assert da.stop() == 0  # ends A's run: its check and all it left are gone (stop checks)
 
 
 @pytest.mark.slow

@@ -12,12 +12,17 @@ import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 import httpx
+import mcp
 from fastmcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp_types import CallToolResult, Request, RequestParams, Result
+from pydantic import Field
 
 from ssebench.server.stack import Stack, running_stack
 
@@ -114,6 +119,7 @@ def serve_task(
     server_args: tuple[str, ...] = (),
     start_daemon: bool = True,
     log_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
     **task_kw: bool,
 ) -> Iterator[Served]:
     with tempfile.TemporaryDirectory(prefix="ssebench-test-") as tmp:
@@ -129,6 +135,7 @@ def serve_task(
             server_args=server_args,
             start_daemon=start_daemon,
             log_dir=log_dir,
+            env=None if env is None else {**os.environ, **env},
         ) as stack:
             served = Served(stack, task, root / "task" / "src", work)
             if log_dir is not None:
@@ -173,3 +180,97 @@ def post_mcp(url: str, headers: dict[str, str]) -> httpx.Response:
     }
     base = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     return httpx.post(url, json=body, headers={**base, **headers}, timeout=10)
+
+
+# -- a client of the tasks extension (SEP-2663), on the MCP SDK's client-extension API ------
+
+TASKS = "io.modelcontextprotocol/tasks"
+
+
+class TaskHandle(Result):
+    """``CreateTaskResult`` and ``tasks/get``'s answer: the task's wire fields."""
+
+    result_type: Literal["task", "complete"] = Field(alias="resultType")
+    task_id: str = Field(alias="taskId")
+    status: str
+    created_at: str = Field(alias="createdAt")
+    last_updated_at: str = Field(alias="lastUpdatedAt")
+    ttl_ms: int | None = Field(alias="ttlMs")
+    poll_interval_ms: int | None = Field(default=None, alias="pollIntervalMs")
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class CreatedTask(TaskHandle):
+    result_type: Literal["task"] = Field(alias="resultType")
+
+
+class TaskIdParams(RequestParams):
+    task_id: str = Field(alias="taskId")
+
+
+class GetTask(Request[TaskIdParams, Literal["tasks/get"]]):
+    name_param = "taskId"
+
+
+class CancelTask(Request[TaskIdParams, Literal["tasks/cancel"]]):
+    name_param = "taskId"
+
+
+async def get_task(session: mcp.ClientSession, task_id: str) -> TaskHandle:
+    request = GetTask(method="tasks/get", params=TaskIdParams(taskId=task_id))
+    return await session.send_request(request, TaskHandle)
+
+
+async def cancel_task(session: mcp.ClientSession, task_id: str) -> None:
+    await session.send_request(CancelTask(method="tasks/cancel", params=TaskIdParams(taskId=task_id)), Result)
+
+
+class TasksClient(ClientExtension):
+    """Opts every request in to tasks; a task answer is polled to its end, and every status
+    message seen on the way is kept in ``messages``."""
+
+    identifier = TASKS
+
+    def __init__(self, poll: float = 0.1) -> None:
+        self.poll = poll
+        self.created: list[CreatedTask] = []
+        self.messages: list[str] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=CreatedTask, resolve=self._resolve)]
+
+    async def _resolve(self, created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
+        self.created.append(created)
+        task = await wait_task(ctx.session, created.task_id, self.poll, self.messages)
+        if task.status != "completed" or task.result is None:
+            raise AssertionError(f"task ended {task.status}: {task.error}")
+        return CallToolResult.model_validate(task.result)
+
+
+async def wait_task(
+    session: mcp.ClientSession, task_id: str, poll: float, messages: list[str] | None = None, timeout: float = 120
+) -> TaskHandle:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        task = await get_task(session, task_id)
+        if messages is not None and task.status_message and (not messages or messages[-1] != task.status_message):
+            messages.append(task.status_message)
+        if task.status in ("completed", "failed", "cancelled"):
+            return task
+        await asyncio.sleep(poll)
+    raise AssertionError(f"task {task_id} still working after {timeout:g} s")
+
+
+def modern_client(url: str, *extensions: ClientExtension, headers: Mapping[str, str] | None = None) -> mcp.Client:
+    """An MCP SDK client on 2026-07-28 (no handshake), with these extensions."""
+    transport = url if headers is None else _with_headers(url, headers)
+    return mcp.Client(transport, mode="2026-07-28", extensions=list(extensions))
+
+
+def _with_headers(url: str, headers: Mapping[str, str]) -> Any:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=dict(headers), timeout=120))

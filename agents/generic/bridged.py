@@ -1,5 +1,6 @@
-"""Clients that start only local (stdio) servers from their config file (Smithery lists them
-with stdio transport only): the entry runs the ``mcp-remote`` bridge, as for Claude Desktop.
+"""Clients that start only local (stdio) servers from their config file: the entry runs the
+``mcp-remote`` bridge (``npx -y mcp-remote URL``) to reach the HTTP server. Claude Desktop, and
+the clients Smithery lists with stdio transport only.
 
 ``install`` writes the bridged entry: these clients have no other way to reach an HTTP server
 from their config, and the entry is the one their own docs give for a remote server. ``show``
@@ -8,23 +9,43 @@ says why, and what the bridge needs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
-from ssebench.agents.base import Settings, Unit
-from ssebench.agents.generic.claude_desktop import ClaudeDesktop
+from ssebench.agents.base import Client, ServerSettings, Unit
 
 UNKNOWN_LIMIT = "Its own limit for a call applies; ssebench found none documented."
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
 @dataclass(frozen=True)
-class Bridged(ClaudeDesktop):
-    """``npx -y mcp-remote URL`` as a stdio server, plus the client's timeout key if it has one."""
+class BridgedClient(Client):
+    """``npx -y mcp-remote URL`` as a stdio server, plus the client's timeout key if it has one;
+    ``why``: ``show`` and ``install`` explain the bridge (Claude Desktop's note says it itself)."""
 
-    def entry(self, settings: Settings) -> dict[str, Any]:
-        return self.with_timeout(super().entry(settings), settings)
+    bridged: ClassVar[bool] = True
+    why: bool = True
 
-    def notes(self, settings: Settings) -> list[str]:
+    def entry(self, settings: ServerSettings) -> dict[str, Any]:
+        args = ["-y", "mcp-remote", settings.url]
+        parts = urlsplit(settings.url)
+        if parts.scheme == "http" and parts.hostname not in _LOCAL_HOSTS:
+            args.append("--allow-http")  # mcp-remote refuses plain http beyond localhost otherwise
+        return self.with_timeout({"command": "npx", "args": args}, settings)
+
+    def url_of(self, entry: Mapping[str, Any]) -> str | None:
+        args = entry.get("args")
+        if isinstance(args, list):
+            for arg in args:
+                if isinstance(arg, str) and arg.startswith(("http://", "https://")):
+                    return arg
+        return super().url_of(entry)
+
+    def notes(self, settings: ServerSettings) -> list[str]:
+        if not self.why:
+            return super().notes(settings)
         return [
             *super().notes(settings),
             f"Why a bridge: {self.title} starts only local (stdio) servers from its config, so the entry runs "
@@ -34,8 +55,22 @@ class Bridged(ClaudeDesktop):
         ]
 
 
+CLAUDE_DESKTOP = BridgedClient(
+    name="claude-desktop",
+    title="Claude Desktop",
+    format="json",
+    container=("mcpServers",),
+    user_path="{app}/Claude/claude_desktop_config.json",
+    timeout_behaviour=(
+        "Public reports say Claude Desktop drops a tool result after about 60 s, so a longer "
+        "test_patch call may fail there."
+    ),
+    extra_notes=("The entry runs `npx -y mcp-remote URL`: Node.js must be installed.",),
+    why=False,
+)
+
 CLIENTS = (
-    Bridged(
+    BridgedClient(
         name="witsy",
         title="Witsy",
         format="json",
@@ -43,7 +78,7 @@ CLIENTS = (
         user_path="{app}/Witsy/settings.json",
         timeout_behaviour=UNKNOWN_LIMIT,
     ),
-    Bridged(
+    BridgedClient(
         name="enconvo",
         title="Enconvo",
         format="json",
@@ -51,7 +86,7 @@ CLIENTS = (
         user_path=".config/enconvo/mcp_config.json",
         timeout_behaviour=UNKNOWN_LIMIT,
     ),
-    Bridged(
+    BridgedClient(
         name="boltai",
         title="BoltAI",
         format="json",
@@ -59,7 +94,7 @@ CLIENTS = (
         user_path=".boltai/mcp.json",
         timeout_behaviour=UNKNOWN_LIMIT,
     ),
-    Bridged(
+    BridgedClient(
         name="amazon-bedrock",
         title="Amazon Bedrock Client",
         format="json",
@@ -67,7 +102,7 @@ CLIENTS = (
         user_path="Amazon Bedrock Client/mcp_config.json",
         timeout_behaviour=UNKNOWN_LIMIT,
     ),
-    Bridged(
+    BridgedClient(
         name="amazonq",
         title="Amazon Q Developer CLI",
         format="json",
@@ -79,7 +114,7 @@ CLIENTS = (
         # no binaries: `q` is many tools' name; ~/.aws/amazonq says Amazon Q is here
         extra_notes=("Amazon Q Developer CLI is now Kiro CLI: `ssebench agents install kiro` writes its file.",),
     ),
-    Bridged(
+    BridgedClient(
         name="tome",
         title="Tome",
         format="json",

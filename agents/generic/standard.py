@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ssebench.agents.base import Client, Settings
+from ssebench.agents.base import Client, ServerSettings
 
 
 @dataclass(frozen=True)
 class Standard(Client):
-    def entry(self, settings: Settings) -> dict[str, Any]:
+    def entry(self, settings: ServerSettings) -> dict[str, Any]:
         return {"type": "http", "url": settings.url}
 
-    def notes(self, settings: Settings) -> list[str]:
+    def notes(self, settings: ServerSettings) -> list[str]:
         return [
             "There is no standard timeout key: set your client's tool-call timeout to at least "
             f"{settings.timeout} s (a test_patch call is a whole build and test cycle). The server "

@@ -1,18 +1,21 @@
 """Clients whose entry is a fixed shape with the URL in it: one table row each.
 
-``shape`` lists the entry's keys in order; the value ``URL`` is replaced by the server's URL.
+``shape`` lists the entry's keys in order; the value ``URL`` is replaced by the server's URL,
+``NAME`` by its name.
 Adding such a client is adding a row here (see docs/adding-an-agent.md).
 """
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.base import Client, Env, Scope, Settings
+from ssebench.agents.base import Client, Env, Scope, ServerSettings, Unit
 
 URL = "{url}"
+NAME = "{name}"
 
 
 @dataclass(frozen=True)
@@ -25,8 +28,11 @@ class TableClient(Client):
     home_var: tuple[str, str] | None = None
     max_timeout: int | None = None
 
-    def entry(self, settings: Settings) -> dict[str, Any]:
-        entry = {key: settings.url if value == URL else value for key, value in self.shape}
+    def entry(self, settings: ServerSettings) -> dict[str, Any]:
+        fill = {URL: settings.url, NAME: settings.name}
+        entry = {
+            key: fill.get(value, value) if isinstance(value, str) else deepcopy(value) for key, value in self.shape
+        }
         return self.with_timeout(entry, settings)
 
     def config_path(self, scope: Scope, env: Env) -> Path | None:
@@ -49,7 +55,7 @@ class TableClient(Client):
             seconds = min(seconds, self.max_timeout)
         return super().timeout_value(seconds)
 
-    def notes(self, settings: Settings) -> list[str]:
+    def notes(self, settings: ServerSettings) -> list[str]:
         notes = super().notes(settings)
         if self.max_timeout is not None and settings.timeout > self.max_timeout:
             notes.append(
@@ -100,4 +106,26 @@ CLIENTS = (
         binaries=("windsurf",),
         extra_notes=("Windsurf reads a remote server's address from serverUrl (url does not connect).",),
     ),
+)
+
+GOOSE = TableClient(
+    name="goose",
+    title="Goose",
+    format="yaml",
+    container=("extensions",),
+    user_path="{xdg}/goose/config.yaml",
+    shape=(
+        ("enabled", True),
+        ("type", "streamable_http"),
+        ("name", NAME),
+        ("description", "ssebench test_patch: build and test the task's source tree"),
+        ("uri", URL),
+        ("envs", {}),
+        ("env_keys", []),
+        ("headers", {}),
+    ),
+    timeout_key="timeout",
+    timeout_unit=Unit.SECONDS,
+    timeout_behaviour="Goose's default for an extension is 300 s.",
+    binaries=("goose",),
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ssebench.agents.base import Client, Settings, Unit
+from ssebench.agents.base import Client, ServerSettings, Unit
 
 ZED_MAX_TIMEOUT = 600  # Zed clamps a context server's timeout to 10 minutes
 
@@ -16,10 +16,10 @@ class Zed(Client):
     def timeout_value(self, seconds: int) -> int:
         return min(seconds, ZED_MAX_TIMEOUT)
 
-    def entry(self, settings: Settings) -> dict[str, Any]:
+    def entry(self, settings: ServerSettings) -> dict[str, Any]:
         return self.with_timeout({"url": settings.url}, settings)
 
-    def notes(self, settings: Settings) -> list[str]:
+    def notes(self, settings: ServerSettings) -> list[str]:
         notes = super().notes(settings)
         if settings.timeout > ZED_MAX_TIMEOUT:
             notes.append(

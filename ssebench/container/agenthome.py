@@ -37,21 +37,15 @@ def home_env(home: Path) -> dict[str, str]:
 
 
 def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
-    """Register the server at *url* with AGENT in the private HOME of *env* (what
-    ``ssebench agents install AGENT --url URL`` does, in-process); *log* says what was written."""
-    from ssebench.agents import actions, files
-    from ssebench.agents.base import Env, Scope, Settings
-    from ssebench.agents.registry import get
+    """Register the server at *url* with AGENT in the private HOME of *env*, as ``ssebench
+    agents install AGENT --url URL`` does (agents/actions.py, in-process); *log* gets the
+    lines that command prints and the diff of what it wrote."""
+    from ssebench.agents.actions import EntryError, install_entry
 
-    client = get(agent)
-    home = Path(env["HOME"])
     try:
-        outcome = actions.install(client, Settings(url=url), Scope.USER, Env(home, home, env))
-    except (actions.UsageError, files.ConfigError, OSError) as exc:
+        edit = install_entry(agent, url, env)
+    except EntryError as exc:
         log.write_text(f"{exc}\n", encoding="utf-8")
         raise RuntimeError(f"ssebench agents install {agent} failed: {exc}") from None
-    where = f"{outcome.path} ({client.title}, {outcome.scope.value} scope)"
-    lines = [f"Registered {outcome.settings.name} at {url} in {where}."]
-    lines += [f"Note: {note}" for note in outcome.notes]
-    diff = outcome.change.diff() if outcome.change else ""
-    log.write_text("\n".join(lines) + "\n" + diff, encoding="utf-8")
+    diff = edit.change.diff() if edit.change else ""
+    log.write_text("\n".join(edit.lines()) + "\n" + diff, encoding="utf-8")

@@ -38,7 +38,7 @@ from ssebench.container.dockerfile import (
 from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir
 from ssebench.container.images import build_agent_image, build_task_image
 from ssebench.container.sidecar import chown_tree, daemon_user, run_with_sidecar, sandbox_options
-from ssebench.container.workspace import Workspace, workspace
+from ssebench.container.workspace import TaskCopies, workspace
 from ssebench.resources import script
 from ssebench.runrecord import Grading, RunResult, RunSpec
 from ssebench.settings import DEFAULT_MCP_PORT
@@ -329,7 +329,7 @@ def _load_task(task: Any) -> Any:
         raise DockerRunError(str(error)) from None
 
 
-def _run_one_container(engine: DockerEngine, space: Workspace, plan: DockerPlan, *, image: str, log_path: Path) -> int:
+def _run_one_container(engine: DockerEngine, space: TaskCopies, plan: DockerPlan, *, image: str, log_path: Path) -> int:
     """Agent, daemon and checks in one container with the whole task at /task (this layout
     hides nothing from the agent). bwrap needs an unmasked /proc here as in the sidecar,
     which leaves /proc/sys writable; so the whole container runs as :func:`daemon_user`,

@@ -19,7 +19,7 @@ from ssebench import runrecord
 from ssebench.container import results as record
 from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
 from ssebench.container.engine import DockerEngine, DockerRunError
-from ssebench.container.workspace import Workspace
+from ssebench.container.workspace import TaskCopies
 from ssebench.daemon.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
 from ssebench.runrecord import Grading
 from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
@@ -60,7 +60,7 @@ WORKSPACE_MOUNT = ("--mount", "type=volume,dst=/tmp")
 
 def run_with_sidecar(
     engine: DockerEngine,
-    space: Workspace,
+    space: TaskCopies,
     *,
     task_image: str,
     image: str,
@@ -117,7 +117,7 @@ def run_with_sidecar(
 
 def _start_sidecar(
     engine: DockerEngine,
-    space: Workspace,
+    space: TaskCopies,
     name: str,
     socket: str,
     image: str,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
-class Workspace:
+class TaskCopies:
     task: Path  # a full copy of the task folder (hidden parts included)
     tree: Path  # a copy of the task's source: the agent's tree in sidecar mode
     sockets: Path  # shared by the sidecar (daemon socket) and the agent container
@@ -23,11 +23,11 @@ class Workspace:
 
 
 @contextmanager
-def workspace(task_dir: Path, source: Path) -> Iterator[Workspace]:
+def workspace(task_dir: Path, source: Path) -> Iterator[TaskCopies]:
     """Private copies for the containers to change, removed afterwards."""
     holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
     try:
-        space = Workspace(
+        space = TaskCopies(
             task=holder / "task", tree=holder / "tree", sockets=holder / "sockets", results=holder / "results"
         )
         shutil.copytree(task_dir, space.task, symlinks=True)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import traceback
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import anyio
 from starlette.applications import Starlette
@@ -26,9 +27,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ssebench import __version__
-from ssebench.checks import CHECK_ORDER, Check, task_checks
-from ssebench.contract import Error, Queued, QueueHeartbeat, Started
-from ssebench.daemon.runner import DISK_FULL, Run, RunError, Runner
+from ssebench.checks import CHECK_ORDER, KINDS, Check, task_checks
+from ssebench.contract import CheckFinished, Error, Queued, QueueHeartbeat, Result, Started, to_line
+from ssebench.daemon.runner import Runner
+from ssebench.daemon.runtypes import DISK_FULL, CallRun, RunError
 from ssebench.difficulty import Level
 
 MAX_BODY = 64 * 1024
@@ -81,10 +83,6 @@ class _ClosingStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self._on_close()
-
-
-def _line(event: dict[str, Any]) -> bytes:
-    return (json.dumps(event, separators=(", ", ": ")) + "\n").encode()
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes | None:
@@ -160,7 +158,7 @@ class _Api:
             "checks": [c.value for c in level.allowed if c in self.has],
             "withheld": [c.value for c in level.withheld],
         }
-        if level.allows(Check.POCS):
+        if any(level.allows(kind.check) for kind in KINDS if kind.counted):
             view["poc_count"] = task.poc_count
         return JSONResponse(view)
 
@@ -199,8 +197,8 @@ class _Api:
         if isinstance(checks, Response):
             return checks
         ticket = self.queue.join()
-        prepared: list[Run] = []
-        executed: list[Run] = []
+        prepared: list[CallRun] = []
+        executed: list[CallRun] = []
 
         def close() -> None:
             self.queue.leave(ticket)
@@ -210,34 +208,33 @@ class _Api:
         return _ClosingStream(self._events(ticket, checks, prepared, executed), close)
 
     async def _events(
-        self, ticket: asyncio.Future[None], checks: list[Check], prepared: list[Run], executed: list[Run]
+        self, ticket: asyncio.Future[None], checks: list[Check], prepared: list[CallRun], executed: list[CallRun]
     ) -> AsyncIterator[bytes]:
-        """The NDJSON lines of one run; a failure of the run itself ends it with ``error``."""
+        """The NDJSON lines of one run (the runner's typed events, written here and nowhere
+        else); a failure of the run itself ends it with ``error``."""
         runner = self.runner
         try:
             # The tree is read now, at the moment of the request, even if the run
             # waits: the first line tells the client that this has happened.
             prepared.append(await runner.prepare())
             if (ahead := self.queue.ahead(ticket)) > 0:
-                yield _line(Queued(ahead).to_json())
+                yield to_line(Queued(ahead))
             while not ticket.done():
                 try:
                     await asyncio.wait_for(asyncio.shield(ticket), runner.heartbeat)
                 except TimeoutError:
-                    yield _line(QueueHeartbeat(self.queue.ahead(ticket)).to_json())
+                    yield to_line(QueueHeartbeat(self.queue.ahead(ticket)))
             run = prepared[0]
             executed.append(run)
-            yield _line(Started(run.id, self.level.number).to_json())
-            # execute() is an async generator, annotated AsyncIterator in runner.py (follow-up there)
-            events = cast(AsyncGenerator[dict[str, Any], None], runner.execute(run, checks))
-            async with contextlib.aclosing(events) as stream:
+            yield to_line(Started(run.id, self.level.number))
+            async with contextlib.aclosing(runner.execute(run, checks)) as stream:
                 async for event in stream:
-                    if event["event"] in ("check_finished", "result") and runner.low_on_space():
+                    if isinstance(event, CheckFinished | Result) and runner.low_on_space():
                         # The check may have failed for want of space: not the patch's fault.
                         raise RunError(DISK_FULL)
-                    if event["event"] == "result":
-                        event["difficulty"] = self.level.number
-                    yield _line(event)
+                    if isinstance(event, Result):
+                        event = dataclasses.replace(event, difficulty=self.level.number)
+                    yield to_line(event)
             return
         except RunError as exc:
             failure = str(exc)
@@ -249,7 +246,7 @@ class _Api:
             # while this request holds the queue may the run being built be touched.
             print(f"ssebench daemon: {failure}; the disk is full, freeing it", file=sys.stderr)
             await runner.reclaim(executed[0] if executed else None, exclusive=ticket.done())
-        yield _line(Error(failure).to_json())
+        yield to_line(Error(failure))
 
     async def run_log(self, request: Request) -> Response:
         name = request.path_params["check"]

@@ -1,32 +1,57 @@
-"""The runner's build engine: the build in the one build mirror, incrementally where
+"""The build engine: the build in the one build mirror, incrementally where
 buildgraph.py shows the answer is a clean build's, else clean; traced, verified, and
-once more clean when an incremental build failed or may differ from a clean one."""
+once more clean when an incremental build failed or may differ from a clean one.
+
+Its state is its own (is strace usable, the mirror's build graph, what the last build
+was); the mirror and the fixed tree path are the workspace's, the processes the check
+executor's."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import shutil
 import sys
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from pathlib import Path
 
-from ssebench.checks import Check, State
+from ssebench.checks import State
+from ssebench.contract import CheckHeartbeat
 from ssebench.daemon import buildgraph, tracefile
-from ssebench.daemon.checkproc import CheckProcesses
+from ssebench.daemon.checkproc import CheckExecutor
 from ssebench.daemon.mirror import fs_now
-from ssebench.daemon.runtypes import CheckRun, Run, RunError
+from ssebench.daemon.runtypes import CallRun, CheckRun, DaemonContext, RunError
 from ssebench.daemon.sandbox import TREE_PATH, TreeView
-from ssebench.daemon.sandbox_setup import overlay_supported, run_sandboxed
+from ssebench.daemon.sandbox_setup import run_sandboxed
+from ssebench.daemon.workdirs import Workspace
 from ssebench.daemon.workspace import Snapshot
 
 
-class BuildEngine(CheckProcesses):
-    """Builds in the mirror (the runner's build layer)."""
+class BuildEngine:
+    """Builds in the workspace's mirror, through the check executor."""
 
-    async def _build(self, run: Run, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
+    def __init__(self, ctx: DaemonContext, workspace: Workspace, executor: CheckExecutor, *, trace: bool) -> None:
+        self.ctx = ctx
+        self.workspace = workspace
+        self.mirror = workspace.mirror
+        self.executor = executor
+        self.trace = trace
+        self._strace: str | None = None  # is strace usable: probed once, at the first build
+        self._strace_probed = False
+        self.tracing = "not probed yet"  # what /health shows
+        self._graph: buildgraph.Graph | None = None
+        self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
+        self.build_counts: collections.Counter[str] = collections.Counter()
+        self.last_record: tracefile.Record | None = None  # the last build's (tests, benchmarks)
+
+    @property
+    def tree_path(self) -> Path:
+        return self.ctx.tree_path
+
+    async def build(self, run: CallRun, result: CheckRun) -> AsyncIterator[CheckHeartbeat]:
         """Build in the mirror: incrementally where the build engine (buildgraph.py) can
         show the answer is a clean build's, else clean (a fresh mirror, agent's mtimes).
 
@@ -39,10 +64,8 @@ class BuildEngine(CheckProcesses):
         assert run.snapshot is not None
         snapshot = run.snapshot
         ended = False
-        if self._overlay is None:  # probe while the build runs, not when the first view is due
-            self._overlay = asyncio.get_running_loop().run_in_executor(
-                None, overlay_supported, self.mirror.path.parent, self.sandbox
-            )
+        if self.mirror.manifest is None:  # a mirror made again (or invalidated): no graph of it
+            self._graph = None
         try:
             await self._tracer()
             incremental, changed = await self._to_mirror(snapshot)
@@ -52,7 +75,7 @@ class BuildEngine(CheckProcesses):
             async for event in self._traced(run, result, records):
                 yield event
             retry = None
-            if incremental and not result.timed_out and not self._closing:
+            if incremental and not result.timed_out and not self.ctx.closing:
                 retry = (
                     "the incremental build failed"
                     if result.state != State.PASSED
@@ -72,9 +95,6 @@ class BuildEngine(CheckProcesses):
                     yield event
             self._remember(incremental, result, records[-1])
             ended = not result.timed_out
-            # The probe's bwrap must be gone before the run ends: the sweep after a run
-            # kills every child the daemon did not start through procs.
-            await asyncio.shield(self._overlay)
         finally:
             if not ended:
                 self.mirror.invalidate()
@@ -84,15 +104,15 @@ class BuildEngine(CheckProcesses):
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
 
     async def _rebuild(
-        self, run: Run, result: CheckRun, records: list[tracefile.Record], snapshot: Snapshot, *, traced: bool
-    ) -> AsyncIterator[dict[str, Any]]:
+        self, run: CallRun, result: CheckRun, records: list[tracefile.Record], snapshot: Snapshot, *, traced: bool
+    ) -> AsyncIterator[CheckHeartbeat]:
         """The build once more, clean: a fresh mirror; its log is the log, nothing added
         (the task format defines a check's log as its output; the agent is not told
         about the retry: it changes nothing about what the result means)."""
         self._mirror_out()
         try:
             await asyncio.to_thread(self.mirror.fresh, snapshot)
-            await asyncio.to_thread(self.sandbox.give, self.mirror.path)
+            await asyncio.to_thread(self.ctx.sandbox.give, self.mirror.path)
         except OSError as exc:
             raise RunError(f"could not copy the source tree: {exc}") from None
         self._mirror_in()
@@ -122,12 +142,13 @@ class BuildEngine(CheckProcesses):
         folder = self.mirror.path.parent / ".trace-probe-tree"
         folder.mkdir(mode=0o700, exist_ok=True)
         try:
-            self.sandbox.give(folder)
+            sandbox = self.ctx.sandbox
+            sandbox.give(folder)
             self._strace, self.tracing = await asyncio.to_thread(
                 tracefile.probe,
-                lambda argv, fds: run_sandboxed(self.sandbox, argv, TreeView.bind(folder), timeout=60, pass_fds=fds),
+                lambda argv, fds: run_sandboxed(sandbox, argv, TreeView.bind(folder), timeout=60, pass_fds=fds),
                 self.mirror.path.parent,
-                self.sandbox.check_user,
+                sandbox.check_user,
             )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
@@ -155,11 +176,11 @@ class BuildEngine(CheckProcesses):
                 why = "no room for fresh mtimes" if stamps is None else None
             if why is None and stamps is not None:
                 if self.mirror.update(snapshot, stamps)[0]:
-                    self.sandbox.give(self.mirror.path)
+                    self.ctx.sandbox.give(self.mirror.path)
                     return None, changed
                 why = "the mirror could not be updated"
             self.mirror.fresh(snapshot)
-            self.sandbox.give(self.mirror.path)
+            self.ctx.sandbox.give(self.mirror.path)
             return why, set()
 
         try:
@@ -170,24 +191,40 @@ class BuildEngine(CheckProcesses):
         return why is None, changed
 
     async def _traced(
-        self, run: Run, result: CheckRun, records: list[tracefile.Record], *, append: bool = False, traced: bool = True
-    ) -> AsyncIterator[dict[str, Any]]:
+        self,
+        run: CallRun,
+        result: CheckRun,
+        records: list[tracefile.Record],
+        *,
+        append: bool = False,
+        traced: bool = True,
+    ) -> AsyncIterator[CheckHeartbeat]:
         """The build command, traced (when tracing works); its record goes to *records*."""
-        if self._strace is None or not traced:
-            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append):
+        command = self.ctx.task.build
+        strace = self._strace
+        if strace is None or not traced:
+            async for event in self.executor.run_check(run, result, command, self.tree_path, append=append):
                 yield event
             records.append(tracefile.Record(complete=False, problem="not traced"))
             return
         trace = run.dir / "build.trace"
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            if self.sandbox.check_user is not None:  # strace, as the check's uid, reopens it
-                os.fchown(fd, *self.sandbox.check_user)
-            async for event in self._check(run, Check.BUILD, self.tree_path, result, append=append, trace_fd=fd):
+            if self.ctx.sandbox.check_user is not None:  # strace, as the check's uid, reopens it
+                os.fchown(fd, *self.ctx.sandbox.check_user)
+            async for event in self.executor.run_check(
+                run,
+                result,
+                command,
+                self.tree_path,
+                append=append,
+                wrap=lambda argv: tracefile.command(strace, argv, fd),
+                pass_fds=(fd,),
+            ):
                 yield event
         finally:
             os.close(fd)
-        tree = TREE_PATH if self.sandbox.enabled else os.path.realpath(self.tree_path)
+        tree = TREE_PATH if self.ctx.sandbox.enabled else os.path.realpath(self.tree_path)
         try:
             records.append(await asyncio.to_thread(tracefile.parse_trace, trace, tree, tree))
         finally:
@@ -221,19 +258,10 @@ class BuildEngine(CheckProcesses):
 
     def _mirror_in(self) -> None:
         """Move the mirror to the fixed tree path for a build."""
-        self._discard_view()
+        self.workspace.discard_view()
         os.rename(self.mirror.path, self.tree_path)
 
     def _mirror_out(self) -> None:
         """Move the mirror back to where it waits between builds (no-op if it is there)."""
         if self.tree_path.is_dir() and not self.mirror.path.exists():
             os.rename(self.tree_path, self.mirror.path)
-
-    async def _overlays(self) -> bool:
-        """Are views copy-on-write overlays? Probed once (sandboxes only; not where the
-        workspace is itself on overlayfs, as in Docker); else views are copies."""
-        if self._overlay is None:
-            self._overlay = asyncio.get_running_loop().run_in_executor(
-                None, overlay_supported, self.mirror.path.parent, self.sandbox
-            )
-        return await asyncio.shield(self._overlay)

@@ -1,187 +1,141 @@
-"""One check's processes: its command (a PoC, git apply of the intent diff) in the
-sandbox, supervised to the end with heartbeats, limits, timeout and the sweep after."""
+"""The check executor: one process of a check (its command, a PoC, ``git apply`` of the
+intent diff) in the sandbox and within the limits, supervised to the end with heartbeats,
+a timeout and the sweep after; and the daemon's own processes (``cp``) as they are.
+
+It knows nothing of check kinds: the steps (steps.py) and the build engine (build.py)
+say what to run, in which tree, with which extra files and environment.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
 import subprocess
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ssebench.checks import Check, State
 from ssebench.contract import CheckHeartbeat
-from ssebench.daemon import procs, tracefile
-from ssebench.daemon.housekeeping import Housekeeping
+from ssebench.daemon import procs
 from ssebench.daemon.limits import Guard, limit_note
 from ssebench.daemon.logs import CheckLog, note
-from ssebench.daemon.runtypes import CheckRun, Outcome, Run, RunError
-from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, Launch, TreeView
+from ssebench.daemon.runtypes import CallRun, CheckRun, DaemonContext, ProcessEnd, RunError
+from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, LaunchFds, TreeView
 from ssebench.task import Command
 
 
-class CheckProcesses(Housekeeping):
-    """Runs a check's processes (the runner's middle layer)."""
+class CheckExecutor:
+    """Runs the processes of checks for one daemon; kills them all at shutdown."""
 
-    async def _check(
+    def __init__(self, ctx: DaemonContext) -> None:
+        self.ctx = ctx
+        self._running: set[subprocess.Popen[bytes]] = set()
+
+    def kill_all(self) -> None:
+        """Shutdown: kill the running command's group (``ctx.closing`` is set: nothing new starts)."""
+        for proc in list(self._running):
+            procs.kill_group(proc.pid)
+
+    @staticmethod
+    def log(run: CallRun, name: str) -> CheckLog:
+        """The log files *name* (``build``, ``poc-1``, ...) of *run*."""
+        return CheckLog(run.dir / "logs" / f"{name}.out", run.dir / "logs" / f"{name}.err")
+
+    async def run_check(
         self,
-        run: Run,
-        check: Check,
-        tree: Path | TreeView,
+        run: CallRun,
         result: CheckRun,
+        command: Command,
+        tree: Path | TreeView,
         *,
         append: bool = False,
-        trace_fd: int | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        log = CheckLog(run.dir / "logs" / f"{check.value}.out", run.dir / "logs" / f"{check.value}.err")
+        files: Mapping[str, Path] | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> AsyncIterator[CheckHeartbeat]:
+        """Run *result*'s check as one *command* in *tree*, into the check's log; *result*
+        says how it ended (passed, failed, timed out)."""
+        log = self.log(run, result.check.value)
         result.log = log
-        if check is Check.BUILD:
-            command = self.task.build
-        elif check is Check.FUNCTIONAL:
-            assert self.task.functional is not None
-            command = self.task.functional
-        else:
-            assert self.task.intent is not None
-            command = self.task.intent.command
-            if not await self._apply_intent(tree, log):
-                result.state = State.FAILED
-                return
-        outcome = Outcome()
-        async for event in self._command(
-            check, command, tree, log, outcome, append=append or check is Check.INTENT, trace_fd=trace_fd
+        end = ProcessEnd()
+        async for event in self.command(
+            result.check, command, tree, log, end, append=append, files=files, wrap=wrap, pass_fds=pass_fds
         ):
             yield event
-        result.state = State.PASSED if outcome.ok else State.FAILED
-        result.timed_out = outcome.timed_out
+        result.state = State.PASSED if end.ok else State.FAILED
+        result.timed_out = end.timed_out
 
-    async def _pocs(self, run: Run, tree: Path | TreeView, result: CheckRun) -> AsyncIterator[dict[str, Any]]:
-        pocs = self.task.pocs
-        result.pocs_total = len(pocs.files) if pocs else 0
-        result.pocs_passed = 0
-        if pocs is None or not pocs.files:
-            result.state = State.PASSED
-            return
-        for index, poc in enumerate(pocs.files, start=1):
-            log = CheckLog(run.dir / "logs" / f"poc-{index}.out", run.dir / "logs" / f"poc-{index}.err")
-            result.log = log
-            outcome = Outcome()
-            async for event in self._command(Check.POCS, pocs.command, tree, log, outcome, poc=poc):
-                yield event
-            if not outcome.ok:
-                result.state = State.FAILED
-                result.timed_out = outcome.timed_out
-                return
-            result.pocs_passed = index
-        result.state = State.PASSED
-
-    async def _apply_intent(self, tree: Path | TreeView, log: CheckLog) -> bool:
-        """``git apply -p1`` the intent diff; git's own output is the log when it fails.
-
-        git runs in the check's sandbox (the tree may carry a hostile ``.git/config``)
-        and reads the diff from a pipe, so the diff is never visible as a file.
-        """
-        assert self.task.intent is not None
-        view = _view(tree)
-        env = self._env(view.lower)
-        # Never let git find a repository above the copy (it would apply relative to it).
-        env["GIT_CEILING_DIRECTORIES"] = str(Path(env["SSE_TREE"]).parent)
-        outcome = Outcome()
-        diff = await asyncio.to_thread(self.task.intent.diff.read_bytes)
-        argv = ["git", "apply", "-p1", "-"]
-        async for _ in self._supervise(
-            Check.INTENT,
-            argv,
-            view.lower,
-            env,
-            log,
-            outcome,
-            timeout=None,
-            view=view,
-            stdin_data=diff,
-            network=self.task.intent.command.network,
-            files=self._extras(Check.INTENT),
-        ):
-            pass
-        return outcome.ok
-
-    async def _command(
+    async def command(
         self,
         check: Check,
         command: Command,
         tree: Path | TreeView,
         log: CheckLog,
-        outcome: Outcome,
+        end: ProcessEnd,
         *,
-        poc: Path | None = None,
         append: bool = False,
-        trace_fd: int | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write);
-        with *trace_fd*, under strace (in the sandbox) writing the trace to that fd."""
-        view = _view(tree)
-        env = self._env(view.lower)
-        files = self._extras(check)
-        if poc is not None:
-            env["SSE_POC"] = self.sandbox.poc(self.task.dir, poc)
-            if self.sandbox.enabled:  # the one PoC being run, as a file (bound through any symlink)
-                files[env["SSE_POC"]] = Path(os.path.realpath(poc))
+        files: Mapping[str, Path] | None = None,
+        env: Mapping[str, str] | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> AsyncIterator[CheckHeartbeat]:
+        """Run a check's command in the sandbox, in *tree* (a host folder: bound read-write),
+        with the extra read-only *files* and variables *env*; *wrap* turns the argv into the
+        one to start (the build's strace), *pass_fds* reach it."""
+        view = as_view(tree)
+        full_env = self.env(view.lower)
+        full_env.update(env or {})
         argv = ["bash", "-c", command.run]
-        if trace_fd is not None and self._strace is not None:
-            argv = tracefile.command(self._strace, argv, trace_fd)
-        async for event in self._supervise(
+        if wrap is not None:
+            argv = wrap(argv)
+        async for event in self.supervise(
             check,
             argv,
             view.lower,
-            env,
+            full_env,
             log,
-            outcome,
+            end,
             timeout=command.timeout,
             append=append,
             view=view,
-            files=files,
+            files=dict(files or {}),
             network=command.network,
-            pass_fds=() if trace_fd is None else (trace_fd,),
+            pass_fds=pass_fds,
         ):
             yield event
-        if outcome.timed_out:
+        if end.timed_out:
             note(
                 log,
                 f"[ssebench] timed out after {command.timeout:g} s: the command and "
                 "every process it started were killed.\n",
             )
-        elif outcome.limit is not None:
-            note(log, limit_note(outcome.limit, self.limits))
+        elif end.limit is not None:
+            note(log, limit_note(end.limit, self.ctx.limits))
 
-    def _extras(self, check: Check) -> dict[str, Path]:
-        """The hidden parts *check* sees besides the support files: the ``[intent] files``
-        in the intent step (git apply and the command); the PoC is added per run."""
-        if check is Check.INTENT and self.task_view is not None:
-            return dict(self.task_view.intent)
-        return {}
-
-    def _env(self, tree: Path) -> dict[str, str]:
-        if self.sandbox.enabled:
-            env = self.sandbox.environment(self.base_env)
+    def env(self, tree: Path) -> dict[str, str]:
+        """A check's environment: the daemon's (as the sandbox lets checks see it) plus
+        ``SSE_TASK_DIR`` and ``SSE_TREE``; never the daemon's own ``SSE_POC``."""
+        ctx = self.ctx
+        if ctx.sandbox.enabled:
+            env = ctx.sandbox.environment(ctx.base_env)
             env["SSE_TASK_DIR"] = TASK_PATH
             env["SSE_TREE"] = TREE_PATH
         else:
-            env = dict(self.base_env)
-            env["SSE_TASK_DIR"] = str(self.task.dir)
+            env = dict(ctx.base_env)
+            env["SSE_TASK_DIR"] = str(ctx.task.dir)
             env["SSE_TREE"] = str(tree)
         env.pop("SSE_POC", None)
         return env
 
-    async def _supervise(
+    async def supervise(
         self,
         check: Check,
         argv: list[str],
         cwd: Path,
         env: dict[str, str],
         log: CheckLog,
-        outcome: Outcome,
+        end: ProcessEnd,
         *,
         timeout: float | None,
         append: bool = False,
@@ -190,13 +144,13 @@ class CheckProcesses(Housekeeping):
         network: bool = False,
         stdin_data: bytes | None = None,
         pass_fds: tuple[int, ...] = (),
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncIterator[CheckHeartbeat]:
         """Run one process to the end; heartbeats while it runs; kill all on timeout/cancel.
 
         With a *view* the process is a check's: it runs in the sandbox with *view* at ``/sse/tree``
         and within the limits (output, memory, pids); without one it is the daemon's own (``cp``)
         and runs as is. When the process ends by itself, what is left of its process group is
-        killed at once; processes that left the group are swept after the run (see ``execute``).
+        killed at once; processes that left the group are swept after the run (housekeeping.py).
         After a timeout or a kill they are swept at once, before the next check."""
         env[procs.TOKEN_VAR] = token = secrets.token_hex(8)
         proc, guard = self._spawn(
@@ -216,7 +170,7 @@ class CheckProcesses(Housekeeping):
         watcher = _watcher(guard, proc.pid)
         finished = False
         try:
-            beats = self._wait(check, proc.pid, waiter, watcher, guard, outcome, timeout)
+            beats = self._wait(check, proc.pid, waiter, watcher, guard, end, timeout)
             async with contextlib.aclosing(beats):
                 async for event in beats:
                     yield event
@@ -226,13 +180,13 @@ class CheckProcesses(Housekeeping):
             if watcher is not None:
                 watcher.cancel()
             if finished:
-                await self._settle(proc.pid, guard, outcome, token)
+                await self._settle(proc.pid, guard, end, token)
             else:  # cancelled (client went away) or failed: kill without awaiting
                 waiter.cancel()
                 procs.kill_now(proc, token)
             if guard is not None:
                 guard.close()
-        if self._closing and not outcome.ok:
+        if self.ctx.closing and not end.ok:
             raise RunError("the daemon is shutting down")
 
     def _spawn(
@@ -251,20 +205,21 @@ class CheckProcesses(Housekeeping):
     ) -> tuple[subprocess.Popen[bytes], Guard | None]:
         """Start the process: a check's (with a *view*) in the sandbox under a Guard, else as is."""
         guard: Guard | None = None
-        launch = Launch()
+        launch = LaunchFds()
+        ctx = self.ctx
         if view is not None:
-            launch = self.sandbox.launch(files)
-            argv = self.sandbox.wrap(
+            launch = ctx.sandbox.launch(files)
+            argv = ctx.sandbox.wrap(
                 argv,
                 view,
                 files=files,
                 network=network,
-                limits=self.limits,
+                limits=ctx.limits,
                 launch=launch,
-                task=self.task_view.root if self.task_view else None,
+                task=ctx.task_view.root if ctx.task_view else None,
             )
             base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
-            guard = Guard(self.limits, (log.stdout, log.stderr), base=base)
+            guard = Guard(ctx.limits, (log.stdout, log.stderr), base=base)
         try:
             proc = procs.spawn(
                 argv,
@@ -291,15 +246,15 @@ class CheckProcesses(Housekeeping):
         waiter: asyncio.Task[int],
         watcher: asyncio.Task[str] | None,
         guard: Guard | None,
-        outcome: Outcome,
+        end: ProcessEnd,
         timeout: float | None,
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[CheckHeartbeat, None]:
         """Wait for the process's end, a limit, the timeout or shutdown (killing its group
         on the last three), with a heartbeat event every ``heartbeat`` seconds meanwhile."""
         loop = asyncio.get_running_loop()
         start = loop.time()
         deadline = None if timeout is None else start + timeout
-        next_beat = start + self.heartbeat
+        next_beat = start + self.ctx.heartbeat
         while True:
             until = next_beat if deadline is None else min(next_beat, deadline)
             watched = {waiter} if watcher is None else {waiter, watcher}
@@ -307,36 +262,37 @@ class CheckProcesses(Housekeeping):
                 watched, timeout=max(0.0, until - loop.time()), return_when=asyncio.FIRST_COMPLETED
             )
             if waiter in done:
-                outcome.returncode = waiter.result()
+                end.returncode = waiter.result()
                 if guard is not None:
-                    outcome.limit = guard.check()
+                    end.limit = guard.check()
                 return
             if watcher is not None and watcher in done:
-                outcome.limit = watcher.result()
+                end.limit = watcher.result()
                 procs.kill_group(pid)
-                outcome.returncode = await waiter
+                end.returncode = await waiter
                 return
-            outcome.timed_out = deadline is not None and loop.time() >= deadline
-            if outcome.timed_out or self._closing:
+            end.timed_out = deadline is not None and loop.time() >= deadline
+            if end.timed_out or self.ctx.closing:
                 procs.kill_group(pid)
-                outcome.returncode = await waiter
+                end.returncode = await waiter
                 return
-            next_beat += self.heartbeat
-            yield CheckHeartbeat(check, loop.time() - start).to_json()
+            next_beat += self.ctx.heartbeat
+            yield CheckHeartbeat(check, round(loop.time() - start, 1))
 
-    async def _settle(self, pid: int, guard: Guard | None, outcome: Outcome, token: str) -> None:
+    async def _settle(self, pid: int, guard: Guard | None, end: ProcessEnd, token: str) -> None:
         """After the process ended: kill what is left of its group, sweep escapees after a
         timeout, kill or limit, and cut an over-long output once every writer is gone."""
         procs.kill_group(pid)
-        if outcome.timed_out or self._closing or outcome.limit:
+        if end.timed_out or self.ctx.closing or end.limit:
             await procs.sweep(token)
-        if guard is not None and outcome.limit == "output":
+        if guard is not None and end.limit == "output":
             # Every writer is gone now (the sandbox's pid namespace died with it).
             await asyncio.to_thread(guard.settle)
             guard.cut_output()
 
 
-def _view(tree: Path | TreeView) -> TreeView:
+def as_view(tree: Path | TreeView) -> TreeView:
+    """A host folder as the view that binds it read-write; a view as it is."""
     return tree if isinstance(tree, TreeView) else TreeView.bind(tree)
 
 

@@ -111,7 +111,7 @@ def _seconds(name: str, raw: str) -> float:
 
 def log_budget_from(flag: str | None) -> int:
     """``--log-budget``, else ``SSE_DAEMON_LOG_BUDGET``, else 256 MiB; raises ValueError."""
-    from ssebench.daemon.runner import DEFAULT_LOG_BUDGET
+    from ssebench.daemon.runtypes import DEFAULT_LOG_BUDGET
 
     if flag is not None:
         return settings.size("--log-budget", flag)

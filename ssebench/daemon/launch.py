@@ -53,7 +53,7 @@ def poc_path(task_dir: Path, poc: Path) -> str:
 
 
 @dataclass
-class Launch:
+class LaunchFds:
     """What starting one sandboxed process needs besides its argv: the fds bwrap reads
     (the seccomp program, the files of this invocation when checks run as another uid)
     and the host uid/gid it runs as. Fresh per process (bwrap reads each fd to its end);

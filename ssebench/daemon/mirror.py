@@ -9,11 +9,10 @@ import stat
 import threading
 import time
 import zlib
-from collections.abc import Iterable
 from pathlib import Path
 
 from ssebench.daemon import safefs
-from ssebench.daemon.workspace import _CHUNK, DIR, FILE, LINK, Entry, Manifest, Snapshot, SourceStore
+from ssebench.daemon.workspace import _CHUNK, DIR, FILE, LINK, Manifest, Snapshot, SourceEntry, SourceStore
 
 
 class BuildMirror:
@@ -90,7 +89,7 @@ class BuildMirror:
         os.mkdir(self.path, 0o700)
         if self.owner is not None:
             os.chown(self.path, *self.owner, follow_symlinks=False)
-        dirs_done: list[tuple[str, Entry]] = []
+        dirs_done: list[tuple[str, SourceEntry]] = []
         with self._open() as dirs:
             for rel in sorted(snapshot.manifest):
                 entry = snapshot.manifest[rel]
@@ -110,7 +109,7 @@ class BuildMirror:
         dirs.forget(rel)
         safefs.remove_at(dir_fd, name)
 
-    def _write(self, dirs: safefs.DirFds, rel: str, entry: Entry, mtime_ns: int) -> None:
+    def _write(self, dirs: safefs.DirFds, rel: str, entry: SourceEntry, mtime_ns: int) -> None:
         dir_fd, name = dirs.parent(rel)
         if entry.kind == DIR:
             st = safefs.lstat_at(dir_fd, name)
@@ -181,8 +180,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def diff_paths(old: Manifest, new: Manifest) -> Iterable[str]:
-    """Paths whose entry differs between two manifests (for logs and tests)."""
-    return sorted(p for p in set(old) | set(new) if old.get(p) != new.get(p))

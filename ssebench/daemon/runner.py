@@ -1,58 +1,57 @@
-"""Run a task's checks in the daemon's own trees, in the spec's order, with its skip rules.
+"""The daemon's parts, wired in one place, and the spec's sequence of a run's checks.
 
-One :class:`Run` is one request: the agent's sources are snapshotted by content when
-the request arrives (``prepare``, :mod:`ssebench.daemon.workspace`), so the agent's
-tree is only ever read and a run sees the tree as it was when it was asked for. The
-build runs incrementally in the daemon's one build mirror, brought to that snapshot
-(and, when an incremental build fails, once more in a fresh mirror); every later check
-runs in its own fresh view of the built mirror (a copy-on-write overlay, or a copy),
-discarded after the check, so no check sees another's side effects and the mirror is
-only changed by builds. ``execute`` yields progress events (dicts, the NDJSON lines of
-docs/daemon-api.md) and ends with the ``result`` event.
+:class:`Runner` is what ``ssebench daemon`` (app.py), ``ssebench grade`` and the tests
+construct. It composes the parts, each with one job and testable alone, and hands them
+the state they share (:class:`~ssebench.daemon.runtypes.DaemonContext`) explicitly:
 
-Every tree a check sees is at one fixed path (:attr:`Runner.tree_path`, or the
-sandbox's ``/sse/tree``), so the absolute paths a build writes stay valid in the views.
+- the workspace (workdirs.py): the snapshot store and build mirror, the run folders,
+  old runs' logs within their budget, a full disk freed, the workspace made again;
+- housekeeping (housekeeping.py): removals in the background, the sweep after a run;
+- the check executor (checkproc.py): a check's processes in the sandbox, within the
+  limits, with heartbeats and timeouts; and the views (views.py) checks run in;
+- the build engine (build.py): the mirror brought to the snapshot, the traced build,
+  incremental or clean, verified, retried clean;
+- the steps (steps.py): how each check kind runs, named by its row in ssebench/checks.py.
 
-Order and skip rules (test_patch-server.md): build first; after a failed build nothing
-else runs (``not_run``); PoCs in order in one fresh view of the built tree, stopping
-at the first that still triggers; intent tests in a fresh view after ``git apply -p1``
-of the diff; when they pass, the functional tests count as passed without running,
-otherwise (or when intent is not run) the functional tests run in a fresh view.
+One :class:`~ssebench.daemon.runtypes.CallRun` is one request: the agent's sources are
+snapshotted when the request arrives (``prepare``), so the agent's tree is only ever
+read and a run sees the tree as it was when it was asked for. ``execute`` yields the
+typed events of ssebench/contract.py (the HTTP layer writes them as NDJSON) and ends
+with the ``Result``.
+
+Order and skip rules (test_patch-server.md), from the rows: the kinds run in table
+order; the build (``gates``) runs whenever anything runs, and after it failed nothing
+else runs (``not_run``); a kind ``covered_by`` another passes without running when that
+one ran and passed (the functional tests after passing intent tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import itertools
 import os
-import secrets
-import subprocess
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any
 
-from ssebench.checks import Check, State, task_checks
-from ssebench.contract import CheckFinished, CheckStarted, Result
-from ssebench.daemon import buildgraph, procs, tracefile
+from ssebench.checks import KINDS, Check, CheckKind, State, task_checks
+from ssebench.contract import CheckFinished, CheckStarted, Result, RunEvent
+from ssebench.daemon import tracefile
 from ssebench.daemon.build import BuildEngine
-from ssebench.daemon.committed import committed_files
-from ssebench.daemon.housekeeping import check_reachable
+from ssebench.daemon.checkproc import CheckExecutor
+from ssebench.daemon.housekeeping import Housekeeping
 from ssebench.daemon.limits import Limits
-from ssebench.daemon.logs import CheckLog
 from ssebench.daemon.mirror import BuildMirror
-from ssebench.daemon.runtypes import DEFAULT_LOG_BUDGET, DISK_FULL, MIN_FREE, CheckRun, Outcome, Run, RunError
-from ssebench.daemon.sandbox import Sandbox, TreeView
-from ssebench.daemon.taskview import TaskView
-from ssebench.daemon.workspace import Snapshot, SourceStore, SyncCancelled, SyncError
+from ssebench.daemon.runtypes import DEFAULT_LOG_BUDGET, CallRun, CheckRun, DaemonContext, RunError
+from ssebench.daemon.sandbox import Sandbox
+from ssebench.daemon.steps import DaemonParts
+from ssebench.daemon.views import Views
+from ssebench.daemon.workdirs import Workspace
 from ssebench.task import Task
 
-# The records and the error live in runtypes.py (shared by the runner's parts); their
-# users import them from here.
-__all__ = ["DEFAULT_LOG_BUDGET", "DISK_FULL", "MIN_FREE", "CheckRun", "Outcome", "Run", "RunError", "Runner"]
+__all__ = ["CallRun", "RunError", "Runner"]
 
 
-class Runner(BuildEngine):
+class Runner:
     """Runs checks for one task; the caller serializes runs (one at a time)."""
 
     def __init__(
@@ -68,169 +67,146 @@ class Runner(BuildEngine):
         limits: Limits | None = None,
         trace: bool = True,
     ) -> None:
-        self.task = task
         # No sandbox unless the caller passes one (the daemon and grade always do).
-        self.sandbox = sandbox if sandbox is not None else Sandbox(None)
-        self.limits = limits if limits is not None else Limits()
-        self.tree = tree
-        self.workspace = workspace
-        self.heartbeat = heartbeat
-        self.log_budget = log_budget
-        self.base_env = dict(os.environ if env is None else env)
-        self._counter = itertools.count(1)
-        self._runs: dict[str, Run] = {}
-        self._running: set[subprocess.Popen[bytes]] = set()
-        self._closing = False
-        self._pending_sweep: asyncio.Task[int] | None = None
-        # The daemon's own state between runs (workspace.py): sources and the build mirror.
-        engine = workspace / "engine"
-        engine.mkdir(mode=0o700, exist_ok=True)
-        # Checks may run as another uid (the daemon is root): bwrap, started as that uid,
-        # must reach the trees it binds; nothing here is listable or readable by it.
-        self.sandbox.share(workspace)
-        self.sandbox.share(engine)
-        check_reachable(workspace, self.sandbox.check_user)
-        self.sandbox.hide("the task folder", task.dir)
-        self.sandbox.hide("the daemon's workspace", workspace)
-        # git reads the agent's .git in the check sandbox (it can be made to run a program).
-        self.store = SourceStore(tree, engine, committed=lambda top: committed_files(top, self.sandbox))
-        self.mirror = BuildMirror(self.store, engine / "mirror")
-        self.tree_path = engine / "tree"  # the one path every check's tree has (no sandbox)
-        # What checks see at SSE_TASK_DIR in the sandbox: a copy of the support files, made
-        # now (a snapshot); without the sandbox SSE_TASK_DIR is the task folder itself.
-        self.task_view: TaskView | None = None
-        self._make_task_view()
-        self._overlay: asyncio.Future[bool] | None = None  # views are overlays? (probed once)
-        # The build engine (buildgraph.py): is strace usable (probed once), the mirror's graph.
-        self.trace = trace
-        self._strace: str | None = None
-        self._strace_probed = False
-        self.tracing = "not probed yet"  # what /health shows
-        self._graph: buildgraph.Graph | None = None
-        self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
-        self.build_counts: collections.Counter[str] = collections.Counter()
-        self.last_record: tracefile.Record | None = None  # the last build's (tests, benchmarks)
+        self.ctx = DaemonContext(
+            task,
+            sandbox if sandbox is not None else Sandbox(None),
+            limits if limits is not None else Limits(),
+            heartbeat,
+            dict(os.environ if env is None else env),
+            tree_path=workspace / "engine" / "tree",
+        )
+        self.housekeeping = Housekeeping()
+        self.workspace = Workspace(self.ctx, tree, workspace, self.housekeeping, log_budget=log_budget)
+        self.executor = CheckExecutor(self.ctx)
+        self.views = Views(self.ctx, self.workspace, self.executor)
+        self.builder = BuildEngine(self.ctx, self.workspace, self.executor, trace=trace)
+        self.parts = DaemonParts(self.ctx, self.executor, self.builder, self.views)
+
+    # -- what callers read ------------------------------------------------------------
+
+    @property
+    def task(self) -> Task:
+        return self.ctx.task
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.ctx.sandbox
+
+    @property
+    def heartbeat(self) -> float:
+        return self.ctx.heartbeat
+
+    @property
+    def mirror(self) -> BuildMirror:
+        return self.workspace.mirror
+
+    @property
+    def tracing(self) -> str:
+        """Are builds traced (``/health``'s ``build_trace``)."""
+        return self.builder.tracing
+
+    @property
+    def last_build(self) -> str:
+        """``incremental`` or ``clean: <why>`` (``/health``, benchmarks, tests)."""
+        return self.builder.last_build
+
+    @property
+    def build_counts(self) -> collections.Counter[str]:
+        return self.builder.build_counts
+
+    @property
+    def last_record(self) -> tracefile.Record | None:
+        """The last build's trace record (tests, benchmarks)."""
+        return self.builder.last_record
 
     # -- runs -----------------------------------------------------------------------
 
-    async def prepare(self) -> Run:
+    async def prepare(self) -> CallRun:
         """Create a run and snapshot the agent's sources for it (the tree is only read)."""
-        run_id = f"r-{next(self._counter)}-{secrets.token_hex(4)}"
-        run_dir = self.workspace / run_id
-        self._ensure_workspace()
-        os.mkdir(run_dir, 0o700)
-        os.mkdir(run_dir / "logs", 0o700)
-        self.sandbox.share(run_dir)  # its overlay folders are bound; its logs stay 0700
-        run = Run(run_id, run_dir, None)
-        sync = asyncio.get_running_loop().run_in_executor(None, self.store.sync)
-        try:
-            run.snapshot = await asyncio.shield(sync)
-        except SyncCancelled:
-            self._remove_later(run.dir)
-            raise RunError("the daemon is shutting down") from None
-        except SyncError as exc:
-            self._remove_later(run.dir)
-            raise RunError(f"could not copy the source tree: {exc}") from None
-        except BaseException:
-            # Cancelled: the sync still finishes in its thread; then free what it kept.
-            sync.add_done_callback(self._release_synced)
-            self._remove_later(run.dir)
-            raise
-        return run
+        return await self.workspace.prepare()
 
-    def _release_synced(self, sync: asyncio.Future[Snapshot]) -> None:
-        """A cancelled prepare's sync ended in its thread: free the blobs it kept."""
-        if not sync.cancelled() and sync.exception() is None:
-            self.store.release(sync.result())
+    def get(self, run_id: str) -> CallRun | None:
+        return self.workspace.runs.get(run_id)
 
-    def get(self, run_id: str) -> Run | None:
-        return self._runs.get(run_id)
-
-    def discard(self, run: Run) -> None:
+    def discard(self, run: CallRun) -> None:
         """Drop a prepared run that will never execute (its client went away)."""
-        self._release(run)
-        self._remove_later(run.dir)
+        self.workspace.discard(run)
 
-    async def execute(self, run: Run, checks: Iterable[Check]) -> AsyncIterator[dict[str, Any]]:
+    def low_on_space(self) -> bool:
+        return self.workspace.low_on_space()
+
+    async def reclaim(self, failed: CallRun | None, *, exclusive: bool) -> None:
+        """Free a full disk before the failure is answered (see :meth:`Workspace.reclaim`)."""
+        await self.workspace.reclaim(failed, exclusive=exclusive)
+
+    def kill_running(self) -> None:
+        """Stop for shutdown: kill the running command's group; no new check starts."""
+        self.ctx.closing = True
+        self.workspace.store.stop.set()  # a snapshot in progress gives up at its next entry
+        self.executor.kill_all()
+
+    async def execute(self, run: CallRun, checks: Iterable[Check]) -> AsyncGenerator[RunEvent, None]:
         """Run *checks* (plus the build, which every run starts with); yield events.
 
-        The last event is ``{"event": "result", ...}``. Checks the task lacks are left
-        out, except PoCs (a task without PoCs passes that step).
+        The last event is the :class:`~ssebench.contract.Result`. Checks the task lacks
+        are left out, except the ``always`` kinds (a task without PoCs passes that step).
         """
         wanted = set(checks)
         if wanted:
-            wanted.add(Check.BUILD)
-        plan = [c for c in task_checks(self.task) if c in wanted]
-        self._runs[run.id] = run
-        self._prune()
-        if self._pending_sweep is not None and not self._pending_sweep.done():
-            # Shielded: if this client goes away now, the sweep must still finish.
-            await asyncio.shield(self._pending_sweep)
+            wanted |= {kind.check for kind in KINDS if kind.gates}
+        plan = [check.kind for check in task_checks(self.task) if check in wanted]
+        self.workspace.begin(run)
+        await self.housekeeping.swept()
         try:
-            async for event in self._execute(run, plan):
+            async for event in self._sequence(run, plan):
                 yield event
-            yield Result(run.id, tuple(run.results[c].result() for c in plan)).to_json()
+            yield Result(run.id, tuple(run.results[kind.check].result() for kind in plan))
         finally:
             # Processes a check left behind outside its group are killed after the
             # run, off the client's clock; the next run waits for it.
-            self._pending_sweep = asyncio.get_running_loop().create_task(procs.sweep(""))
-            self._remove_trees_later(run)
+            self.housekeeping.sweep_later()
+            self.workspace.end(run)
 
-    async def _execute(self, run: Run, plan: list[Check]) -> AsyncIterator[dict[str, Any]]:
-        intent_passed = False
-        for check in plan:
-            if Check.BUILD in run.results and run.results[Check.BUILD].state != State.PASSED:
-                result = CheckRun(check, State.NOT_RUN)
-            elif check is Check.FUNCTIONAL and intent_passed:
-                result = CheckRun(check, State.PASSED, covered_by_intent=True)
-            else:
-                if self._closing:
+    async def _sequence(self, run: CallRun, plan: list[CheckKind]) -> AsyncIterator[RunEvent]:
+        """Each kind of *plan* in turn: skipped by the rules, or started, stepped, finished."""
+        loop = asyncio.get_running_loop()
+        for kind in plan:
+            result = _skipped(run, kind)
+            if result is None:
+                if self.ctx.closing:
                     raise RunError("the daemon is shutting down")
-                yield CheckStarted(check).to_json()
-                result = CheckRun(check, State.FAILED)
-                start = asyncio.get_running_loop().time()
-                if check is Check.BUILD:
-                    async for event in self._build(run, result):
-                        yield event
-                else:
-                    try:
-                        view: Path | TreeView = self.tree_path
-                        if await self._overlays():
-                            # Upper and work folders live in the run's folder, go with it.
-                            upper, work = run.dir / f"view-{check.value}", run.dir / f"work-{check.value}"
-                            upper.mkdir(mode=0o700)
-                            work.mkdir(mode=0o700)
-                            self.sandbox.give(upper)
-                            self.sandbox.give(work)
-                            view = TreeView.overlay(self.mirror.path, upper, work)
-                        else:
-                            async for event in self._copy(
-                                self.mirror.path, self.tree_path, run.dir / "logs" / f"copy-{check.value}", check
-                            ):
-                                yield event
-                        if check is Check.POCS:
-                            async for event in self._pocs(run, view, result):
-                                yield event
-                        else:
-                            async for event in self._check(run, check, view, result):
-                                yield event
-                    finally:
-                        self._discard_view(run, check)
-                result.elapsed = asyncio.get_running_loop().time() - start
-                if check is Check.INTENT:
-                    intent_passed = result.state == State.PASSED
-            run.results[check] = result
-            yield CheckFinished(result.result()).to_json()
+                yield CheckStarted(kind.check)
+                result = CheckRun(kind.check, State.FAILED)
+                start = loop.time()
+                async for event in self._step(run, kind, result):
+                    yield event
+                result.elapsed = loop.time() - start
+            run.results[kind.check] = result
+            yield CheckFinished(result.result())
 
-    async def _copy(self, src: Path, dst: Path, log_base: Path, check: Check) -> AsyncIterator[dict[str, Any]]:
-        """A fresh view of the built mirror: ``cp -a`` (reflinks where the filesystem has
-        them: big trees copy in no time)."""
-        self._discard_view()
-        log = CheckLog(log_base.with_suffix(".out"), log_base.with_suffix(".err"))
-        outcome = Outcome()
-        argv = ["cp", "-a", "--reflink=auto", "--", str(src), str(dst)]
-        async for event in self._supervise(check, argv, self.workspace, self._env(dst), log, outcome, timeout=None):
-            yield event
-        if not outcome.ok:
-            detail = log.stderr.read_text("utf-8", "replace").strip().splitlines()
-            raise RunError("could not copy the source tree: " + (detail[-1] if detail else "cp failed"))
+    async def _step(self, run: CallRun, kind: CheckKind, result: CheckRun) -> AsyncIterator[RunEvent]:
+        """The kind's step function, in a fresh view of the built mirror when the row says so."""
+        step = kind.step_function()
+        if not kind.fresh_view:
+            async for event in step(self.parts, run, result, self.ctx.tree_path):
+                yield event
+            return
+        try:
+            view = await self.views.make(run, kind.check)
+            async for event in self.views.fill(view, run, kind.check):
+                yield event
+            async for event in step(self.parts, run, result, view):
+                yield event
+        finally:
+            self.views.discard(run, kind.check)
+
+
+def _skipped(run: CallRun, kind: CheckKind) -> CheckRun | None:
+    """The record of a check that does not run (the rows' rules), or None: it runs."""
+    if any(r.state is not State.PASSED for r in run.results.values() if r.check.kind.gates):
+        return CheckRun(kind.check, State.NOT_RUN)
+    cover = run.results.get(kind.covered_by) if kind.covered_by is not None else None
+    if cover is not None and cover.state is State.PASSED:
+        return CheckRun(kind.check, State.PASSED, covered_by_intent=True)
+    return None

@@ -1,16 +1,20 @@
-"""The runner's records and its one error, shared by runner.py and its parts
-(housekeeping.py, checkproc.py, build.py): kept apart so none imports another's class."""
+"""What the daemon's parts share: the context each is handed, the records of one call's
+run, and the run's one error. Kept apart so that no part imports another's class for
+them (runner.py wires the parts; see docs/ARCHITECTURE.md, "The SDK daemon")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ssebench.checks import Check, State
 from ssebench.contract import CheckResult
+from ssebench.daemon.limits import Limits
 from ssebench.daemon.logs import CheckLog
+from ssebench.daemon.sandbox import Sandbox
+from ssebench.daemon.taskview import TaskView
 from ssebench.daemon.workspace import Snapshot
+from ssebench.task import Task
 
 # Old runs' logs are kept within this many bytes in all (``--log-budget``).
 DEFAULT_LOG_BUDGET = 256 << 20
@@ -25,8 +29,29 @@ class RunError(RuntimeError):
 
 
 @dataclass
-class Outcome:
-    """How one process ended."""
+class DaemonContext:
+    """The state the daemon's parts share, handed to each of them explicitly.
+
+    ``tree_path``: the one path every check's tree has without the sandbox (with it:
+    ``/sse/tree``), so the absolute paths a build writes stay valid in the views.
+    ``task_view``: what checks see at ``SSE_TASK_DIR`` in the sandbox (the workspace makes
+    it, and makes it again when the workspace was removed). ``closing``: the daemon is
+    shutting down, so no check starts and a running one is killed.
+    """
+
+    task: Task
+    sandbox: Sandbox
+    limits: Limits
+    heartbeat: float
+    base_env: dict[str, str]
+    tree_path: Path
+    task_view: TaskView | None = None
+    closing: bool = False
+
+
+@dataclass
+class ProcessEnd:
+    """How one process of a check (or the daemon's own ``cp``) ended."""
 
     returncode: int | None = None
     timed_out: bool = False
@@ -51,12 +76,13 @@ class CheckRun:
     log: CheckLog | None = None
 
     def result(self) -> CheckResult:
-        """The check's result as the contract (ssebench/contract.py) puts it on the wire."""
+        """The check's result as the contract (ssebench/contract.py) has it, to the
+        precision of the wire (so a typed event equals the line read back)."""
         return CheckResult(
             self.check,
             self.state,
             self.timed_out,
-            self.elapsed,
+            round(self.elapsed, 3),
             self.pocs_passed or 0,
             self.pocs_total or 0,
             self.covered_by_intent,
@@ -64,12 +90,12 @@ class CheckRun:
             self.log.size() if self.log else 0,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return self.result().to_json()
-
 
 @dataclass
-class Run:
+class CallRun:
+    """One call's run: its folder (logs, overlay folders), the sources it tests (its
+    snapshot, released when it ends) and its checks' records."""
+
     id: str
     dir: Path
     snapshot: Snapshot | None

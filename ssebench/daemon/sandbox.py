@@ -37,9 +37,10 @@ from pathlib import Path, PurePosixPath
 
 from ssebench.daemon import taskview
 
-# TreeView, Launch and poc_path live in launch.py; their users import them from here.
-from ssebench.daemon.launch import TASK_PATH, TREE_PATH, Launch, TreeView, poc_path
+# TreeView, LaunchFds and poc_path live in launch.py; their users import them from here.
+from ssebench.daemon.launch import TASK_PATH, TREE_PATH, LaunchFds, TreeView, poc_path
 from ssebench.daemon.limits import Limits
+from ssebench.daemon.sandbox_etc import minimal_etc
 from ssebench.daemon.seccomp import seccomp_program
 
 SANDBOX_UID = 65534
@@ -199,9 +200,9 @@ class Sandbox:
             return value
         return ":".join(kept) if any(kept) else None
 
-    def launch(self, files: Mapping[str, Path] | None = None) -> Launch:
-        """The fds and uid for one sandboxed process (see :class:`Launch`); raises OSError."""
-        out = Launch(user=self.check_user)
+    def launch(self, files: Mapping[str, Path] | None = None) -> LaunchFds:
+        """The fds and uid for one sandboxed process (see :class:`LaunchFds`); raises OSError."""
+        out = LaunchFds(user=self.check_user)
         if not self.enabled:
             return out
         try:
@@ -227,7 +228,7 @@ class Sandbox:
         files: Mapping[str, Path] | None = None,
         network: bool = False,
         limits: Limits | None = None,
-        launch: Launch | None = None,
+        launch: LaunchFds | None = None,
         task: Path | None = None,
     ) -> list[str]:
         """The command line that runs *argv* in the sandbox, in *view* (cwd ``/sse/tree``).
@@ -289,8 +290,6 @@ class Sandbox:
         if not self.seccomp:
             return None
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            from ssebench.daemon.sandbox_setup import minimal_etc
-
             self._etc = minimal_etc()
         path = self._etc.parent / "seccomp.bpf"
         if not path.exists():
@@ -327,8 +326,6 @@ class Sandbox:
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            from ssebench.daemon.sandbox_setup import minimal_etc
-
             self._etc = minimal_etc()
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])

@@ -79,7 +79,7 @@ class SyncCancelled(SyncError):
 
 
 @dataclass(frozen=True)
-class Entry:
+class SourceEntry:
     """One source: kind, permission bits, sha256 (file) or target (link), and mtime.
 
     A sparse file's ``data`` is ``"s"`` + the sha256 of its layout and data (see
@@ -92,7 +92,7 @@ class Entry:
     mtime_ns: int = field(default=0, compare=False)  # used for a fresh mirror only
 
 
-Manifest = dict[str, Entry]
+Manifest = dict[str, SourceEntry]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ def is_output_name(name: str) -> bool:
     return name.endswith(_OUTPUT_SUFFIXES) or _VERSIONED_SO.search(name) is not None
 
 
-_CacheItem = tuple[tuple[int, ...], "Entry | None", bool]
+_CacheItem = tuple[tuple[int, ...], "SourceEntry | None", bool]
 
 
 class SourceStore:
@@ -170,7 +170,7 @@ class SourceStore:
             self._retained.append(snapshot)
             return snapshot
 
-    def read_file(self, rel: str, fd: int, st: os.stat_result, *, keep_outputs: bool = False) -> Entry | None:
+    def read_file(self, rel: str, fd: int, st: os.stat_result, *, keep_outputs: bool = False) -> SourceEntry | None:
         """Copy the open file *fd* into the blob store while hashing it; None for a build
         output. Holes are kept (never read)."""
         ranges = list(safefs.data_ranges(fd, st.st_size))
@@ -194,7 +194,7 @@ class SourceStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        return Entry(FILE, stat.S_IMODE(st.st_mode), name, st.st_mtime_ns)
+        return SourceEntry(FILE, stat.S_IMODE(st.st_mode), name, st.st_mtime_ns)
 
     # -- lifetime of blobs ------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class _Sync:
     def add(self, rel: str, dir_fd: int, name: str, st: os.stat_result) -> None:
         """Take the entry *name* of the folder *dir_fd* (lstat *st* from its listing)."""
         if stat.S_ISDIR(st.st_mode):
-            self.manifest[rel] = Entry(DIR, stat.S_IMODE(st.st_mode), "", st.st_mtime_ns)
+            self.manifest[rel] = SourceEntry(DIR, stat.S_IMODE(st.st_mode), "", st.st_mtime_ns)
             return
         old = self.store._cache.get(rel)
         if old is not None and old[0] == _key(st) and old[2]:
@@ -242,7 +242,7 @@ class _Sync:
                 if exc.errno in (errno.ENOENT, errno.EINVAL):  # gone, or no longer a link
                     return
                 raise SyncError(f"cannot read '{rel}': {exc.strerror}") from None
-            entry = Entry(LINK, 0o777, target, st.st_mtime_ns)
+            entry = SourceEntry(LINK, 0o777, target, st.st_mtime_ns)
         elif is_output_name(name):
             entry = None  # not even read, unless committed (below)
         else:
@@ -267,7 +267,7 @@ class _Sync:
 
     def _read(
         self, rel: str, dir_fd: int, name: str, st: os.stat_result, keep_outputs: bool = False
-    ) -> tuple[Entry | None, os.stat_result] | None:
+    ) -> tuple[SourceEntry | None, os.stat_result] | None:
         """(entry, fstat) of the file, opened without following a symlink; None if gone."""
         try:
             opened = safefs.open_file(dir_fd, name, st)

@@ -1,7 +1,7 @@
 """Turn an agent CLI's JSON-lines stream into dialog events.
 
-Each agent has a :class:`StreamConverter` (``agents/<agent>/dialog.py``, named by its record) that
-knows only its CLI's event schema. :class:`DialogPipeline` does everything the
+Each agent has a :class:`~ssebench.dialog.stream.StreamConverter`, the ``reader`` of its record
+(agents/agent.py), that knows only its CLI's event schema. :class:`DialogPipeline` does everything the
 protocol promises on top, the same way for every CLI: the prompt line, tool calls
 paired (a result never appears without its ``running`` line, a call the session
 left open is closed as an error), the turn count, and exactly one ``complete``
@@ -12,65 +12,35 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO
 
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
+from ssebench.dialog.stream import StreamConverter
 from ssebench.dialog.writer import DialogWriter
 
 
-class _Converters(Mapping[str, str]):
-    """Agent name -> "module:class" of its converter, read from the agent records
+class _Converters(Mapping[str, Callable[[str], StreamConverter]]):
+    """Agent name -> its reader (the record's ``reader``), read from the agent records
     (agents/registry.py) each time, so an agent registered later is known too."""
 
-    def _paths(self) -> dict[str, str]:
+    def _readers(self) -> dict[str, Callable[[str], StreamConverter]]:
         from ssebench.agents.registry import AGENTS
 
-        return {name: record.dialog for name, record in AGENTS.items()}
+        return {name: record.reader for name, record in AGENTS.items()}
 
-    def __getitem__(self, agent: str) -> str:
-        return self._paths()[agent]
+    def __getitem__(self, agent: str) -> Callable[[str], StreamConverter]:
+        return self._readers()[agent]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._paths())
+        return iter(self._readers())
 
     def __len__(self) -> int:
-        return len(self._paths())
+        return len(self._readers())
 
 
-CONVERTERS: Mapping[str, str] = _Converters()
-
-
-class StreamConverter:
-    """Map one CLI's stream events to dialog events.
-
-    Subclasses implement :meth:`feed` and update the summary attributes as the
-    stream reports them; the pipeline writes the ``complete`` line from them.
-    """
-
-    agent = "agent"
-    #: the CLI prints pretty-printed JSON documents (Nanocoder's ``--json`` report), not JSON
-    #: lines: the pipeline joins the lines from one that is ``{`` to the next that is ``}``
-    documents = False
-
-    def __init__(self) -> None:
-        self.tokens: dict[str, int] = {"input": 0, "output": 0, "cached": 0}
-        self.duration: float | None = None  # seconds, when the CLI reports it
-        self.failed: str | None = None  # the CLI's own error message, if it reported one
-        self.finished = False  # the CLI reported the end of the session
-
-    def feed(self, event: dict) -> Iterable[Event]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def finish(self) -> Iterable[Event]:
-        """Events still buffered when the stream ends (e.g. merged text deltas)."""
-        return ()
-
-    def add_tokens(self, input: int = 0, output: int = 0, cached: int = 0) -> None:
-        self.tokens["input"] += int(input or 0)
-        self.tokens["output"] += int(output or 0)
-        self.tokens["cached"] += int(cached or 0)
+CONVERTERS: Mapping[str, Callable[[str], StreamConverter]] = _Converters()
 
 
 def load_converter(agent: str) -> StreamConverter:

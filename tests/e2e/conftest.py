@@ -43,6 +43,8 @@ REPO = E2E.parent.parent
 PINS = REPO / "configs" / "agent-clis"  # ssebench.resources.cli_pins_dir() in a checkout
 CLIENT_PINS = REPO / "configs" / "client-clis"  # the read-back-only clients (test_cli_client_readback)
 CLIENT_BINS = ("copilot", "mcporter", "mcp-remote")
+CONFORMANCE_PINS = REPO / "configs" / "conformance"  # the MCP conformance suite (test_conformance)
+CONFORMANCE_BINS = ("conformance", "node")
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 #: the pin folders of the agents that have their own (Nanocoder: with its Node) -> their programs

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import sys
 
-from tests.e2e.conftest import CLIENT_BINS, CLIENT_PINS, install_clis
+from tests.e2e.conftest import CLIENT_BINS, CLIENT_PINS, CONFORMANCE_BINS, CONFORMANCE_PINS, install_clis
 
 
 def main() -> int:
@@ -22,6 +22,7 @@ def main() -> int:
     try:
         install_clis()
         install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
+        install_clis(pins=CONFORMANCE_PINS, bins=CONFORMANCE_BINS)
     except Exception as exc:  # the fixtures install again and fail the tests with it
         print(f"prefetch: {exc}", file=sys.stderr)
         return 1

@@ -1,6 +1,6 @@
 """A build that runs 90 s without a word: every CLI still gets the result.
 
-What carries each CLI through the silence (measured; see agents/*/recipe.py):
+What carries each CLI through the silence (measured; see each agent module, agents/<agent>.py):
 - Claude Code aborts a call that has been silent for ``CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT``
   (lowered here to its 30 s minimum), unless the entry has a per-server ``timeout``. So
   besides the product setup, one run takes the ``timeout`` out of the entry: only the

@@ -47,24 +47,32 @@ REAL_TASKS = {
 
 
 def task_folder(name: str) -> Path:
-    """The cached task folder of template *name* (fetches the tarball on first use)."""
+    """The cached task folder of template *name* (fetches the tarball on first use).
+
+    pytest-xdist workers share the cache: one lock per template makes the check and the
+    rebuild one step, so no worker sees (or removes) a folder another is still making."""
+    from filelock import FileLock
+
     task = REAL_TASKS[name]
     template = TEMPLATES / name
     folder = CACHE / name
     stamp, stamp_file = f"{task.package}_{task.version} {_digest(template)}\n", CACHE / f".{name}.stamp"
-    if folder.is_dir() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(CACHE / f".{name}.lock")):
+        if folder.is_dir() and stamp_file.is_file() and stamp_file.read_text() == stamp:
+            return folder
+        tarball = orig_tarball(task.package, task.version, CACHE / "debsrc")
+        staging = CACHE / f".{name}.new"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(template, staging, ignore=shutil.ignore_patterns(*NOT_IN_TASK))
+        with tarfile.open(tarball) as tar:
+            tar.extractall(staging, filter="tar")
+        (staging / task.top).rename(staging / "src")
+        stamp_file.unlink(missing_ok=True)  # a folder without its stamp is rebuilt, never trusted
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+        stamp_file.write_text(stamp)  # outside the folder: every file in it is the task's
         return folder
-    tarball = orig_tarball(task.package, task.version, CACHE / "debsrc")
-    staging = CACHE / f".{name}.new"
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(template, staging, ignore=shutil.ignore_patterns(*NOT_IN_TASK))
-    with tarfile.open(tarball) as tar:
-        tar.extractall(staging, filter="tar")
-    (staging / task.top).rename(staging / "src")
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
-    stamp_file.write_text(stamp)  # outside the folder: every file in it is the task's
-    return folder
 
 
 def fixed_tree(name: str, dst: Path) -> Path:
