@@ -87,7 +87,12 @@ def test_the_concurrency_limit_holds(tmp_path: Path) -> None:
 
 def test_infra_failures_are_retried_an_agents_own_failure_and_a_refusal_are_not(tmp_path: Path) -> None:
     infra, agent, usage = Outcome.INFRASTRUCTURE, Outcome.AGENT_ERROR, Outcome.USAGE
-    script = {"t.a.L2.a1": [infra, Outcome.PASSED], "t.a.L2.a2": [agent], "t.a.L2.a3": [infra] * 3, "t.a.L2.a4": [usage]}
+    script = {
+        "t.a.L2.a1": [infra, Outcome.PASSED],
+        "t.a.L2.a2": [agent],
+        "t.a.L2.a3": [infra] * 3,
+        "t.a.L2.a4": [usage],
+    }
     state, scheduler = _schedule(tmp_path, CountingBackend(script), 1.0, runs=4)
     assert [(r["state"], r["tries"]) for r in state] == [("ended", 2), ("ended", 1), ("ended", 3), ("ended", 1)]
     assert {run_id: (r.outcome, r.status) for run_id, r in scheduler.results.items()} == {
@@ -247,7 +252,9 @@ def test_a_record_this_ssebench_cannot_read_is_kept_aside_and_named(tmp_path: Pa
 def test_a_stopped_run_says_why_over_its_childs_word(tmp_path: Path) -> None:
     """The child writes "interrupted" on SIGTERM; the record says the scheduler stopped it."""
     text = json.dumps(record_of(Outcome.CANCELLED, "t.a.L2.a1").model_dump(mode="json"))
-    script = f"""printf '%s' '{text}' > "$1.json"; trap 'mv "$1.json" "$1/results.json"; exit 143' TERM; sleep 60 & wait"""
+    script = (
+        f"""printf '%s' '{text}' > "$1.json"; trap 'mv "$1.json" "$1/results.json"; exit 143' TERM; sleep 60 & wait"""
+    )
     cancelled = _run(tmp_path / "a", script, cancel_after=0.5)
     assert (cancelled.status, cancelled.outcome) == ("cancelled", Outcome.CANCELLED)
     assert cancelled.reason == "stopped by ssebench jobs (Ctrl-C or SIGTERM); jobs resume runs it again"
