@@ -71,7 +71,7 @@ def main() -> None:
             result = timed(
                 "sidecar run: `true` as the agent, then grading",
                 lambda: docker.run_in_docker(
-                    task_dir=TASK, agent=None, agent_command=["true"], results_dir=Path(results) / "r", difficulty=2
+                    task=TASK, agent=None, agent_command=["true"], results_dir=Path(results) / "r", difficulty=2
                 ),
             )
         print(f"  (exit {result.exit_code}, status {result.results and result.results['status']})")

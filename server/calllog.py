@@ -5,23 +5,31 @@ shown, or :func:`record_internal_failure`), and the summary is told from those s
 by ssebench/phrases.py, so the server's log never says more about withheld checks than
 the agent was told and never carries a check's log; nothing re-reads the result text.
 Kept as FastMCP middleware so ``app.py`` stays the tool.
+
+With a calls file (``ssebench serve --calls-file FILE``) each call is also one typed
+:class:`ssebench.runrecord.CallRecord` JSON line there, which the entrypoint reads into
+the run record: nothing has to parse the log's text lines again.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ssebench import phrases
+from ssebench.checks import State
 from ssebench.contract import CheckResult
 from ssebench.difficulty import Level
+from ssebench.runrecord import CallOutcome, CallRecord
 
 log = logging.getLogger("ssebench.server.calls")
 
@@ -62,13 +70,40 @@ def summary(level: Level, ending: _Ending) -> str:
     return phrases.summary(level, ending.results)
 
 
+def outcome(level: Level, ending: _Ending) -> CallOutcome:
+    """The record's word for how a call ended (CallRecord.outcome)."""
+    if ending.internal:
+        return "internal_failure"
+    if ending.results is None:
+        return "error"
+    if not level.enabled or not ending.results:
+        return "no_checks"
+    return "failed" if any(r.state is State.FAILED for r in ending.results) else "passed"
+
+
+class CallsFile:
+    """Appends one CallRecord JSON line per call to a file (a few hundred bytes, one write)."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+    def add(self, call: CallRecord) -> None:
+        os.write(self.fd, (call.model_dump_json() + "\n").encode("utf-8"))
+
+
 class CallLog(Middleware):
     """Logs each tools/call of ``test_patch`` once, when it ends (or is cancelled)."""
 
-    def __init__(self, level: Level, tool: str = "test_patch") -> None:
+    def __init__(self, level: Level, tool: str = "test_patch", calls: CallsFile | None = None) -> None:
         self.level = level
         self.tool = tool
+        self.calls = calls
         self._numbers = itertools.count(1)
+
+    def _record(self, number: int, ended: str, how: CallOutcome, took: float) -> None:
+        if self.calls is not None:
+            call = CallRecord(number=number, level=self.level.number, ended=ended, outcome=how, seconds=round(took, 3))
+            self.calls.add(call)
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
         if getattr(context.message, "name", None) != self.tool:
@@ -82,11 +117,14 @@ class CallLog(Middleware):
             result = await call_next(context)
         except BaseException as exc:
             took = max(0.0, time.monotonic() - started)
-            outcome = "cancelled" if type(exc).__name__ in ("CancelledError", "Cancelled") else "error"
-            log.info("%s: %s after %.1f s", where, outcome, took)
+            how: CallOutcome = "cancelled" if type(exc).__name__ in ("CancelledError", "Cancelled") else "error"
+            log.info("%s: %s after %.1f s", where, how, took)
+            self._record(number, how, how, took)
             raise
         finally:
             _current.reset(token)
         took = max(0.0, time.monotonic() - started)
-        log.info("%s: %s in %.1f s", where, summary(self.level, ending), took)
+        ended = summary(self.level, ending)
+        log.info("%s: %s in %.1f s", where, ended, took)
+        self._record(number, ended, outcome(self.level, ending), took)
         return result

@@ -16,9 +16,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ssebench import settings
 from ssebench.difficulty import DifficultyError, Level, level_from_env, parse_level
+
+if TYPE_CHECKING:
+    from .calllog import CallsFile
 
 DEFAULT_HOST = settings.DEFAULT_MCP_HOST
 DEFAULT_PORT = settings.DEFAULT_MCP_PORT
@@ -40,6 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--daemon-socket",
         metavar="PATH",
         help="the daemon's socket (default: $SSE_DAEMON_SOCKET, else the daemon's default)",
+    )
+    serve.add_argument(
+        "--calls-file",
+        type=Path,
+        metavar="FILE",
+        help="also write each test_patch call as one JSON line (a run record's CallRecord) to FILE",
     )
     serve.set_defaults(func=_serve)
 
@@ -175,7 +185,9 @@ class BindError(OSError):
     """The port cannot be bound; the message is the one line for the user."""
 
 
-def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str, sock: socket.socket) -> int:
+def _run_server(
+    args: argparse.Namespace, level: Level, daemon_socket: str, sock: socket.socket, calls: CallsFile | None = None
+) -> int:
     """Serve on the bound *sock* until SIGTERM/SIGINT; both end it cleanly with status 0."""
     import asyncio
 
@@ -192,7 +204,7 @@ def _run_server(args: argparse.Namespace, level: Level, daemon_socket: str, sock
         log_dir,
         heartbeat=args.heartbeat if args.heartbeat is not None else DEFAULT_HEARTBEAT,
     )
-    mcp.add_middleware(CallLog(level))
+    mcp.add_middleware(CallLog(level, calls=calls))
     # uvicorn restores the handlers it found and re-raises the signal after its
     # graceful shutdown: ours turns that into a normal return instead of a kill.
     stopped: list[int] = []
@@ -234,6 +246,15 @@ def _serve(args: argparse.Namespace) -> int:
     except SocketError as exc:
         print(f"ssebench serve: {exc}", file=sys.stderr)
         return 1
+    calls = None
+    if args.calls_file is not None:
+        from .calllog import CallsFile
+
+        try:
+            calls = CallsFile(args.calls_file)
+        except OSError as exc:
+            print(f"ssebench serve: --calls-file {args.calls_file}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     sock = _bind_or_exit(args, "serve")
     if sock is None:
         return 2
@@ -249,7 +270,7 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    return _run_server(args, level, str(daemon_socket), sock)
+    return _run_server(args, level, str(daemon_socket), sock, calls)
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -9,22 +9,35 @@ Exit status: 0 every check passed, 1 a check failed, 2 the task (or tree) is unu
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import shutil
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ssebench import contract, phrases, ui
 from ssebench.checks import Check, State
 from ssebench.contract import CheckResult
 from ssebench.difficulty import GRADING
 
+if TYPE_CHECKING:
+    from ssebench.runrecord import Grading
+    from ssebench.task import Task
+
 TAIL_LINES = 40
+STOP_POLL_SECONDS = 0.1
+T = TypeVar("T")
+
+
+class GradingStopped(Exception):
+    """grade() was asked to stop (its *stop* event): the checks were cancelled, nothing is left."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,29 +75,38 @@ class Grade:
             for r in self.results
         ]
 
+    def record(self) -> Grading:
+        """The run record's ``grading`` (``--json``'s document, typed)."""
+        from ssebench.runrecord import CheckGrade, Grading
+
+        checks = tuple(CheckGrade.model_validate(c) for c in self.checks)
+        return Grading(task=self.task_id, tree=str(self.tree), passed=self.passed, checks=checks)
+
 
 def grade(
-    task_file: str | Path,
+    task_file: str | Path | Task,
     tree: str | Path | None = None,
     on_event: Callable[[contract.Event], None] | None = None,
     *,
     sandbox: Any = None,
     limits: Any = None,
+    stop: threading.Event | None = None,
 ) -> Grade:
-    """Run every check of the task on *tree*; raises TaskError / RunError / ValueError.
+    """Run every check of the task (a file, or a loaded Task) on *tree*; raises TaskError /
+    RunError / ValueError.
 
     *on_event* sees each runner event (check_started, check_finished...) as it happens:
     the progress display's feed. *sandbox* / *limits* (ssebench.daemon.sandbox / .limits): by
     default the bwrap sandbox (``SSE_NO_SANDBOX=1`` turns it off) and the limits the
     environment sets; raises SandboxUnavailable where namespaces are not permitted.
+    *stop*: set from another thread, the checks are cancelled and GradingStopped is raised
+    once their processes and copies are gone (the entrypoint grades in a worker thread).
     """
-    import asyncio
-
     from ssebench.daemon import procs
     from ssebench.daemon.runner import Runner
-    from ssebench.task import load_task
+    from ssebench.task import Task, load_task
 
-    task = load_task(task_file)
+    task = task_file if isinstance(task_file, Task) else load_task(task_file)
     root = Path(tree).resolve() if tree else task.source.resolve()
     if not root.is_dir():
         raise ValueError(f"--tree {tree}: is not a folder")
@@ -99,9 +121,26 @@ def grade(
     workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
     try:
         runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits, trace=False)
-        return asyncio.run(_run_all(runner, task.id, root, on_event))
+        return asyncio.run(_unless_stopped(_run_all(runner, task.id, root, on_event), stop))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+async def _unless_stopped(work: Coroutine[Any, Any, T], stop: threading.Event | None) -> T:
+    """*work*, cancelled (and awaited to its end) when *stop* is set."""
+    if stop is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        await asyncio.wait({task}, timeout=STOP_POLL_SECONDS)
+        if stop.is_set() and not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            raise GradingStopped("grading was stopped")
+    return task.result()
 
 
 async def _run_all(runner: Any, task_id: str, root: Path, on_event: Callable[[contract.Event], None] | None) -> Grade:
@@ -127,7 +166,7 @@ def _tail_lines(data: bytes) -> str:
     return "\n".join(lines[-TAIL_LINES:])
 
 
-def _describe(result: CheckResult) -> str:
+def describe_check(result: CheckResult) -> str:
     """The spec's check line (ssebench/phrases.py), with grade's timings."""
     extra = []
     if result.state is not State.NOT_RUN:
@@ -145,7 +184,7 @@ def _summary(result: Grade) -> str:
         "",
         "Checks:",
     ]
-    lines += [_describe(r) for r in result.results]
+    lines += [describe_check(r) for r in result.results]
     for r in failed:
         if r.check in result.log_tails:
             lines += ["", f"Log ({r.check.label}), last {TAIL_LINES} lines at most:", result.log_tails[r.check]]
@@ -160,8 +199,10 @@ def run_grade(args: argparse.Namespace) -> int:
 
     try:
         sandbox, limits = sandbox_from_args(args)
-        with _progress() as on_event:
+        with _progress() as on_event, _term_as_interrupt():
             result = grade(args.task, args.tree, on_event, sandbox=sandbox, limits=limits)
+    except _Terminated:
+        return 128 + signal.SIGTERM
     except TaskError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -178,6 +219,26 @@ def run_grade(args: argparse.Namespace) -> int:
     else:
         _print_summary(_summary(result))
     return 0 if result.passed else 1
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: the checks are cancelled, their copies removed."""
+
+
+@contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends grading as Ctrl-C does (its default would kill us before the workspace
+    and the sandbox's /etc copy are removed: issue 31)."""
+
+    def on_term(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_term) if threading.current_thread() is threading.main_thread() else None
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

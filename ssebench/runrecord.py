@@ -182,13 +182,16 @@ class Grading(_Model):
     checks: tuple[CheckGrade, ...]
 
 
+CallOutcome = Literal["passed", "failed", "no_checks", "internal_failure", "cancelled", "error"]
+
+
 class CallRecord(_Model):
     """One test_patch call as the server's call log records it."""
 
     number: int
     level: Level
     ended: str  # the call log's summary: "passed", "FAILED [build: FAILED]", "cancelled"...
-    outcome: Literal["passed", "failed", "no_checks", "internal_failure", "cancelled", "error"]
+    outcome: CallOutcome
     seconds: float
 
 

@@ -26,7 +26,7 @@ def _task(folder: Path) -> Path:
 
 def test_folder_without_task_file_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
     with pytest.raises(DockerRunError) as error:
-        run_in_docker(task_dir=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r", difficulty=2)
+        run_in_docker(task=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r", difficulty=2)
     assert str(error.value) == f"{tmp_path}: no task.toml in this folder"
     assert not (tmp_path / "r").exists()
 
@@ -34,7 +34,7 @@ def test_folder_without_task_file_is_refused_before_docker_is_asked(tmp_path: Pa
 def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
     with pytest.raises(DockerRunError) as error:
         run_in_docker(
-            task_dir=_task(tmp_path / "task"),
+            task=_task(tmp_path / "task"),
             agent="cursor",
             agent_command=[],
             results_dir=tmp_path / "r",
@@ -62,7 +62,7 @@ def test_no_engine_names_where_it_looked(tmp_path: Path, monkeypatch: pytest.Mon
         return
     with pytest.raises(DockerRunError) as error:
         run_in_docker(
-            task_dir=_task(tmp_path / "task"),
+            task=_task(tmp_path / "task"),
             agent=None,
             agent_command=["true"],
             results_dir=tmp_path / "r",
@@ -112,7 +112,7 @@ def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkey
     try:
         with pytest.raises(DockerRunError) as error:
             run_in_docker(
-                task_dir=_task(tmp_path / "task"),
+                task=_task(tmp_path / "task"),
                 agent=None,
                 agent_command=["true"],
                 results_dir=tmp_path / "r",
@@ -125,3 +125,24 @@ def test_busy_port_3000_is_named_before_anything_is_built(tmp_path: Path, monkey
         "(another run, or ssebench up?). Free it or set SSEBENCH_DOCKER_NETWORK=bridge"
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_a_task_file_of_any_name_keeps_its_name_in_the_containers(tmp_path: Path) -> None:
+    """``run --task x/custom.toml --docker``: the folder is mounted at /task and the daemon,
+    the entrypoint and grading are given /task/custom.toml, not an assumed task.toml."""
+    folder = _task(tmp_path / "x")
+    (folder / "task.toml").rename(folder / "custom.toml")
+    plan = docker.plan_run(
+        folder / "custom.toml",
+        agent=None,
+        agent_command=["true"],
+        results_dir=tmp_path / "r",
+        difficulty=3,
+        network="none",
+    )
+    assert plan.task.file == folder / "custom.toml" and plan.task_file == "/task/custom.toml"
+    assert (plan.env["SSE_DIFFICULTY"], plan.env["SSE_RESULTS_DIR"]) == ("3", "/results")
+    # a folder still means its task.toml
+    with pytest.raises(DockerRunError, match=f"^{folder}: no task.toml in this folder$"):
+        docker.plan_run(folder, agent=None, agent_command=["true"], results_dir=tmp_path / "r", network="none")
+    assert not (tmp_path / "r").exists()  # planning writes nothing

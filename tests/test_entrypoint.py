@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -102,6 +104,11 @@ def runner(tmp_path: Path, fixable_task) -> Iterator[Runner]:
     r.assert_nothing_left()
 
 
+def stage(data: dict, name: str) -> dict:
+    """A stage of results.json with the fields it does not have (null) left out."""
+    return {k: v for k, v in data["stages"][name].items() if v is not None}
+
+
 def agent(*args: str) -> list[str]:
     return ["--", sys.executable, str(AGENT), *args]
 
@@ -120,6 +127,16 @@ def test_agent_fixes_the_tree_and_grading_passes(runner: Runner, fixable_task):
     assert data["mode"] == "process" and data["mcp_url"] == f"http://127.0.0.1:{runner.port}/mcp"
     assert data["agent"]["exit_code"] == 0 and data["agent"]["timed_out"] is False
     assert data["agent"]["timeout"] == 3600
+    # the record: schema 2, the spec the entrypoint made from its settings, the server's typed call log
+    assert (data["schema_version"], data["outcome"], data["reason"]) == (2, "passed", None)
+    assert data["spec"]["task_file"] == str(fixable_task.file) and data["spec"]["level"] == 2
+    assert data["spec"]["command"] == [sys.executable, str(AGENT), "--write", "fixed", "yes"]
+    assert data["agent"]["calls"] == 1
+    assert [(c["number"], c["level"], c["ended"], c["outcome"]) for c in data["calls"]] == [
+        (1, 2, "every check that ran passed [build: passed, functional tests: passed]", "passed")
+    ]
+    assert data["stages"]["grading"]["where"] == "process"
+    assert json.loads((runner.results / "grading.json").read_text()) == data["grading"]
     assert [data["stages"][s]["state"] for s in ("daemon", "server", "agent", "grading")] == ["done"] * 4
     assert data["grading"] is not None and data["dialog"] is None
     assert (fixable_task.tree / "fixed").read_text() == "yes"
@@ -133,6 +150,8 @@ def test_unfixed_tree_fails_grading_with_status_1(runner: Runner):
     assert (runner.results / "agent-stdout.log").read_text().startswith(LEVEL2_UNFIXED)
     data = runner.results_json()
     assert (data["status"], data["passed"], data["agent"]["exit_code"]) == ("checks_failed", False, 0)
+    assert (data["outcome"], data["reason"]) == ("failed", "failed: functional tests")
+    assert [c["outcome"] for c in data["calls"]] == ["failed"]
 
 
 @pytest.mark.slow
@@ -154,6 +173,7 @@ def test_agent_failure_still_grades(runner: Runner):
     data = runner.results_json()
     assert data["status"] == "agent_failed" and data["agent"]["exit_code"] == 3
     assert data["error"] == "the agent exited with status 3"
+    assert (data["outcome"], data["reason"]) == ("agent_error", "the agent exited with status 3")
     assert data["passed"] is True  # the tree was fixed before the agent failed
 
 
@@ -269,7 +289,10 @@ def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
     assert f"\n  {last}\n" in result.stderr
     data = runner.results_json()
     assert data["status"] == "server_failed" and data["exit_code"] == 4 and data["passed"] is None
-    assert data["agent"]["exit_code"] is None and "agent" not in data["stages"]
+    assert data["agent"] is None and "agent" not in data["stages"]  # it never started
+    assert data["outcome"] == "infrastructure"
+    assert data["reason"] == "the MCP server did not come up: " + data["error"].splitlines()[0]
+    assert data["reason"].startswith(f"the MCP server did not come up: the MCP server ({url}) exited with status")
     assert not (runner.results / "agent-stdout.log").exists()
 
 
@@ -282,6 +305,7 @@ def test_daemon_that_cannot_start(runner: Runner, tmp_path: Path):
     data = runner.results_json()
     assert data["status"] == "daemon_failed"
     assert data["error"].startswith(f"the daemon (socket {socket_path}) exited with status")
+    assert data["reason"] == "the daemon did not come up: " + data["error"].splitlines()[0]
 
 
 @pytest.mark.slow
@@ -294,7 +318,11 @@ def test_agent_timeout_kills_its_whole_group(runner: Runner, tmp_path: Path):
     data = runner.results_json()
     assert data["status"] == "agent_timeout" and data["agent"]["timed_out"] is True
     assert data["error"] == "the agent did not finish within 2 s"
-    assert data["stages"]["agent"] == {"state": "failed", "detail": "timed out after 2 s"}
+    assert stage(data, "agent") == {
+        "state": "failed",
+        "detail": "timed out after 2 s",
+    }
+    assert (data["outcome"], data["reason"]) == ("agent_timeout", "the agent did not finish within 2 s")
     assert data["agent"]["signal"] in ("SIGTERM", "SIGKILL")
     assert 2 <= data["agent"]["duration"] < 15
     assert data["stages"]["grading"]["state"] == "done"  # graded anyway
@@ -324,8 +352,41 @@ def test_sigterm_is_forwarded_to_the_agent(runner: Runner, tmp_path: Path):
     assert marker.read_text() == "TERM\n"
     data = runner.results_json()
     assert data["status"] == "interrupted" and data["error"] == "interrupted by SIGTERM"
-    assert data["stages"]["grading"] == {"state": "skipped", "detail": "interrupted by SIGTERM"}
+    assert stage(data, "grading") == {"state": "skipped", "detail": "interrupted by SIGTERM"}
     assert data["grading"] is None and data["passed"] is None
+    assert (data["outcome"], data["reason"]) == ("cancelled", "interrupted by SIGTERM")
+
+
+@pytest.mark.slow
+def test_sigterm_while_grading_stops_it_promptly_and_leaves_nothing(runner: Runner, task_factory, request):
+    """Grading runs in-process: a signal cancels its checks; no process, no copy, no /etc copy stays."""
+    slow = task_factory(build="true", functional="sleep 300")
+    runner.env["SSE_TASK"] = str(slow.file)
+    temp = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))  # short: the daemon's socket goes in it
+    temp.chmod(0o711)  # the checks user reaches its workspace in it, as in /tmp
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
+    proc = runner.popen("--", "true", TMPDIR=str(temp))
+    log = runner.results / "grading.log"
+    try:
+        deadline = time.monotonic() + 120
+        while "grading: functional tests" not in (log.read_text() if log.exists() else ""):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert took < 10  # inside docker stop's 10 s
+    data = runner.results_json()
+    assert (data["status"], data["error"]) == ("interrupted", "interrupted by SIGTERM while grading")
+    assert (data["outcome"], data["reason"]) == ("cancelled", "interrupted by SIGTERM while grading")
+    assert sorted(p.name for p in temp.iterdir()) == []  # issue 31: no ssebench-grade-*, no ssebench-etc-*
 
 
 @pytest.mark.slow
@@ -370,7 +431,7 @@ def test_sidecar_uses_the_running_daemon_and_leaves_grading_to_it(tmp_path: Path
     data = r.results_json()
     assert (data["mode"], data["status"], data["passed"], data["grading"]) == ("sidecar", "passed", None, None)
     assert data["task"] == {"id": None, "file": None, "tree": str(fixable_task.tree)}
-    assert data["stages"]["grading"] == {
+    assert stage(data, "grading") == {
         "state": "skipped",
         "detail": "sidecar mode without SSE_TASK: the sidecar grades",
     }
@@ -406,28 +467,18 @@ def test_sidecar_needs_the_socket(tmp_path: Path, fixable_task):
 
 def test_an_oversized_stream_line_is_kept_raw_not_converted(tmp_path: Path, monkeypatch):
     """A stream line over the limit goes to agent-stdout.log whole but is never parsed in memory."""
-    import ssebench.container.entrypoint as ep
-    from ssebench.container.settings import from_environment
-    from ssebench.supervise import Child
+    from ssebench.container import dialogpump
 
-    monkeypatch.setattr(ep, "MAX_EVENT_BYTES", 100)
-    settings = from_environment(
-        {},
-        results_dir=str(tmp_path),
-        dialog="gemini",
-        sidecar=True,
-        daemon_socket=str(tmp_path / "d.sock"),
-        tree=str(tmp_path),
-    )
+    monkeypatch.setattr(dialogpump, "MAX_EVENT_BYTES", 100)
     big = json.dumps({"type": "message", "role": "assistant", "content": "A" * 500})
     small = json.dumps({"type": "message", "role": "assistant", "content": "ok"})
     proc = subprocess.Popen([sys.executable, "-c", f"print({big!r}); print({small!r})"], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
     with (tmp_path / "raw.log").open("wb") as tee:
-        pipeline, reader = ep.Entrypoint(settings, ["agent"])._start_dialog(Child("agent", proc, None), tee, "gemini")
-        reader.join(timeout=30)
+        pump = dialogpump.DialogPump(tmp_path / "dialog.jsonl", "gemini", None)
+        pump.start(proc.stdout, tee)
         proc.wait(timeout=30)
-        pipeline.close(exit_code=0)
-        pipeline.writer.close()
+        pump.close(30, exit_code=0, timed_out=False, interrupted=False)
     lines = [json.loads(x) for x in (tmp_path / "dialog.jsonl").read_text().splitlines()]
     assert [(e["type"], e.get("text")) for e in lines] == [("message", "ok"), ("complete", None)]
     assert (tmp_path / "raw.log").read_text() == big + "\n" + small + "\n"

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from ssebench.supervise import ssebench_argv
 from tests.helpers.daemon import marked_processes, run_ssebench
 from tests.test_daemon import tree_hash
 from tests.test_daemon_lifecycle import ESCAPES
@@ -137,3 +141,34 @@ def test_grade_leaves_no_process(task_factory):
     proc = run_ssebench("grade", "--task", str(t.file), env={"SSE_TEST_MARK": mark})
     assert proc.returncode == 1
     assert marked_processes(mark) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_grading_leaves_nothing_behind(task_factory, tmp_path: Path, signum: int) -> None:
+    """Issue 31: Ctrl-C (or SIGTERM, as a supervisor stops it) while a check runs ends
+    grading at once; its workspace (ssebench-grade-*) and the sandbox's /etc copy go too."""
+    t = task_factory(build="true", functional="sleep 300")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen(
+        ssebench_argv("grade", "--task", str(t.file)),
+        env={**os.environ, "TMPDIR": str(temp)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not list(temp.glob("ssebench-grade-*/*/logs/functional.out")):  # the check is running
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signum
+    assert sorted(p.name for p in temp.iterdir()) == []

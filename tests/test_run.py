@@ -54,11 +54,25 @@ def test_run_a_command_end_to_end(task, tmp_path: Path):
         "--write",
         "fixed",
         "yes",
+        SSE_JOB_ID="j1",
+        SSE_JOB_RUN="j1/r7",
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)  # --json: stdout is results.json, nothing else
     assert data == json.loads((results / "results.json").read_text())
     assert data["status"] == "passed" and data["passed"] is True
+    # the spec made from the flags, with the job's ids from its variables
+    spec = {k: data["spec"][k] for k in ("task_file", "task_id", "agent", "level", "backend", "job_id", "run_id")}
+    assert spec == {
+        "task_file": str(task.file),
+        "task_id": "test-task",
+        "agent": None,
+        "level": 1,
+        "backend": "process",
+        "job_id": "j1",
+        "run_id": "r7",
+    }
+    assert data["agent"]["calls"] == 1 and [c["outcome"] for c in data["calls"]] == ["passed"]
     assert data["difficulty"] == {"level": 1, "name": "NO_INTENT_TEST"}
     # the agent worked in a copy: the task's own tree is untouched
     assert data["task"]["tree"] == str(results / "tree")
@@ -122,6 +136,76 @@ def test_run_refuses_a_bad_difficulty_and_a_bad_task(task, tmp_path: Path):
     result = run("--task", str(bad), "--", "true")
     assert result.returncode == 2
     assert result.stderr == f"ssebench run: {bad}: key 'source': missing (required)\n"
+
+
+def write_spec(folder: Path, task_file: Path, **fields: object) -> Path:
+    spec = {"task_file": str(task_file), "task_id": "test-task", "level": 2, **fields}
+    path = folder / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--task", "x.toml"], "--task"),
+        (["--agent", "claude", "--difficulty", "1"], "--agent, --difficulty"),
+        (["--agent-timeout", "5", "--", "true"], "--agent-timeout, -- CMD"),
+    ],
+)
+def test_a_spec_with_the_flags_it_replaces_is_a_usage_error_naming_them(
+    task, tmp_path: Path, flags: list[str], named: str
+):
+    spec = write_spec(tmp_path, task.file, command=["true"])
+    result = run("--spec", str(spec), "--results", str(tmp_path / "r"), *flags)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"ssebench run: --spec says what to run: drop {named} (or drop --spec)\n"
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_bad_spec_is_one_line_naming_the_file(task, tmp_path: Path):
+    spec = write_spec(tmp_path, task.file, level=9, command=["true"])
+    result = run("--spec", str(spec))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"ssebench run: --spec {spec}: not a run spec: level: Input should be less than or equal to 4\n",
+    )
+    other = write_spec(tmp_path, task.file, task_id="another", command=["true"])
+    result = run("--spec", str(other))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"ssebench run: --spec {other}: task_id 'another', but {task.file} is task 'test-task'\n",
+    )
+    assert run().stderr == "ssebench run: give --task FILE or --spec FILE\n"
+
+
+@pytest.mark.slow
+def test_a_spec_runs_and_is_copied_into_the_record(task, tmp_path: Path):
+    """What ssebench jobs passes (job, run, attempt, limits) comes back in the record unchanged."""
+    fields = {
+        "command": [sys.executable, str(AGENT), "--write", "fixed", "yes"],
+        "level": 1,
+        "agent_timeout": 120.0,
+        "job_id": "job-1",
+        "run_id": "run-3",
+        "attempt": 2,
+        "run_timeout": 900.0,
+        "lock_hash": "sha256:abc",
+    }
+    spec = write_spec(tmp_path, task.file, **fields)
+    results = tmp_path / "run"
+    result = run("--spec", str(spec), "--results", str(results), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((results / "results.json").read_text())
+    assert data["spec"] == {
+        **json.loads(spec.read_text()),
+        "agent": None,
+        "model": None,
+        "backend": "process",
+        "mcp_timeout": None,
+        "ignore_lock": False,
+    }
+    assert data["difficulty"]["level"] == 1 and data["agent"]["timeout"] == 120
 
 
 # a bundled agent whose CLI or key is missing: tests/test_preflight.py

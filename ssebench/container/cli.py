@@ -71,18 +71,19 @@ def _entrypoint(args: argparse.Namespace) -> int:
         )
         if args.no_sandbox:  # the daemon and `ssebench grade` inherit it (docs/security.md)
             settings.env["SSE_NO_SANDBOX"] = "1"
-        outcome = Entrypoint(settings, command, on_stage=print_stage).run()
+        result = Entrypoint(settings, command, on_stage=print_stage).run()
     except SettingsError as exc:
         print(f"ssebench entrypoint: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # a second Ctrl-C before the agent ran: everything is stopped
         print("ssebench entrypoint: interrupted", file=sys.stderr)
         return 130
-    results = outcome.results
-    print(
-        f"ssebench entrypoint: {results['status']} (exit {outcome.exit_code}); results in {outcome.results_file}",
-        file=sys.stderr,
-    )
-    if results.get("error"):
-        print(f"ssebench entrypoint: {results['error']}", file=sys.stderr)
-    return outcome.exit_code
+    from ssebench import runrecord
+
+    code = result.exit_code
+    assert code is not None
+    where = runrecord.path_in(settings.results_dir)
+    print(f"ssebench entrypoint: {result.status} (exit {code}); results in {where}", file=sys.stderr)
+    if result.error:
+        print(f"ssebench entrypoint: {result.error}", file=sys.stderr)
+    return code

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ssebench.runrecord import RunResult
 from ssebench.ui import seconds
 
 
@@ -63,53 +64,32 @@ class Display:
     def stop(self) -> None:
         self.live.stop()
 
-    def summary(self, data: dict, results: Path) -> None:
+    def summary(self, result: RunResult, results: Path) -> None:
         from rich.table import Table
+
+        from ssebench.container.results import check_label
 
         table = Table(title="result", show_header=False)
         table.add_column("key", style="bold")
         table.add_column("value")
-        agent = data.get("agent") or {}
-        grading = data.get("grading")
-        table.add_row("status", f"{data.get('status')} (exit {data.get('exit_code')})")
-        table.add_row("task", str((data.get("task") or {}).get("id")))
-        difficulty = data.get("difficulty") or {}
-        table.add_row("difficulty", f"{difficulty.get('level')} ({difficulty.get('name')})")
+        table.add_row("status", f"{result.status} (exit {result.exit_code})")
+        table.add_row("task", str(result.task.id))
+        level = result.difficulty
+        table.add_row("difficulty", f"{level.level} ({level.name})" if level else "None (None)")
+        agent = result.agent
         table.add_row(
             "agent",
-            f"exit {agent.get('exit_code')}, {seconds(agent.get('duration', 0))}"
-            + (", timed out" if agent.get("timed_out") else ""),
+            f"exit {agent.exit_code}, {seconds(agent.duration)}" + (", timed out" if agent.timed_out else "")
+            if agent
+            else "did not start",
         )
-        table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[data.get("passed")])
-        for check in _grading_checks(grading):
-            table.add_row(f"  {check[0]}", check[1])
-        if data.get("error"):
-            table.add_row("error", str(data["error"]))
+        table.add_row("passed", {True: "yes", False: "no", None: "no verdict"}[result.passed])
+        for check in result.grading.checks if result.grading else ():
+            table.add_row(f"  {check_label(check.check)}", check.state.replace("_", " "))
+        if result.error:
+            table.add_row("error", result.error)
         table.add_row("results", str(results / "results.json"))
-        if data.get("dialog"):
-            table.add_row("dialog", str(results / data["dialog"]))
+        if result.dialog:
+            table.add_row("dialog", str(results / result.dialog))
         self.console.print()
         self.console.print(table)
-
-
-def _grading_checks(grading: Any) -> list[tuple[str, str]]:
-    """(check, state) rows from ``ssebench grade --json``'s ``checks`` list."""
-    if not isinstance(grading, dict):
-        return []
-    checks = grading.get("checks")
-    rows = []
-    if isinstance(checks, list):
-        for item in checks:
-            if isinstance(item, dict):
-                rows.append((_label(item.get("check")), str(item.get("state")).replace("_", " ")))
-    return rows
-
-
-def _label(check: object) -> str:
-    """The spec's name of a check (``pocs`` → ``PoCs``)."""
-    from ssebench.difficulty import Check
-
-    try:
-        return Check(str(check)).label
-    except ValueError:
-        return str(check)

@@ -22,41 +22,48 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench import settings
+from ssebench import runrecord, settings
+from ssebench.container import results as record
 from ssebench.container.dockerfile import (
     CONTAINER_RESULTS_DIR,
     CONTAINER_TASK_DIR,
     DockerfileError,
     agent_cli,
 )
-from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir, read_results
+from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir
 from ssebench.container.images import build_agent_image, build_task_image
 from ssebench.container.sidecar import chown_tree, daemon_user, run_with_sidecar, sandbox_options
+from ssebench.container.workspace import Workspace, workspace
 from ssebench.resources import script
+from ssebench.runrecord import Grading, RunResult, RunSpec
 from ssebench.settings import DEFAULT_MCP_PORT
 
 __all__ = [
     "MCP_PORT",
     "DockerEngine",
+    "DockerPlan",
     "DockerRunError",
     "DockerRunResult",
     "build_agent_image",
     "build_task_image",
     "cache_dir",
     "chown_tree",
+    "container_task_file",
     "daemon_user",
+    "execute",
+    "plan_run",
     "run_in_docker",
     "sandbox_options",
 ]
 MCP_PORT = DEFAULT_MCP_PORT  # the port `ssebench agents install` registers in the agent layers
 CONTAINER_HOME = "/root"  # HOME in the one-container layout (its user is not root, but the layers open /root)
+#: a previous run's files, removed before a run so that none is reported as this one's
+STALE_FILES = ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log")
 
 
 @dataclass(frozen=True)
@@ -66,14 +73,100 @@ class DockerRunResult:
     exit_code: int  # the entrypoint's exit status (the container's)
     image: str  # the image that ran (agent layer, or task image for a custom command)
     results_dir: Path  # the host folder mounted at /results
-    results: dict | None  # results.json parsed; None when the entrypoint wrote none
+    record: RunResult | None  # results.json; None when the entrypoint wrote none
     dialog_path: Path | None  # results_dir/dialog.jsonl when it exists
     log_path: Path  # results_dir/container.log: the container's stdout and stderr
 
 
+@dataclass(frozen=True)
+class DockerPlan:
+    """One ``run --docker``, decided and checked before anything is built (:func:`plan_run`),
+    then carried out by :func:`execute`: images, containers, the record."""
+
+    task: Any  # ssebench.task.Task, loaded once
+    agent: str | None
+    command: tuple[str, ...]
+    results_dir: Path
+    env: dict[str, str]  # the containers' settings (SSE_DIFFICULTY, SSE_RESULTS_DIR, the recipe's)
+    network: str
+    timeout: float | None
+    base_image: str
+    sidecar: bool
+    spec: RunSpec | None = None  # copied into the record (the host's paths, backend docker)
+
+    @property
+    def task_file(self) -> str:
+        return container_task_file(self.task)
+
+
+def container_task_file(task: Any) -> str:
+    """The task file's path inside a container: the task folder is mounted at /task, and the
+    file keeps its own name (any name, not only task.toml)."""
+    return f"{CONTAINER_TASK_DIR}/{Path(task.file).name}"
+
+
+def plan_run(
+    task: Any,
+    *,
+    agent: str | None,
+    agent_command: Sequence[str],
+    results_dir: Path,
+    difficulty: int | None = None,
+    env: Mapping[str, str] | None = None,
+    network: str | None = None,
+    timeout: float | None = None,
+    base_image: str | None = None,
+    sidecar: bool = True,
+    spec: RunSpec | None = None,
+) -> DockerPlan:
+    """Everything that can fail before building (the task, the agent, the port), checked once.
+
+    task: a loaded Task, or the path of a task file (any name) or of a folder holding task.toml.
+    difficulty: SSE_DIFFICULTY inside the containers (default: the spec's level, else 2).
+    The rest as :func:`run_in_docker` says.
+    """
+    loaded = _load_task(task)
+    network = _check_before_building(agent, network, env)
+    level = difficulty if difficulty is not None else (spec.level if spec is not None else 2)
+    containers = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(level)}
+    return DockerPlan(
+        task=loaded,
+        agent=agent,
+        command=tuple(agent_command),
+        results_dir=results_dir,
+        env=containers,
+        network=network,
+        timeout=timeout,
+        base_image=base_image or settings.text("SSEBENCH_BASE_IMAGE"),
+        sidecar=sidecar,
+        spec=spec,
+    )
+
+
+def execute(plan: DockerPlan, progress: Callable[[str], None] | None = None) -> DockerRunResult:
+    """Build (or reuse) the images, run the containers, write the record; *progress* is called
+    with each stage's name as it starts ("engine", "task image", "agent image", "container",
+    "results")."""
+    stage = progress or (lambda _name: None)
+    engine, task_image, image = _images(plan.agent, plan.base_image, stage)
+    stage("container")
+    exit_code, grading = _run_containers(engine, plan, task_image, image)
+    stage("results")
+    result = _final_record(plan, grading)
+    dialog = plan.results_dir / "dialog.jsonl"
+    return DockerRunResult(
+        exit_code=result.exit_code if result is not None and result.exit_code is not None else exit_code,
+        image=image,
+        results_dir=plan.results_dir,
+        record=result,
+        dialog_path=dialog if dialog.is_file() else None,
+        log_path=plan.results_dir / "container.log",
+    )
+
+
 def run_in_docker(
     *,
-    task_dir: Path,
+    task: Any,
     agent: str | None,
     agent_command: Sequence[str],
     results_dir: Path,
@@ -85,12 +178,13 @@ def run_in_docker(
     progress: Callable[[str], None] | None = None,
     sidecar: bool = True,
 ) -> DockerRunResult:
-    """Run AGENT_COMMAND in a task container on TASK_DIR and collect its results.
+    """Run AGENT_COMMAND in a task container on TASK and collect its results.
 
-    task_dir: folder holding task.toml; copied (never written), mounted at /task.
-    agent: "claude" | "codex" | "gemini" | "opencode" selects that agent's image layer
-        (its pinned CLI, registered by ``ssebench agents install``); None runs
-        agent_command in the bare task image (``ssebench run -- CMD``).
+    task: the task file (any name; its folder is copied, never written, and mounted at
+        /task), a folder holding task.toml, or a loaded Task.
+    agent: a bundled agent's name selects its image layer (its pinned CLI, registered by
+        ``ssebench agents install``); None runs agent_command in the bare task image
+        (``ssebench run -- CMD``).
     agent_command: what the entrypoint runs after ``--`` (the agent's run recipe).
     results_dir: host folder (created) mounted at /results: results.json, dialog.jsonl,
         and container.log (the container's output) end up there.
@@ -103,9 +197,7 @@ def run_in_docker(
         that does not use an agent layer's registered URL): checked free before anything starts.
     timeout: seconds for the whole container; then it is killed and exit_code is 124.
     base_image: overrides SSEBENCH_BASE_IMAGE / ssebench-base:bookworm.
-    progress: called with each stage's name as it starts ("engine", "task image",
-        "agent image", "container", "results") for the live display.
-
+    progress: called with each stage's name as it starts, for the live display.
     sidecar: True (the default) keeps the task's hidden parts out of the agent's container
         (:func:`ssebench.container.sidecar.run_with_sidecar`); False: one container with the
         whole task at /task, sandboxed as a whole (:func:`_run_one_container`).
@@ -113,53 +205,63 @@ def run_in_docker(
     Raises DockerRunError with one clear message when no engine answers, the base image is
     missing, or a build fails (with the build's last lines).
     """
-    task = _load_task(task_dir)
-    network = _check_before_building(agent, network, env)
-    stage = progress or (lambda _name: None)
-    engine, task_image, image = _images(agent, base_image, stage)
-    stage("container")
-    settings = {**(env or {}), "SSE_RESULTS_DIR": CONTAINER_RESULTS_DIR, "SSE_DIFFICULTY": str(difficulty)}
-    layout = dict(command=agent_command, env=settings, network=network, timeout=timeout)
-    exit_code = _run_containers(engine, task_dir, task, results_dir, sidecar, task_image, image, layout)
-    stage("results")
-    return DockerRunResult(
-        exit_code=exit_code,
-        image=image,
+    plan = plan_run(
+        task,
+        agent=agent,
+        agent_command=agent_command,
         results_dir=results_dir,
-        results=read_results(results_dir / "results.json"),
-        dialog_path=(results_dir / "dialog.jsonl") if (results_dir / "dialog.jsonl").is_file() else None,
-        log_path=results_dir / "container.log",
+        difficulty=difficulty,
+        env=env,
+        network=network,
+        timeout=timeout,
+        base_image=base_image,
+        sidecar=sidecar,
     )
+    return execute(plan, progress)
 
 
 def _run_containers(
-    engine: DockerEngine,
-    task_dir: Path,
-    task: Any,
-    results_dir: Path,
-    sidecar: bool,
-    task_image: str,
-    image: str,
-    layout: dict[str, Any],
-) -> int:
-    """The chosen layout on private copies of the task; the entrypoint's exit status."""
+    engine: DockerEngine, plan: DockerPlan, task_image: str, image: str
+) -> tuple[int, Grading | str | None]:
+    """The chosen layout on private copies of the task: the entrypoint's exit status and the
+    sidecar's grading (None: none ran there)."""
+    results_dir = plan.results_dir
     results_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log"):
+    for name in STALE_FILES:
         (results_dir / name).unlink(missing_ok=True)  # never report a previous run's files
     log_path = results_dir / "container.log"
-    with _workspace(task_dir, task.source) as space:
-        if sidecar:
+    with workspace(plan.task.dir, plan.task.source) as space:
+        if plan.sidecar:
             return run_with_sidecar(
                 engine,
                 space,
                 task_image=task_image,
                 image=image,
+                command=plan.command,
                 results_dir=results_dir.resolve(),
+                env=plan.env,
+                network=plan.network,
+                timeout=plan.timeout,
                 log_path=log_path,
-                task_id=task.id,
-                **layout,
+                task_file=plan.task_file,
             )
-        return _run_one_container(engine, space, image=image, results_dir=results_dir, log_path=log_path, **layout)
+        return _run_one_container(engine, space, plan, image=image, log_path=log_path), None
+
+
+def _final_record(plan: DockerPlan, grading: Grading | str | None) -> RunResult | None:
+    """The container's record with the sidecar's grading merged in and the host's spec; written."""
+    try:
+        result = runrecord.read_if_any(plan.results_dir)
+    except runrecord.RecordError as error:
+        raise DockerRunError(str(error)) from None
+    if result is None:
+        return None
+    if grading is not None:
+        result = record.with_grading(result, grading, "sidecar", task_file=plan.task_file, task_id=plan.task.id)
+    if plan.spec is not None:
+        result = result.model_copy(update={"spec": plan.spec})
+    runrecord.write(plan.results_dir, result)
+    return result
 
 
 def _check_before_building(agent: str | None, network: str | None, env: Mapping[str, str] | None) -> str:
@@ -178,11 +280,10 @@ def _check_before_building(agent: str | None, network: str | None, env: Mapping[
     return network
 
 
-def _images(agent: str | None, base_image: str | None, stage: Callable[[str], None]) -> tuple[DockerEngine, str, str]:
+def _images(agent: str | None, base: str, stage: Callable[[str], None]) -> tuple[DockerEngine, str, str]:
     """The engine, the task image and the image to run (AGENT's layer, else the task image)."""
     stage("engine")
     engine = DockerEngine.locate()
-    base = base_image or settings.text("SSEBENCH_BASE_IMAGE")
     if not engine.has_image(base):
         raise DockerRunError(
             f"the base image {base} is not in the Docker engine at {engine.host}; "
@@ -211,55 +312,24 @@ def _check_port_free(port: int) -> None:
             ) from None
 
 
-def _load_task(task_dir: Path):
-    """The task, checked on the host before anything is built (a bad task.toml fails here)."""
-    from ssebench.task import TaskError, load_task
+def _load_task(task: Any) -> Any:
+    """The task, checked on the host before anything is built (a bad task file fails here)."""
+    from ssebench.task import Task, TaskError, load_task
 
-    if not (task_dir / "task.toml").is_file():
-        raise DockerRunError(f"{task_dir}: no task.toml in this folder")
+    if isinstance(task, Task):
+        return task
+    path = Path(task)
+    if path.is_dir():
+        if not (path / "task.toml").is_file():
+            raise DockerRunError(f"{path}: no task.toml in this folder")
+        path = path / "task.toml"
     try:
-        return load_task(task_dir / "task.toml")
+        return load_task(path)
     except TaskError as error:
         raise DockerRunError(str(error)) from None
 
 
-@dataclass(frozen=True)
-class _Workspace:
-    task: Path  # a full copy of the task folder (hidden parts included)
-    tree: Path  # a copy of the task's source: the agent's tree in sidecar mode
-    sockets: Path  # shared by the sidecar (daemon socket) and the agent container
-    results: Path  # the one-container layout's /results, copied to the user's folder after
-
-
-@contextmanager
-def _workspace(task_dir: Path, source: Path) -> Iterator[_Workspace]:
-    """Private copies for the containers to change; the user's folders stay as they are."""
-    holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
-    try:
-        space = _Workspace(
-            task=holder / "task", tree=holder / "tree", sockets=holder / "sockets", results=holder / "results"
-        )
-        shutil.copytree(task_dir, space.task, symlinks=True)
-        shutil.copytree(source, space.tree, symlinks=True)
-        space.sockets.mkdir(mode=0o700)
-        space.results.mkdir(mode=0o700)
-        yield space
-    finally:
-        shutil.rmtree(holder, ignore_errors=True)
-
-
-def _run_one_container(
-    engine: DockerEngine,
-    space: _Workspace,
-    *,
-    image: str,
-    command: Sequence[str],
-    results_dir: Path,
-    env: Mapping[str, str],
-    network: str,
-    timeout: float | None,
-    log_path: Path,
-) -> int:
+def _run_one_container(engine: DockerEngine, space: Workspace, plan: DockerPlan, *, image: str, log_path: Path) -> int:
     """Agent, daemon and checks in one container with the whole task at /task (this layout
     hides nothing from the agent). bwrap needs an unmasked /proc here as in the sidecar,
     which leaves /proc/sys writable; so the whole container runs as :func:`daemon_user`,
@@ -273,15 +343,15 @@ def _run_one_container(
     try:
         return engine.run_container(
             image=image,
-            command=["--", *command],
+            command=["--", *plan.command],
             mounts={space.task: CONTAINER_TASK_DIR, space.results: CONTAINER_RESULTS_DIR},
             # HOME: the image's /root (the agent layers open it to every user); the user has
             # no passwd entry, so Docker would set HOME to / or /nonexistent.
-            env={"HOME": CONTAINER_HOME, **env, "SSE_TASK": f"{CONTAINER_TASK_DIR}/task.toml"},
-            network=network,
-            timeout=timeout,
+            env={"HOME": CONTAINER_HOME, **plan.env, "SSE_TASK": plan.task_file},
+            network=plan.network,
+            timeout=plan.timeout,
             log_path=log_path,
             options=sandbox_options(uid, gid),
         )
     finally:
-        shutil.copytree(space.results, results_dir, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(space.results, plan.results_dir, symlinks=True, dirs_exist_ok=True)

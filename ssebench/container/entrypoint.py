@@ -10,19 +10,20 @@ and watches its stages.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.container import results as results_file
+from ssebench import runrecord
+from ssebench.container import results as record
+from ssebench.container.calls import read_calls
+from ssebench.container.dialogpump import DialogPump
 from ssebench.container.prepare import setup_agent
 from ssebench.container.readiness import StartupError, wait_for_mcp
 from ssebench.container.results import (
@@ -30,15 +31,13 @@ from ssebench.container.results import (
     EXIT_DAEMON_FAILED,
     EXIT_SERVER_FAILED,
     EXIT_USAGE,
-    RESULTS_FILE,
-    AgentOutcome,
+    AgentRun,
     exit_status,
-    grading_stage,
-    now,
 )
-from ssebench.container.settings import Settings
+from ssebench.container.settings import EntrypointSettings
 from ssebench.container.signals import SIGNAL_FLOOR_SECONDS, SIGNAL_GRACE_SECONDS, SignalHandling
 from ssebench.daemon.procs import enable_subreaper
+from ssebench.runrecord import Grading, RunResult, RunSpec, Stage
 from ssebench.supervise import (
     STOP_GRACE_SECONDS,
     Child,
@@ -52,24 +51,20 @@ from ssebench.supervise import (
     wait_for_exit,
 )
 
-__all__ = ["EXIT_USAGE", "Entrypoint", "Outcome", "print_stage"]
-MAX_EVENT_BYTES = 64 * 1024 * 1024  # a stream line longer than this is kept raw, not converted
+__all__ = ["EXIT_USAGE", "Entrypoint", "print_stage"]
+CALLS_FILE = "calls.jsonl"  # the server's typed call log, in the entrypoint's private folder
 StageHook = Callable[[str, str, str], None]  # (stage, state, detail)
-
-
-@dataclass
-class Outcome:
-    exit_code: int
-    results: dict[str, Any]
-    results_file: Path | None
+Ended = tuple[int, str | None, Grading | None, str | None]  # exit status, error, grading, grading's error
 
 
 @dataclass
 class Entrypoint(SignalHandling):
-    settings: Settings
+    settings: EntrypointSettings
     agent_command: Sequence[str]
     on_stage: StageHook = field(default=lambda stage, state, detail: None)
     agent_env: dict[str, str] | None = None  # extra variables for the agent only
+    spec: RunSpec | None = None  # what the record says was run (None: made from the settings)
+    task: Any = None  # the Task, when the caller loaded it already (ssebench run)
 
     def __post_init__(self) -> None:
         self._keep: set[int] = set()
@@ -77,9 +72,7 @@ class Entrypoint(SignalHandling):
         self._agent: Child | None = None
         self._signal: int | None = None
         self._signal_deadline: float | None = None  # the one grace period after a signal ends here
-        self._stages: dict[str, dict[str, Any]] = {}
-        self._dialog_lock = threading.Lock()
-        self._dialog_closed = False
+        self._stages: dict[str, Stage] = {}
 
     # -- public ---------------------------------------------------------------------
 
@@ -90,13 +83,14 @@ class Entrypoint(SignalHandling):
         """
         from ssebench.container.prepare import check_run
 
-        self.agent_command, self.level, task, tree = check_run(self.settings, self.agent_command)
+        self.agent_command, self.level, task, tree = check_run(self.settings, self.agent_command, self.task)
         return task, tree
 
-    def run(self) -> Outcome:
+    def run(self) -> RunResult:
         """Prepare, run every stage, write ``results.json``. Raises SettingsError before starting."""
         task, tree = self.prepare()
-        started_at, t0 = now(), time.monotonic()
+        spec = self.spec or self._own_spec(task)
+        started_at, t0 = runrecord.now(), time.monotonic()
         handlers = self._install_signal_handlers()
         # A process that leaves its group (setsid, a daemonising CLI) escapes killpg; as
         # subreaper we inherit it when its parent exits, so kill_strays still finds it.
@@ -105,59 +99,76 @@ class Entrypoint(SignalHandling):
 
         self._keep = {p.pid for p in psutil.Process().children(recursive=True)}  # not ours to stop
         workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))  # 0700, ours
-        agent = AgentOutcome(command=list(self.agent_command), timeout=self.settings.agent_timeout)
-        grading: dict[str, Any] | None = None
-        error: str | None = None
-        exit_code: int
+        agent = AgentRun(command=list(self.agent_command), timeout=self.settings.agent_timeout)
         try:
-            exit_code, error, grading = self._stages_run(task, tree, workdir, agent)
+            exit_code, error, grading, grade_error = self._stages_run(task, tree, workdir, agent)
+            calls, count = read_calls(workdir / CALLS_FILE)
         finally:
             stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             kill_strays(self._keep)
             self._restore_signal_handlers(handlers)
             _remove_tree(workdir)
-        results = results_file.document(
-            self.settings,
-            task=task,
-            tree=tree,
-            level=self.level,
+        s = self.settings
+        result = record.build(
+            spec,
+            task=runrecord.TaskRef(id=task.id if task else None, file=str(s.task) if s.task else None, tree=str(tree)),
+            level=runrecord.DifficultyRef(level=self.level.number, name=self.level.name),
+            mode="sidecar" if s.sidecar else "process",
+            mcp_url=s.mcp_url,
             stages=self._stages,
-            agent=agent,
+            agent=agent.facts(calls=count) if "agent" in self._stages else None,
             grading=grading,
+            grade_error=grade_error,
+            calls=calls,
             exit_code=exit_code,
             error=error,
             started_at=started_at,
             duration=time.monotonic() - t0,
+            dialog=(s.results_dir / DIALOG_FILE).exists(),
         )
-        path = self.settings.results_dir / RESULTS_FILE
-        results_file.write(path, results)
-        return Outcome(exit_code, results, path)
+        runrecord.write(s.results_dir, result)
+        return result
+
+    def _own_spec(self, task: Any) -> RunSpec:
+        """The spec of a run started as ``ssebench entrypoint`` (from its settings)."""
+        from ssebench.container.spec import from_flags
+
+        s = self.settings
+        return from_flags(
+            task_file=str(s.task) if s.task else "",
+            task_id=task.id if task else "",
+            agent=s.agent,
+            command=list(self.agent_command),
+            level=self.level.number,
+            backend="process",
+            env=s.env,
+            agent_timeout=str(s.agent_timeout),
+            mcp_timeout=str(s.mcp_timeout),
+        )
 
     # -- stages ---------------------------------------------------------------------
 
-    def _stages_run(
-        self, task: Any, tree: Path, workdir: Path, agent: AgentOutcome
-    ) -> tuple[int, str | None, dict[str, Any] | None]:
-        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock")
+    def _stages_run(self, task: Any, tree: Path, workdir: Path, agent: AgentRun) -> Ended:
+        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock", workdir)
         if failed is not None:
-            return failed
+            return (*failed, None, None)
         self._run_agent(tree, agent)
         # stop the servers before grading: nothing may change the tree any more
         stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
         if self._signal is not None:
             self._stage("grading", "skipped", f"interrupted by {signal.Signals(self._signal).name}")
-            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
+            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None, None
         if task is None:
             self._stage("grading", "skipped", "sidecar mode without SSE_TASK: the sidecar grades")
             grading, grade_error, passed = None, None, None
         else:
-            grading, grade_error, passed = self._grade(tree)
+            grading, grade_error, passed = self._grade(task, tree)
             if self._signal is not None:  # interrupted while grading
                 name = signal.Signals(self._signal).name
-                return 128 + self._signal, f"interrupted by {name} while grading", grading
-        return (*exit_status(agent, grade_error, passed), grading)
+                return 128 + self._signal, f"interrupted by {name} while grading", grading, None
+        return (*exit_status(agent.facts(), grade_error, passed), grading, grade_error)
 
-    def _start_servers(self, tree: Path, socket: Path) -> tuple[int, str, None] | None:
+    def _start_servers(self, tree: Path, socket: Path, workdir: Path) -> tuple[int, str] | None:
         """The daemon (a sidecar serves it already: only wait for it), then the MCP
         server, each waited for; the failure's exit status and message, or None."""
         s = self.settings
@@ -197,6 +208,8 @@ class Entrypoint(SignalHandling):
                     s.mcp_path,
                     "--daemon-socket",
                     str(socket),
+                    "--calls-file",
+                    str(workdir / CALLS_FILE),
                 ),
             )
             took = wait_for_mcp(
@@ -207,13 +220,13 @@ class Entrypoint(SignalHandling):
         self._stage("server", "done", f"answered initialize in {took:.1f} s", seconds=took, url=s.mcp_url)
         return None
 
-    def _run_agent(self, tree: Path, agent: AgentOutcome) -> None:
+    def _run_agent(self, tree: Path, agent: AgentRun) -> None:
         self._stage("agent", "start", " ".join(self.agent_command))
         started = time.monotonic()
         stdout_log = open_log(self.settings.results_dir / "agent-stdout.log")
         try:
             try:
-                child, pipeline, reader = self._launch_agent(tree, stdout_log)
+                child, pump = self._launch_agent(tree, stdout_log)
             except OSError as exc:
                 agent.error = f"the agent command could not start: {exc.strerror or exc}: {self.agent_command[0]}"
                 agent.exit_code = 127
@@ -221,12 +234,15 @@ class Entrypoint(SignalHandling):
                 return
             self._await_agent(child, agent)
             agent.duration = time.monotonic() - started
-            self._close_dialog(pipeline, reader, agent)
+            if pump is not None:
+                grace = self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS)
+                interrupted = self._signal is not None
+                pump.close(grace, exit_code=agent.exit_code, timed_out=agent.timed_out, interrupted=interrupted)
         finally:
             stdout_log.close()
         self._report_agent(agent)
 
-    def _launch_agent(self, tree: Path, stdout_log: Any) -> tuple[Child, Any, threading.Thread | None]:
+    def _launch_agent(self, tree: Path, stdout_log: Any) -> tuple[Child, DialogPump | None]:
         """The agent's process (stderr to its log; stdout to *stdout_log*, through the
         dialog converter when there is one); raises OSError when it cannot start."""
         s = self.settings
@@ -235,18 +251,20 @@ class Entrypoint(SignalHandling):
         env["SSE_MCP_URL"] = s.mcp_url
         setup_agent(s.agent, env)  # with the run's model API (a Docker layer ran it without)
         log = s.results_dir / "agent-stderr.log"
-        pipeline = reader = None
+        pump = None
         if s.dialog:
             child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=subprocess.PIPE)
-            pipeline, reader = self._start_dialog(child, stdout_log, s.dialog)
+            pump = DialogPump(s.results_dir / DIALOG_FILE, s.dialog, s.prompt)
+            assert child.proc.stdout is not None
+            pump.start(child.proc.stdout, stdout_log)
         else:
             child = self._spawn("agent", self.agent_command, cwd=tree, env=env, log=log, stdout=stdout_log)
         self._agent = child
         if self._signal is not None:  # a signal came while we were starting it
             child.signal(self._signal)
-        return child, pipeline, reader
+        return child, pump
 
-    def _await_agent(self, child: Child, agent: AgentOutcome) -> None:
+    def _await_agent(self, child: Child, agent: AgentRun) -> None:
         """Wait under the agent's timeout (or a signal's grace), stop what is left of it."""
         s = self.settings
         finished = wait_for_exit(child, s.agent_timeout, self._interrupted)
@@ -264,25 +282,12 @@ class Entrypoint(SignalHandling):
         # processes that left the agent's group: stopped before grading reads the tree
         strays = kill_strays(self._keep, spare=[c for c in self._children if c.running()])
         if strays:
-            self._stages.setdefault("agent", {})["strays_killed"] = strays
+            self._note("agent", strays_killed=tuple(strays))
         agent.exit_code = code if code >= 0 else 128 - code
         if code < 0:
             agent.signal = signal.Signals(-code).name
 
-    def _close_dialog(self, pipeline: Any, reader: threading.Thread | None, agent: AgentOutcome) -> None:
-        if reader is not None:
-            reader.join(timeout=self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
-        if pipeline is not None:
-            # A process that left the agent's group may still hold the pipe open:
-            # stop converting (under the pump's lock) and close the dialog now.
-            with self._dialog_lock:
-                self._dialog_closed = True
-                pipeline.close(
-                    exit_code=agent.exit_code, timed_out=agent.timed_out, interrupted=self._signal is not None
-                )
-                pipeline.writer.close()
-
-    def _report_agent(self, agent: AgentOutcome) -> None:
+    def _report_agent(self, agent: AgentRun) -> None:
         if not agent.timed_out:
             state = "done" if agent.exit_code == 0 else "failed"
             detail = f"exited {agent.exit_code}" + (f" ({agent.signal})" if agent.signal else "")
@@ -293,62 +298,26 @@ class Entrypoint(SignalHandling):
             said = last_error_line(self.settings.results_dir)  # the CLI's own reason, for the summary
             agent.error = f"the agent exited with status {agent.exit_code}" + (f": {said}" if said else "")
 
-    def _start_dialog(self, child: Child, tee: Any, dialog: str) -> tuple[Any, threading.Thread]:
-        from ssebench.dialog.convert import DialogPipeline, load_converter
-        from ssebench.dialog.writer import DialogWriter
+    def _grade(self, task: Any, tree: Path) -> tuple[Grading | None, str | None, bool | None]:
+        """Every check, in-process (container/grader.py); a signal stops it promptly."""
+        from ssebench.container.grader import GradingThread
 
-        writer = DialogWriter.create(self.settings.results_dir / DIALOG_FILE)
-        pipeline = DialogPipeline(writer, load_converter(dialog), prompt=self.settings.prompt)
-
-        def pump() -> None:
-            # Every byte goes to the raw log; a line longer than MAX_EVENT_BYTES is not
-            # parsed (nor held in memory whole): its parts pass straight through.
-            stream = child.proc.stdout
-            assert stream is not None
-            oversized = False
-            while chunk := stream.readline(MAX_EVENT_BYTES):
-                try:
-                    tee.write(chunk)
-                except ValueError:  # the raw log was closed: the run is over
-                    return
-                complete = chunk.endswith(b"\n")
-                if not oversized and (complete or len(chunk) < MAX_EVENT_BYTES):
-                    with self._dialog_lock:
-                        if self._dialog_closed:
-                            return
-                        pipeline.feed_line(chunk.decode("utf-8", errors="replace"))
-                else:
-                    oversized = not complete
-
-        thread = threading.Thread(target=pump, name="dialog", daemon=True)
-        thread.start()
-        return pipeline, thread
-
-    def _grade(self, tree: Path) -> tuple[dict[str, Any] | None, str | None, bool | None]:
-        """Run every check (``ssebench grade --json``) in its own process group."""
         s = self.settings
         self._stage("grading", "start", "every check, whatever the level")
-        log = s.results_dir / "grading.log"
-        out = s.results_dir / "grading.json"
-        with open_log(out) as stdout:
-            child = self._spawn(
-                "grading",
-                ssebench_argv("grade", "--task", str(s.task), "--tree", str(tree), "--json"),
-                log=log,
-                stdout=stdout,
-            )
-        while not wait_for_exit(child, 3600.0, self._interrupted):
+        job = GradingThread(task, tree, s.results_dir / "grading.log", s.env).start()
+        while not job.wait(0.2):
             if self._signal is not None:
-                child.stop(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
+                job.stop(self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
                 return None, f"grading interrupted by {signal.Signals(self._signal).name}", None
-        code = child.proc.returncode
-        try:
-            report = json.loads(out.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            report = None
-        stage, passed = grading_stage(code, report if isinstance(report, dict) else None, "\n".join(child.tail()))
-        self._stage("grading", stage["state"], stage["detail"], **({} if passed is None else {"passed": passed}))
-        return (report if isinstance(report, dict) else None), (stage["detail"] if passed is None else None), passed
+        if job.grading is None:
+            error = job.error or "grading failed"
+            self._stage("grading", "failed", error)
+            return None, error, None
+        record.write_grading(s.results_dir, job.grading)
+        passed = job.grading.passed
+        detail = "every check passed" if passed else "a check failed"
+        self._stage("grading", "done", detail, passed=passed, where="process")
+        return job.grading, None, passed
 
     # -- helpers ----------------------------------------------------------------------
 
@@ -373,18 +342,21 @@ class Entrypoint(SignalHandling):
         self._children.append(child)
         return child
 
-    def _startup_failed(self, stage: str, exc: StartupError, code: int) -> tuple[int, str, None]:
+    def _startup_failed(self, stage: str, exc: StartupError, code: int) -> tuple[int, str]:
         self._stage(stage, "failed", str(exc))
         if self._signal is not None:
-            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}", None
-        return code, str(exc), None
+            return 128 + self._signal, f"interrupted by {signal.Signals(self._signal).name}"
+        return code, str(exc)
 
     def _stage(self, stage: str, state: str, detail: str, **extra: Any) -> None:
-        record = self._stages.setdefault(stage, {})
-        record.update(
-            state=state, detail=detail, **{k: (round(v, 3) if isinstance(v, float) else v) for k, v in extra.items()}
-        )
+        self._note(stage, state=state, detail=detail, **extra)
         self.on_stage(stage, state, detail)
+
+    def _note(self, stage: str, **fields: Any) -> None:
+        """Set fields of *stage*'s record, keeping the others it has."""
+        old = self._stages[stage].model_dump(exclude_none=True) if stage in self._stages else {}
+        rounded = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in fields.items()}
+        self._stages[stage] = Stage.model_validate({**old, **rounded})
 
 
 def _remove_tree(path: Path) -> None:

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.container import results
-from ssebench.container.settings import Settings, SettingsError
+from ssebench.container.settings import EntrypointSettings, SettingsError
 
 
-def check_run(s: Settings, agent_command: Sequence[str]) -> tuple[list[str], Any, Any, Path]:
-    """The agent command (a relative program made absolute), the level, the loaded task
-    (None in sidecar mode without a task file) and the agent's tree."""
+def check_run(
+    s: EntrypointSettings, agent_command: Sequence[str], loaded: Any = None
+) -> tuple[list[str], Any, Any, Path]:
+    """The agent command (a relative program made absolute), the level, the task (*loaded*
+    when the caller loaded it already; None in sidecar mode without a task file) and the
+    agent's tree."""
     from ssebench.difficulty import DifficultyError, level_from_env
 
     command = list(agent_command)
@@ -32,7 +35,7 @@ def check_run(s: Settings, agent_command: Sequence[str]) -> tuple[list[str], Any
         raise SettingsError(str(exc)) from None
     if s.sidecar and s.daemon_socket is None:
         raise SettingsError("--sidecar needs SSE_DAEMON_SOCKET: the socket the sidecar daemon serves")
-    task = _task(s)
+    task = loaded if loaded is not None else _task(s)
     tree = s.tree or (task.source if task else None)
     if tree is None:
         raise SettingsError("SSE_TREE is not set: in sidecar mode without SSE_TASK, name the agent's tree")
@@ -42,7 +45,7 @@ def check_run(s: Settings, agent_command: Sequence[str]) -> tuple[list[str], Any
     return command, level, task, tree
 
 
-def _task(s: Settings) -> Any:
+def _task(s: EntrypointSettings) -> Any:
     if s.task is None:
         if not s.sidecar:
             raise SettingsError("SSE_TASK is not set: the path of the task.toml to run (or --task)")

@@ -1,10 +1,12 @@
 """``ssebench run``: one whole run of one agent on one task, here or in a container.
 
-Process mode does what a task container does, on this machine: a private copy of the
-task's tree, a private HOME where ``ssebench agents install`` registers the server
-for the agent, the agent's run recipe (agents/*/recipe.py) as the command, and the
-entrypoint's stages (:class:`ssebench.container.entrypoint.Entrypoint`) shown live.
-``--docker`` hands the same recipe to ssebench/container/docker.py instead.
+What to run is a :class:`~ssebench.runrecord.RunSpec`: read from ``--spec FILE`` (as
+``ssebench jobs`` passes it) or built from the flags; the record carries it. The task is
+loaded once, here, and handed on. Process mode does what a task container does, on this
+machine: a private copy of the task's tree, a private HOME where the server is registered
+for the agent (agents/actions.py, in-process), the agent's run recipe (agents/*/recipe.py)
+as the command, and the entrypoint's stages (:class:`~ssebench.container.entrypoint.Entrypoint`)
+shown live. ``--docker`` hands the same recipe to ssebench/container/docker.py instead.
 
 Before anything starts, a bundled agent's preflight (agents/recipe.py) checks the model
 API variables and, in process mode, the CLI and its pinned version: a missing key is one
@@ -18,18 +20,19 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssebench.container.agenthome import home_env, install_agent, private_home, without_user_config
 from ssebench.container.display import Display
+from ssebench.runrecord import Backend, RunResult, RunSpec
 from ssebench.settings import DEFAULT_MCP_HOST, DEFAULT_MCP_PATH, DEFAULT_MCP_URL
 
-STAGES = ("setup", "daemon", "server", "agent", "grading")
 DEFAULT_RUNS_DIR = "ssebench-runs"
+__all__ = ["default_prompt", "recipe_plan", "register", "without_user_config"]  # kube_agent.py uses them
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run one agent on one task end to end and report the result as a table and as JSON. "
         "The agent is a bundled one (--agent) or any command after '--'.",
     )
-    p.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
+    p.add_argument("--task", metavar="FILE", help="the task file (task.toml)")
+    p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="what to run as a run spec (JSON, docs/run-record.schema.json's spec) instead of "
+        "--task, --agent, --difficulty, --agent-timeout, --mcp-timeout and '-- CMD'",
+    )
     p.add_argument("--agent", choices=agents, help="a bundled agent, run with its recipe")
     p.add_argument(
         "--difficulty",
@@ -84,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 @dataclass
-class Plan:
+class AgentPlan:
     """What to launch: the agent's command and environment, and its dialog format."""
 
     command: list[str]
@@ -101,51 +110,9 @@ def default_prompt(task: Any) -> str:
     )
 
 
-def private_home(results: Path) -> Path:
-    home = results / "home"
-    home.mkdir(mode=0o700)
-    return home
-
-
-def without_user_config(env: dict[str, str]) -> dict[str, str]:
-    """*env* without the variables that would point a CLI at the user's own config instead
-    of the run's HOME (each agent record's ``config_vars``)."""
-    from ssebench.agents.registry import config_vars
-
-    drop = set(config_vars())
-    return {k: v for k, v in env.items() if k not in drop}
-
-
-def home_env(home: Path) -> dict[str, str]:
-    """Point every per-user config location of the agent CLIs at *home*."""
-    return {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local/state"),
-    }
-
-
-def install_agent(agent: str, url: str, env: dict[str, str], log: Path) -> None:
-    """``ssebench agents install AGENT --url URL`` into the private HOME in *env*."""
-    from ssebench.supervise import ssebench_argv
-
-    with log.open("wb") as out:
-        code = subprocess.run(
-            ssebench_argv("agents", "install", agent, "--url", url),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=120,
-        ).returncode
-    if code != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-10:]
-        raise RuntimeError(f"ssebench agents install {agent} failed (exit {code}):\n" + "\n".join(tail))
-
-
-def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str], prepare: bool = True) -> Plan:
+def recipe_plan(
+    agent: str, prompt: str, *, url: str, home: Path, env: dict[str, str], prepare: bool = True
+) -> AgentPlan:
     """The registered agent's run recipe (agents/recipe.py) as a Plan.
 
     *prepare*: also run the recipe's one-time setup in *home* (process mode only: in a
@@ -160,46 +127,103 @@ def recipe_plan(agent: str, prompt: str, *, url: str, home: Path, env: dict[str,
     launch = recipe.launch(prompt=prompt, mcp_url=url, home=home, env=env)
     # its own Node first on PATH (process mode: a container's layer has the one node it needs)
     path = runtime.launch_path(registry.agent(agent), env) if prepare else {}
-    return Plan(command=list(launch.argv), env={**path, **launch.env}, dialog=recipe.dialog)
+    return AgentPlan(command=list(launch.argv), env={**path, **launch.env}, dialog=recipe.dialog)
 
 
 class _Refused(Exception):
     """A run that cannot start; the message is its one line after ``ssebench run:`` (exit 2)."""
 
 
-def _start(args: argparse.Namespace, command: list[str]) -> tuple[Any, dict[str, str], int, Path]:
-    """Everything checked before a run starts: the task, the level, the agent's preflight and
-    the results folder (made). _Refused says what is wrong."""
+@dataclass(frozen=True)
+class _Start:
+    """A run checked and ready: its spec (backend resolved), task, environment, folder."""
+
+    spec: RunSpec
+    task: Any  # ssebench.task.Task, loaded once here
+    command: list[str]  # '-- CMD' (empty for a bundled agent)
+    env: dict[str, str]
+    results: Path
+
+
+def _what(args: argparse.Namespace, command: list[str]) -> tuple[RunSpec | None, str, str | None, list[str]]:
+    """The spec given (--spec) or None; the task file, the agent and the command."""
+    from ssebench.container.spec import clashes, read_spec
+    from ssebench.settings import SettingsError
+
+    if args.spec is None:
+        if args.task is None:
+            raise _Refused("give --task FILE or --spec FILE")
+        return None, args.task, args.agent, command
+    given = clashes(vars(args), command)
+    if given:
+        raise _Refused(f"--spec says what to run: drop {', '.join(given)} (or drop --spec)")
+    try:
+        spec = read_spec(args.spec)
+    except SettingsError as exc:
+        raise _Refused(str(exc)) from None
+    return spec, spec.task_file, spec.agent, list(spec.command or ())
+
+
+def _start(args: argparse.Namespace, command: list[str]) -> _Start:
+    """Everything checked before a run starts: the spec, the task, the level, the agent's
+    preflight and the results folder (made). _Refused says what is wrong."""
+    from ssebench.container import spec as specs
     from ssebench.difficulty import DifficultyError, level_from_env
+    from ssebench.settings import SettingsError
     from ssebench.task import TaskError, load_task
 
-    if bool(args.agent) == bool(command):
+    given, task_file, agent, command = _what(args, command)
+    if bool(agent) == bool(command):
         raise _Refused("give either --agent NAME or a command after '--', not both or neither")
     try:
-        task = load_task(args.task)
+        task = load_task(task_file)
     except TaskError as exc:
         raise _Refused(str(exc)) from None
+    if given is not None and given.task_id != task.id:
+        raise _Refused(f"--spec {args.spec}: task_id {given.task_id!r}, but {task.file} is task {task.id!r}")
     env = dict(os.environ)
-    if args.difficulty is not None:
-        env["SSE_DIFFICULTY"] = str(args.difficulty)
+    difficulty = str(given.level) if given is not None else args.difficulty
+    if difficulty is not None:
+        env["SSE_DIFFICULTY"] = str(difficulty)
+    if given is not None and given.model:
+        env["SSE_AGENT_MODEL"] = given.model
     try:
         level = level_from_env(env)
-    except DifficultyError as exc:
+        backend: Backend = "docker" if args.docker else "process"
+        spec = (
+            given.model_copy(update={"backend": backend, "task_file": str(task.file)})
+            if given is not None
+            else specs.from_flags(
+                task_file=str(task.file),
+                task_id=task.id,
+                agent=agent,
+                command=command,
+                level=level.number,
+                backend=backend,
+                env=env,
+                agent_timeout=args.agent_timeout,
+                mcp_timeout=args.mcp_timeout,
+            )
+        )
+    except (DifficultyError, SettingsError) as exc:
         raise _Refused(str(exc)) from None
-    if args.agent and not args.skip_preflight:
+    if agent and not args.skip_preflight:
         from ssebench.agents.recipe import PreflightError, preflight
 
         try:
-            preflight(args.agent, env, cli=not args.docker)
+            preflight(agent, env, cli=not args.docker)
         except PreflightError as exc:
             raise _Refused(f"{exc}\n(--skip-preflight starts it anyway)") from None
-    name = args.agent or "command"
+    return _Start(spec, task, command, env, _results_folder(args, task.id, agent))
+
+
+def _results_folder(args: argparse.Namespace, task_id: str, agent: str | None) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task.id}-{name}-{stamp}").absolute()
+    results = Path(args.results or Path(DEFAULT_RUNS_DIR) / f"{task_id}-{agent or 'command'}-{stamp}").absolute()
     if results.exists() and (not results.is_dir() or any(results.iterdir())):
         raise _Refused(f"--results {results}: exists and is not an empty folder")
     results.mkdir(parents=True, exist_ok=True)
-    return task, env, level.number, results
+    return results
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -210,17 +234,17 @@ def _run(args: argparse.Namespace) -> int:
         command = command[1:]
     err = sys.stderr
     try:
-        task, env, level, results = _start(args, command)
+        start = _start(args, command)
     except _Refused as exc:
         print(f"ssebench run: {exc}", file=err)
         return 2
-    prompt = args.prompt or default_prompt(task)
+    prompt = args.prompt or default_prompt(start.task)
     display = Display(console_file=err if args.json else sys.stdout)
     try:
         if args.docker:
-            code, data = _run_docker(args, task, level, results, command, prompt, env, display)
+            code, result = _run_docker(args, start, prompt, display)
         else:
-            code, data = _run_process(args, task, results, command, prompt, env, display)
+            code, result = _run_process(args, start, prompt, display)
     except SettingsError as exc:
         display.stop()
         print(f"ssebench run: {exc}", file=err)
@@ -235,42 +259,37 @@ def _run(args: argparse.Namespace) -> int:
         print("ssebench run: interrupted", file=err)
         return 130
     display.stop()
-    if data is not None:
-        display.summary(data, results)
+    if result is not None:
+        display.summary(result, start.results)
     if args.json:
+        data = result.model_dump(mode="json") if result is not None else None
         print(json.dumps(data, indent=2, ensure_ascii=False) if data is not None else "null")
     return code
 
 
-def _run_process(
-    args: argparse.Namespace,
-    task: Any,
-    results: Path,
-    command: list[str],
-    prompt: str,
-    env: dict[str, str],
-    display: Display,
-) -> tuple[int, dict | None]:
+def _run_process(args: argparse.Namespace, start: _Start, prompt: str, display: Display) -> tuple[int, RunResult]:
     from ssebench.container.entrypoint import Entrypoint
     from ssebench.container.settings import from_environment
+    from ssebench.container.spec import whole
     from ssebench.supervise import free_port
 
+    spec, results, env, command = start.spec, start.results, start.env, start.command
     display.start("setup", "private tree and HOME")
     if args.tree:
         tree = Path(args.tree).absolute()
     else:
         tree = results / "tree"
-        shutil.copytree(task.source, tree, symlinks=True)
+        shutil.copytree(start.task.source, tree, symlinks=True)
     port = args.port or free_port()
     url = f"http://{DEFAULT_MCP_HOST}:{port}{DEFAULT_MCP_PATH}"
     agent_env: dict[str, str] = {}
     dialog = args.dialog
-    if args.agent:
+    if spec.agent:
         home = private_home(results)
         env = without_user_config(env)  # the run's HOME, not the user's
         agent_env.update(home_env(home))
-        install_agent(args.agent, url, {**env, **agent_env}, results / "install.log")
-        plan = recipe_plan(args.agent, prompt, url=url, home=home, env={**env, **agent_env})
+        install_agent(spec.agent, url, {**env, **agent_env}, results / "install.log")
+        plan = recipe_plan(spec.agent, prompt, url=url, home=home, env={**env, **agent_env})
         command, dialog = plan.command, plan.dialog
         agent_env.update(plan.env)
     display.done("setup", f"tree {tree}")
@@ -278,45 +297,42 @@ def _run_process(
     env = {k: v for k, v in env.items() if k != "SSE_DAEMON_SOCKET"}
     settings = from_environment(
         env,
-        task=str(task.file),
+        task=str(start.task.file),
         tree=str(tree),
         results_dir=str(results),
         mcp_port=str(port),
-        agent_timeout=args.agent_timeout,
-        mcp_timeout=args.mcp_timeout,
+        agent_timeout=whole(spec.agent_timeout),
+        mcp_timeout=whole(spec.mcp_timeout),
         dialog=dialog,
         prompt=prompt,
     )
-    outcome = Entrypoint(settings, command, on_stage=display.on_stage, agent_env=agent_env).run()
-    return outcome.exit_code, outcome.results
+    entry = Entrypoint(settings, command, on_stage=display.on_stage, agent_env=agent_env, spec=spec, task=start.task)
+    result = entry.run()
+    assert result.exit_code is not None
+    return result.exit_code, result
 
 
-def _run_docker(
-    args: argparse.Namespace,
-    task: Any,
-    level: int,
-    results: Path,
-    command: list[str],
-    prompt: str,
-    env: dict[str, str],
-    display: Display,
-) -> tuple[int, dict | None]:
+def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: Display) -> tuple[int, RunResult | None]:
     from ssebench.container import docker
+    from ssebench.container.spec import whole
 
+    spec, command = start.spec, start.command
     extra: dict[str, str] = {"SSE_PROMPT": prompt}
     if args.dialog:
         extra["SSE_DIALOG"] = args.dialog
-    if args.agent_timeout:
-        extra["SSE_AGENT_TIMEOUT"] = str(args.agent_timeout)
-    if args.mcp_timeout:
-        extra["SSE_MCP_TIMEOUT"] = str(args.mcp_timeout)
-    if args.agent:
-        home = Path("/root")
-        own = without_user_config(env)  # paths of this machine
-        plan = recipe_plan(args.agent, prompt, url=DEFAULT_MCP_URL, home=home, env={**own, **extra}, prepare=False)
+    for var, value in (("SSE_AGENT_TIMEOUT", spec.agent_timeout), ("SSE_MCP_TIMEOUT", spec.mcp_timeout)):
+        if value is not None:
+            extra[var] = str(whole(value))
+    if spec.model:
+        extra["SSE_AGENT_MODEL"] = spec.model
+    if spec.agent:
+        own = without_user_config(start.env)  # paths of this machine
+        plan = recipe_plan(
+            spec.agent, prompt, url=DEFAULT_MCP_URL, home=Path("/root"), env={**own, **extra}, prepare=False
+        )
         command = plan.command
         extra.update(plan.env)
-        extra["SSE_AGENT"] = args.agent  # its recipe's setup runs in the container, with these variables
+        extra["SSE_AGENT"] = spec.agent  # its recipe's setup runs in the container, with these variables
         if plan.dialog:
             extra["SSE_DIALOG"] = plan.dialog
     current: list[str] = []
@@ -328,19 +344,14 @@ def _run_docker(
         display.start(stage, "")
 
     try:
-        result = docker.run_in_docker(
-            task_dir=task.file.parent,
-            agent=args.agent,
-            agent_command=command,
-            results_dir=results,
-            difficulty=level,
-            env=extra,
-            progress=progress,
+        planned = docker.plan_run(
+            start.task, agent=spec.agent, agent_command=command, results_dir=start.results, env=extra, spec=spec
         )
+        ran = docker.execute(planned, progress)
     except docker.DockerRunError as exc:
         if current:
             display.fail(current[-1], str(exc))
         raise RuntimeError(str(exc)) from None
     if current:
         display.done(current[-1], "")
-    return result.exit_code, result.results
+    return ran.exit_code, ran.record

@@ -25,14 +25,14 @@ from ssebench.settings import (
 )
 
 # The parsers are ssebench.settings' (one per kind); these names are the entrypoint's own.
-__all__ = ["MAX_SECONDS", "UNIX_SOCKET_MAX_BYTES", "Settings", "SettingsError", "from_environment", "shown"]
+__all__ = ["MAX_SECONDS", "UNIX_SOCKET_MAX_BYTES", "EntrypointSettings", "SettingsError", "from_environment", "shown"]
 DEFAULT_MCP_TIMEOUT = 300
 DEFAULT_AGENT_TIMEOUT = 3600
 DEFAULT_RESULTS_DIR = "/results"
 
 
 @dataclass
-class Settings:
+class EntrypointSettings:
     task: Path | None
     tree: Path | None
     results_dir: Path
@@ -54,7 +54,7 @@ class Settings:
         return f"http://{host}:{self.mcp_port}{self.mcp_path}"
 
 
-def from_environment(environ: Mapping[str, str] | None = None, **flags: object) -> Settings:
+def from_environment(environ: Mapping[str, str] | None = None, **flags: object) -> EntrypointSettings:
     """Build settings from *environ* (default ``os.environ``); non-None *flags* win."""
     env = dict(os.environ if environ is None else environ)  # what the children inherit
 
@@ -88,7 +88,7 @@ def from_environment(environ: Mapping[str, str] | None = None, **flags: object) 
     log_dir = settings.raw("MCP_LOG_DIR", env)
     if log_dir:  # read by the server; checked here so it cannot fail half-way
         settings.path("MCP_LOG_DIR", log_dir)
-    result = Settings(
+    result = EntrypointSettings(
         task=settings.path("SSE_TASK", task) if task else None,
         tree=settings.path("SSE_TREE", tree) if tree else None,
         results_dir=settings.path("SSE_RESULTS_DIR", pick("results_dir", "SSE_RESULTS_DIR") or DEFAULT_RESULTS_DIR),

@@ -14,16 +14,15 @@ import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ssebench.container import results as results_file
+from ssebench import runrecord
+from ssebench.container import results as record
 from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
-from ssebench.container.engine import DockerEngine, DockerRunError, read_results
+from ssebench.container.engine import DockerEngine, DockerRunError
+from ssebench.container.workspace import Workspace
 from ssebench.daemon.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
+from ssebench.runrecord import Grading
 from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
-
-if TYPE_CHECKING:
-    from ssebench.container.docker import _Workspace
 
 CONTAINER_TREE_DIR = "/tree"  # the agent's tree in sidecar mode (both containers)
 SIDECAR_SOCKET_DIR = "/run/ssebench"  # the daemon's socket folder, shared by both containers
@@ -61,7 +60,7 @@ WORKSPACE_MOUNT = ("--mount", "type=volume,dst=/tmp")
 
 def run_with_sidecar(
     engine: DockerEngine,
-    space: _Workspace,
+    space: Workspace,
     *,
     task_image: str,
     image: str,
@@ -71,11 +70,15 @@ def run_with_sidecar(
     network: str,
     timeout: float | None,
     log_path: Path,
-    task_id: str,
-) -> int:
+    task_file: str,
+) -> tuple[int, Grading | str | None]:
     """Daemon in a sidecar (no network, the task read-only, checks sandboxed), agent beside
     it, sidecar grades. The agent's container starts once the daemon answers, so a daemon
-    that cannot start (no sandbox possible) is reported with its own line at once."""
+    that cannot start (no sandbox possible) is reported with its own line at once.
+
+    Returns the agent container's exit status and the sidecar's grading (None when none
+    was due), which the caller merges into the record
+    (:func:`ssebench.container.results.with_grading`)."""
     sidecar = f"ssebench-{uuid.uuid4().hex[:12]}-daemon"
     socket = f"{SIDECAR_SOCKET_DIR}/daemon.sock"
     uid, gid = daemon_user()
@@ -83,7 +86,7 @@ def run_with_sidecar(
         for path in (space.task, space.tree, space.sockets):
             chown_tree(path, uid, gid)
     try:
-        _start_sidecar(engine, space, sidecar, socket, task_image, env["SSE_DIFFICULTY"], (uid, gid))
+        _start_sidecar(engine, space, sidecar, socket, task_image, task_file, env["SSE_DIFFICULTY"], (uid, gid))
         wait_for_sidecar(engine, sidecar, space.sockets / "daemon.sock")
         exit_code = engine.run_container(
             image=image,
@@ -98,14 +101,15 @@ def run_with_sidecar(
             timeout=timeout,
             log_path=log_path,
         )
-        from ssebench.container.results import EXIT_AGENT_FAILED, EXIT_AGENT_TIMEOUT, EXIT_PASSED
-
         # Grading is due when the agent ran to an end (as in process mode, also after a
         # failure or a timeout: the tree may hold a patch); not after a start-up failure.
-        results = read_results(results_dir / "results.json")
-        if results is not None and results.get("exit_code") in (EXIT_PASSED, EXIT_AGENT_TIMEOUT, EXIT_AGENT_FAILED):
-            exit_code = _grade_in_sidecar(engine, sidecar, results_dir, results, task_id)
-        return exit_code
+        try:
+            result = runrecord.read_if_any(results_dir)
+        except runrecord.RecordError as error:
+            raise DockerRunError(str(error)) from None
+        if result is not None and result.exit_code in record.GRADING_DUE:
+            return exit_code, _grade_in_sidecar(engine, sidecar, results_dir, task_file)
+        return exit_code, None
     finally:
         engine.save_logs(sidecar, results_dir / "daemon.log")
         engine.docker("rm", "--force", "--volumes", sidecar)  # --volumes: its workspace too
@@ -113,10 +117,11 @@ def run_with_sidecar(
 
 def _start_sidecar(
     engine: DockerEngine,
-    space: _Workspace,
+    space: Workspace,
     name: str,
     socket: str,
     image: str,
+    task_file: str,
     difficulty: str,
     user: tuple[int, int],
 ) -> None:
@@ -127,7 +132,7 @@ def _start_sidecar(
         command=[
             "daemon",
             "--task",
-            f"{CONTAINER_TASK_DIR}/task.toml",
+            task_file,
             "--tree",
             CONTAINER_TREE_DIR,
             "--socket",
@@ -204,13 +209,9 @@ def wait_for_sidecar(engine: DockerEngine, name: str, sock: Path, timeout: float
         raise DockerRunError(error.message + (f":\n{tail}" if tail else "")) from None
 
 
-def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, results: dict, task_id: str) -> int:
-    """Final grading where the task is, merged into the agent container's results.json.
-
-    The status follows the entrypoint's rule (docs/container.md, "Exit status"): the
-    agent's outcome first, then grading's verdict (:func:`ssebench.container.results.exit_status`).
-    """
-    task_file = f"{CONTAINER_TASK_DIR}/task.toml"
+def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, task_file: str) -> Grading | str:
+    """Final grading where the task is: the typed verdict, or why there is none (grading.json
+    and grading.log land in RESULTS_DIR)."""
     with open(results_dir / "grading.json", "xb") as out, open(results_dir / "grading.log", "xb") as err:
         code = subprocess.run(
             [
@@ -232,8 +233,4 @@ def _grade_in_sidecar(engine: DockerEngine, sidecar: str, results_dir: Path, res
             check=False,
             timeout=GRADING_TIMEOUT,
         ).returncode
-    report = read_results(results_dir / "grading.json") if code in (0, 1) else None
-    stage, passed = results_file.grading_stage(code, report, "\n".join(tail_lines(results_dir / "grading.log")))
-    merged = results_file.add_sidecar_grading(results, report, stage, passed, {"id": task_id, "file": task_file})
-    results_file.write(results_dir / "results.json", merged)
-    return merged["exit_code"]
+    return record.grading_of(code, results_dir / "grading.json", tail_lines(results_dir / "grading.log"))

@@ -322,7 +322,7 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
         ' echo "found: $found"; test -z "$found"'
     )
     result = run_in_docker(
-        task_dir=TASK_DIR,
+        task=TASK_DIR,
         agent=None,
         agent_command=["sh", "-c", probe],
         results_dir=tmp_path / "results",
@@ -401,7 +401,7 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
             assert text in (TASK_DIR / name).read_text(encoding="utf-8"), name
     results = tmp_path / "results"
     run = docker.run_in_docker(
-        task_dir=TASK_DIR,
+        task=TASK_DIR,
         agent=None,
         agent_command=["python3", "-c", ATTACK_AGENT],
         results_dir=results,
@@ -453,7 +453,7 @@ def test_sidecar_checks_have_no_keyring_and_no_host_path(base_image: str, tmp_pa
 
     results = tmp_path / "results"
     run = docker.run_in_docker(
-        task_dir=TASK_DIR,
+        task=TASK_DIR,
         agent=None,
         agent_command=["python3", "-c", ISOLATION_AGENT],
         results_dir=results,
@@ -501,7 +501,7 @@ def test_one_container_runs_its_checks_in_the_sandbox(base_image: str, tmp_path:
 
     results = tmp_path / "results"
     run = docker.run_in_docker(
-        task_dir=TASK_DIR,
+        task=TASK_DIR,
         agent=None,
         agent_command=["python3", "-c", ONE_CONTAINER_AGENT],
         results_dir=results,
@@ -559,7 +559,7 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
 
     results = tmp_path / "results"
     run = docker.run_in_docker(
-        task_dir=TASK_DIR,
+        task=TASK_DIR,
         agent=None,
         agent_command=["python3", "-c", BOMB_AGENT],
         results_dir=results,
@@ -587,7 +587,7 @@ def test_sidecar_without_the_sandbox_options_refuses_to_start(
     monkeypatch.setattr(sidecar, "sandbox_options", lambda uid, gid: ["--user", f"{uid}:{gid}"])
     with pytest.raises(docker.DockerRunError) as error:
         docker.run_in_docker(
-            task_dir=TASK_DIR,
+            task=TASK_DIR,
             agent=None,
             agent_command=["true"],
             results_dir=tmp_path / "results",
@@ -642,7 +642,7 @@ def test_missing_base_image_is_named_before_anything_is_built(docker_host: str, 
 
     with pytest.raises(DockerRunError) as error:
         run_in_docker(
-            task_dir=TASK_DIR,
+            task=TASK_DIR,
             agent="claude",
             agent_command=["claude"],
             results_dir=tmp_path / "r",

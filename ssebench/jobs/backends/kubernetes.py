@@ -186,18 +186,18 @@ class KubernetesBackend:
             kube_pod.mark_collected(self.core, self.namespace, end.pod, "daemon")
 
     def _grade(self, pod: str, folder: Path, results: dict[str, Any]) -> None:
-        """As Docker's _grade_in_sidecar: grade where the task is, merge into results.json."""
-        from ssebench.container.engine import read_results
+        """As Docker's sidecar: grade where the task is, merge the typed verdict into the record."""
+        from ssebench import runrecord
         from ssebench.supervise import tail_lines
 
         out, err = folder / "grading.json", folder / "grading.log"
         code = kube_pod.exec_to_file(self.core, self.namespace, pod, "daemon", GRADE_ARGV, out, err)
-        report = read_results(out) if code in (0, 1) else None
-        stage, passed = results_file.grading_stage(code, report, "\n".join(tail_lines(err)))
-        task_id = (report or {}).get("task") or (results.get("task") or {}).get("id")  # as Docker's task_id
-        task = {"id": task_id, "file": f"{km.TASK_DIR}/task.toml"}
-        merged = results_file.add_sidecar_grading(results, report, stage, passed, task)
-        results_file.write(folder / results_file.RESULTS_FILE, merged)
+        grading = results_file.grading_of(code, out, tail_lines(err))
+        try:
+            record = runrecord.read(folder)
+        except runrecord.RecordError as error:
+            raise kube_pod.CollectError(str(error)) from None
+        runrecord.write(folder, results_file.with_grading(record, grading, "pod", task_file=f"{km.TASK_DIR}/task.toml"))
 
     def _save_logs(self, pod: str, folder: Path) -> None:
         """container.log (the agent's output) and daemon.log, streamed to disk (a download
