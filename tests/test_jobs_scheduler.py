@@ -19,7 +19,7 @@ from ssebench.jobs.backends.local import RUN_LOG, LocalBackend
 from ssebench.jobs.outcome import REJECTED, Clock, written
 from ssebench.jobs.scheduler import Policy, RunEvent, Scheduler
 from ssebench.jobs.state import JobState, new_run, read
-from ssebench.runrecord import Outcome, RunResult
+from ssebench.runrecord import Outcome, RunResult, RunSpec
 from tests.helpers.jobs import STATUS, job_run, record_of
 
 
@@ -229,6 +229,15 @@ def test_a_run_that_left_no_record_gets_one(
     result = _run(tmp_path, script)
     assert (result.status, result.outcome, result.exit_code, result.reason) == (status, outcome, code, reason)
     assert result.duration > 0 and result.started_at is not None
+
+
+def test_the_child_reads_its_spec_beside_its_folder_and_it_is_gone_after(tmp_path: Path) -> None:
+    """``ssebench run --spec FILE``: the file is the run's RunSpec, beside the run's folder
+    (ssebench run wants its folder empty), removed once the run ended (its record has it)."""
+    result = _run(tmp_path, 'cp "$(dirname "$1")/.r1.spec.json" "$(dirname "$1")/seen.json"; exit 3')
+    seen = tmp_path / "runs" / "seen.json"
+    assert RunSpec.model_validate_json(seen.read_text()) == result.spec
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["r1", "seen.json"]
 
 
 def test_the_childs_own_record_is_the_runs(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The local backend: each run is one ``ssebench run --results FOLDER --json`` child here.
+"""The local backend: each run is one ``ssebench run --spec FILE --results FOLDER --json`` child here.
 
 The child starts in its own process group through ssebench/supervise.py with
 PR_SET_PDEATHSIG, so a kill -9 of ``ssebench jobs`` sends it SIGTERM (its entrypoint then
@@ -41,27 +41,29 @@ def machine() -> Capacity:
 
 
 def run_argv(run: JobRun, extra: tuple[str, ...] = ()) -> list[str]:
-    """The ``ssebench run`` command line of one run."""
-    spec = run.spec
-    argv = supervise.ssebench_argv("run", "--task", spec.task_file, "--results", str(run.folder), "--json")
-    argv += ["--difficulty", str(spec.level), *extra]
-    if spec.agent_timeout:
-        argv += ["--agent-timeout", str(max(1, round(spec.agent_timeout)))]
-    if spec.mcp_timeout:
-        argv += ["--mcp-timeout", str(max(1, round(spec.mcp_timeout)))]
-    return argv + (["--", *spec.command] if spec.command else ["--agent", str(spec.agent)])
+    """The ``ssebench run`` command line of one run: its spec is in a file (:func:`spec_file`)."""
+    return supervise.ssebench_argv("run", "--spec", str(spec_file(run)), "--results", str(run.folder), "--json", *extra)
 
 
 def run_env(run: JobRun) -> dict[str, str]:
-    env = {**os.environ, **run.env, JOB_VAR: run.job_id, RUN_VAR: f"{run.job_id}/{run.run_id}"}
-    if run.spec.model:
-        env["SSE_AGENT_MODEL"] = run.spec.model
-    return env
+    return {**os.environ, **run.env, JOB_VAR: run.job_id, RUN_VAR: f"{run.job_id}/{run.run_id}"}
 
 
 def _log(run: JobRun) -> Path:
     """Beside the run's folder while it runs (ssebench run wants its folder empty)."""
     return run.folder.parent / f".{run.folder.name}.log"
+
+
+def spec_file(run: JobRun) -> Path:
+    """The run's spec while it runs: beside its folder (never in it), no secret in it (the
+    environment is not part of a spec)."""
+    return run.folder.parent / f".{run.folder.name}.spec.json"
+
+
+def _write_spec(run: JobRun) -> None:
+    from ssebench.agents.files import atomic_write
+
+    atomic_write(spec_file(run), run.spec.model_dump_json(indent=2).encode() + b"\n", 0o644)
 
 
 class LocalBackend:
@@ -82,6 +84,7 @@ class LocalBackend:
         finally:
             with contextlib.suppress(OSError):
                 _log(run).replace(run.folder / RUN_LOG)
+            spec_file(run).unlink(missing_ok=True)  # the record holds the spec now
 
     def _run(self, run: JobRun, cancel: threading.Event, clock: Clock) -> RunResult:
         try:
@@ -103,6 +106,7 @@ class LocalBackend:
         return run_argv(run, self.extra_args)
 
     def _start(self, run: JobRun) -> subprocess.Popen[bytes]:
+        _write_spec(run)
         with open(_log(run), "wb") as log:
             return supervise.popen(
                 self.argv(run),
