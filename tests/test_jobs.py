@@ -16,7 +16,7 @@ from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix, report
 from ssebench.jobs.backend import Capacity
 from ssebench.jobs.jobfile import AgentSpec, Job
-from ssebench.jobs.state import JobState, new_run
+from ssebench.jobs.state import STATES, JobState, new_run
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
 from ssebench.runrecord import Outcome
 from ssebench.task import TaskError, load_task
@@ -132,7 +132,7 @@ def test_the_matrix_is_every_cell_once_with_stable_ids(
         assert r.run_id == f"{r.task_id}.{r.agent.name}.L{r.level}.a{r.attempt}"
 
 
-ROWS = st.sampled_from(["pending", "running", "ended"])
+ROWS = st.sampled_from(STATES)
 ENDS = st.none() | st.sampled_from(list(Outcome))
 
 

@@ -182,6 +182,20 @@ def test_a_backend_that_raises_leaves_a_record(tmp_path: Path) -> None:
     assert record.spec.run_id == "t.a.L2.a1" and record.exit_code is None
 
 
+def test_every_status_the_jobs_layer_writes_has_its_outcome_in_the_one_table() -> None:
+    """No status of ours falls back to outcome_of's "unknown: infrastructure"."""
+    from ssebench.jobs import outcome
+    from ssebench.jobs.backends import kubernetes
+
+    ours = {outcome.KILLED, outcome.NO_RESULTS, outcome.RUN_TIMEOUT, outcome.START_FAILED, outcome.BACKEND_ERROR}
+    pods = {"evicted", "pod_failed", "pod_lost", "node_lost", "image_not_found", "start_failed"}
+    assert ours | pods | {kubernetes.COLLECT_FAILED} <= {
+        s for s, o in runrecord.STATUSES.items() if o is Outcome.INFRASTRUCTURE
+    }
+    assert runrecord.STATUSES[outcome.USAGE] is Outcome.USAGE
+    assert runrecord.STATUSES[outcome.CANCELLED] is Outcome.CANCELLED
+
+
 # --- the records the local backend writes for a run that left none ---------------------------
 
 
