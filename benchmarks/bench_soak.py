@@ -53,7 +53,7 @@ import psutil
 from fastmcp import Client
 
 from ssebench.server.report import INTERNAL_FAILURE
-from ssebench.server.stack import Stack, free_port, ssebench_argv, start, stop, wait_daemon, wait_server
+from ssebench.server.stack import Stack, free_port, stop
 
 MiB = 1 << 20
 LEVEL_2_PASSED = """test_patch result: every check that ran passed.
@@ -156,7 +156,7 @@ class Soak:
         }
         if args.no_sandbox:
             self.env["SSE_NO_SANDBOX"] = "1"
-        self.stack = Stack(socket=work / "d.sock", port=free_port())
+        self.stack = Stack(socket=work / "d.sock", port=free_port(), env=self.env)
         self.outputs = []
         self.answers: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
@@ -169,9 +169,7 @@ class Soak:
         return f
 
     def start_daemon(self) -> None:
-        argv = ["daemon", "--task", str(self.task), "--socket", str(self.stack.socket)]
-        self.stack.daemon = start(ssebench_argv(*argv), self.env, stdout=self._out("daemon"), stderr=subprocess.STDOUT)
-        wait_daemon(self.stack.socket, self.stack.daemon)
+        self.stack.start_daemon(self.task, stdout=self._out("daemon"), stderr=subprocess.STDOUT)
 
     def restart_daemon(self) -> None:
         assert self.stack.daemon is not None
@@ -185,17 +183,7 @@ class Soak:
 
     def start(self) -> None:
         self.start_daemon()
-        argv = [
-            "serve",
-            "--port",
-            str(self.stack.port),
-            "--daemon-socket",
-            str(self.stack.socket),
-            "--log-dir",
-            str(self.logs),
-        ]
-        self.stack.server = start(ssebench_argv(*argv), self.env, stdout=self._out("server"), stderr=subprocess.STDOUT)
-        wait_server(self.stack.health_url, self.stack.server)
+        self.stack.start_server(log_dir=self.logs, stdout=self._out("server"), stderr=subprocess.STDOUT)
 
     def close(self) -> None:
         self.stack.stop()

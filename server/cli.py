@@ -279,27 +279,24 @@ def _up(args: argparse.Namespace) -> int:
         return 2
     from ssebench.supervise import HeldOutput
 
-    from .stack import StackError, ssebench_argv, start, stop, wait_daemon
+    from .stack import Stack, StackError
 
     sock = _bind_or_exit(args, "up")  # before the daemon: a busy port costs nothing
     if sock is None:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="ssebench-up-"))  # 0700, ours
-    daemon_sock = workdir / "daemon.sock"
-    argv = ["daemon", "--task", args.task, "--socket", str(daemon_sock)]
-    if args.tree:
-        argv += ["--tree", args.tree]
-    daemon = start(ssebench_argv(*argv), stderr=subprocess.PIPE)
-    assert daemon.stderr is not None
-    output = HeldOutput(daemon.stderr)
+    stack = Stack(workdir / "daemon.sock", args.port)  # the daemon only: the server runs here
+    daemon = stack.spawn_daemon(args.task, args.tree, stderr=subprocess.PIPE)
+    assert daemon.proc.stderr is not None
+    output = HeldOutput(daemon.proc.stderr)
     try:
         try:
-            wait_daemon(daemon_sock, daemon)
+            stack.wait_daemon(daemon)
         except StackError as exc:
             # one line: the daemon's own reason when it gave one, else ours
-            said = output.lines() if daemon.poll() is not None else []
+            said = output.lines() if daemon.proc.poll() is not None else []
             print("\n".join(said) if said else f"ssebench up: {exc}", file=sys.stderr)
-            return daemon.poll() or 1
+            return daemon.proc.poll() or 1
         except KeyboardInterrupt:  # Ctrl-C before the server was up
             return 130
         output.release()
@@ -312,10 +309,10 @@ def _up(args: argparse.Namespace) -> int:
             "(other agents: ssebench agents install --help)",
             flush=True,
         )
-        return _run_server(args, level, str(daemon_sock), sock)
+        return _run_server(args, level, str(stack.socket), sock)
     finally:
         sock.close()
-        stop(daemon)
+        stack.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

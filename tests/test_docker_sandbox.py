@@ -4,6 +4,7 @@ and the non-root user. The Docker end-to-end tests run them for real."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.container import docker, sidecar
+from ssebench.container.workspace import Workspace
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -108,21 +110,24 @@ def _one_container_call(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid: in
     monkeypatch.setattr(os, "getgid", lambda: uid)
     owners: list[tuple[str, int]] = []
     monkeypatch.setattr(docker, "chown_tree", lambda root, u, g: owners.append((root.name, u)))
-    space = docker._Workspace(
+    space = Workspace(
         task=tmp_path / "task", tree=tmp_path / "tree", sockets=tmp_path / "sockets", results=tmp_path / "private"
     )
     space.results.mkdir()
+    (space.task / "src").mkdir(parents=True)
+    (space.task / "task.toml").write_text('id = "t"\nsource = "src"\n[build]\nrun = "true"\n', encoding="utf-8")
     results = tmp_path / "results"
-    code = docker._run_one_container(
-        docker.DockerEngine("unix:///nowhere"),
-        space,
-        image="img",
-        command=["claude", "-p", "x"],
+    plan = docker.plan_run(
+        space.task / "task.toml",
+        agent=None,
+        agent_command=["claude", "-p", "x"],
         results_dir=results,
-        env={"SSE_DIFFICULTY": "2", "SSE_RESULTS_DIR": "/results"},
-        network="host",
-        timeout=None,
-        log_path=results / "container.log",
+        difficulty=2,
+        network="none",  # planned without the host network's port check, then run with it
+    )
+    plan = dataclasses.replace(plan, network="host")
+    code = docker._run_one_container(
+        docker.DockerEngine("unix:///nowhere"), space, plan, image="img", log_path=results / "container.log"
     )
     assert code == 1
     assert (results / "results.json").read_text(encoding="utf-8") == "{}\n"  # copied to the user's folder

@@ -372,7 +372,8 @@ def test_sigterm_with_an_agent_ignoring_term_finishes_inside_docker_stops_10s(tm
     data = json.loads((tmp_path / "results" / "results.json").read_text())
     assert (data["status"], data["error"]) == ("interrupted", "interrupted by SIGTERM")
     assert data["agent"]["signal"] == "SIGKILL"  # it ignored TERM: killed after the grace
-    assert data["stages"]["grading"] == {"state": "skipped", "detail": "interrupted by SIGTERM"}
+    grading = {k: v for k, v in data["stages"]["grading"].items() if v is not None}  # a stage's unset fields: null
+    assert grading == {"state": "skipped", "detail": "interrupted by SIGTERM"}
     deadline = time.monotonic() + 5
     while survivors(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

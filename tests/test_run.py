@@ -227,6 +227,7 @@ def test_a_relative_agent_path_is_from_where_run_was_started(task, tmp_path: Pat
     )
     assert proc.returncode == 1, proc.stderr  # ran, did not fix the tree
     assert (results / "agent-stdout.log").read_text() == f"ran in {results / 'tree'}\n"
+    assert json.loads((results / "results.json").read_text())["spec"]["command"] == [str(script)]  # as it ran
 
 
 @pytest.mark.slow

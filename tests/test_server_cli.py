@@ -214,30 +214,35 @@ def test_demo_on_the_example_task() -> None:
 
 
 @pytest.mark.parametrize(
-    ("level", "checks", "text", "expected"),
+    ("level", "checks", "text", "expected", "outcome"),
     [
         (
             2,
             "build=passed functional=passed",
             SPEC_LEVEL_2,
             "every check that ran passed [build: passed, functional tests: passed]",
+            "passed",
         ),
         (
             0,
             "build=passed pocs=passed:2/2 intent=passed functional=covered",
             SPEC_LEVEL_0,
             "every check passed [build: passed, PoCs: passed, intent tests: passed, functional tests: passed]",
+            "passed",
         ),
-        (4, "", SPEC_LEVEL_4, "no checks ran"),
+        (4, "", SPEC_LEVEL_4, "no checks ran", "no_checks"),
         (
             2,
             "build=failed functional=not_run",
             SPEC_BUILD_FAILED_2,
             "FAILED [build: FAILED, functional tests: not run]",
+            "failed",
         ),
     ],
 )
-def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks: str, text: str, expected: str) -> None:
+def test_the_call_log_line_says_only_what_the_agent_was_told(
+    level: int, checks: str, text: str, expected: str, outcome: str
+) -> None:
     """The line is told from the states the call recorded, and they are those of the spec's text."""
     from ssebench.contract import CheckResult
     from ssebench.difficulty import LEVELS
@@ -261,6 +266,7 @@ def test_the_call_log_line_says_only_what_the_agent_was_told(level: int, checks:
     log = LogSection(Check.BUILD, "<log>") if "build=failed" in checks else None
     assert render(LEVELS[level], results, log) == text
     assert calllog.summary(LEVELS[level], calllog._Ending(tuple(results))) == expected
+    assert calllog.outcome(LEVELS[level], calllog._Ending(tuple(results))) == outcome  # the typed record's word
 
 
 def test_the_call_log_line_of_an_internal_failure() -> None:
@@ -269,3 +275,18 @@ def test_the_call_log_line_of_an_internal_failure() -> None:
 
     assert calllog.summary(LEVELS[2], calllog._Ending(internal=True)) == "internal failure"
     assert calllog.summary(LEVELS[2], calllog._Ending()) == "unexpected reply"
+    assert calllog.outcome(LEVELS[2], calllog._Ending(internal=True)) == "internal_failure"
+    assert calllog.outcome(LEVELS[2], calllog._Ending()) == "error"
+
+
+def test_serve_refuses_a_calls_file_it_cannot_open_before_binding(tmp_path: Path) -> None:
+    port = free_port()
+    where = tmp_path / "missing" / "calls.jsonl"
+    proc = subprocess.run(
+        [*ssebench_argv("serve", "--port", str(port), "--calls-file", str(where))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"ssebench serve: --calls-file {where}: No such file or directory\n"

@@ -25,7 +25,7 @@ from ssebench.container import results as record
 from ssebench.container.calls import read_calls
 from ssebench.container.dialogpump import DialogPump
 from ssebench.container.prepare import setup_agent
-from ssebench.container.readiness import StartupError, wait_for_mcp
+from ssebench.container.readiness import StartupError
 from ssebench.container.results import (
     DIALOG_FILE,
     EXIT_DAEMON_FAILED,
@@ -41,13 +41,10 @@ from ssebench.runrecord import Grading, RunResult, RunSpec, Stage
 from ssebench.supervise import (
     STOP_GRACE_SECONDS,
     Child,
-    exited,
     kill_strays,
     open_log,
     spawn,
-    ssebench_argv,
     stop_all,
-    wait_for_daemon,
     wait_for_exit,
 )
 
@@ -169,52 +166,32 @@ class Entrypoint(SignalHandling):
         return (*exit_status(agent.facts(), grade_error, passed), grading, grade_error)
 
     def _start_servers(self, tree: Path, socket: Path, workdir: Path) -> tuple[int, str] | None:
-        """The daemon (a sidecar serves it already: only wait for it), then the MCP
-        server, each waited for; the failure's exit status and message, or None."""
+        """The daemon (a sidecar serves it already: only wait for it), then the MCP server,
+        each waited for within one budget (server/stack.py); the failure's exit status and
+        message, or None."""
+        from ssebench.server.stack import Stack
+
         s = self.settings
-        deadline = time.monotonic() + s.mcp_timeout
+        stack = Stack(socket, s.mcp_port, s.mcp_host, s.mcp_path, s.env, self._interrupted, self._children)
+        timeout, deadline = s.mcp_timeout, time.monotonic() + s.mcp_timeout
         self._stage("daemon", "start", str(socket))
         try:
-            child = None
-            if not s.sidecar:
-                child = self._spawn(
-                    "daemon",
-                    ssebench_argv("daemon", "--task", str(s.task), "--tree", str(tree), "--socket", str(socket)),
+            what = f"the daemon (socket {socket})"
+            if s.sidecar:
+                took = stack.wait_daemon(None, timeout=timeout, deadline=deadline, what=what, where="")
+            else:
+                assert s.task is not None
+                log = s.results_dir / "daemon.log"
+                took = stack.start_daemon(
+                    s.task, tree, log=log, timeout=timeout, deadline=deadline, what=what, where=""
                 )
-            _health, took = wait_for_daemon(
-                socket,
-                what=f"the daemon (socket {socket})",
-                timeout=s.mcp_timeout,
-                deadline=deadline,
-                gone=exited(child.proc if child else None),
-                tail=child.tail if child else list,
-                interrupted=self._interrupted,
-                poll=0.1,
-            )
         except StartupError as exc:
             return self._startup_failed("daemon", exc, EXIT_DAEMON_FAILED)
         self._stage("daemon", "done", f"ready in {took:.1f} s", seconds=took)
         self._stage("server", "start", s.mcp_url)
         try:
-            child = self._spawn(
-                "server",
-                ssebench_argv(
-                    "serve",
-                    "--host",
-                    s.mcp_host,
-                    "--port",
-                    str(s.mcp_port),
-                    "--path",
-                    s.mcp_path,
-                    "--daemon-socket",
-                    str(socket),
-                    "--calls-file",
-                    str(workdir / CALLS_FILE),
-                ),
-            )
-            took = wait_for_mcp(
-                s.mcp_url, child, deadline=deadline, timeout=s.mcp_timeout, interrupted=self._interrupted
-            )
+            log, calls = s.results_dir / "server.log", workdir / CALLS_FILE
+            took = stack.start_server(log=log, calls_file=calls, ready="initialize", timeout=timeout, deadline=deadline)
         except StartupError as exc:
             return self._startup_failed("server", exc, EXIT_SERVER_FAILED)
         self._stage("server", "done", f"answered initialize in {took:.1f} s", seconds=took, url=s.mcp_url)

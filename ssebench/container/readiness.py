@@ -70,7 +70,12 @@ def _messages(response: httpx.Response) -> list[dict]:
 
 
 def wait_for_mcp(
-    url: str, child: Child | None, *, deadline: float, timeout: int, interrupted: Callable[[], bool] = lambda: False
+    url: str,
+    child: Child | None,
+    *,
+    deadline: float | None,
+    timeout: float,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> float:
     """Seconds until the server at *url* answered an MCP ``initialize``."""
     with httpx.Client(timeout=5.0) as client:

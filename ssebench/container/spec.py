@@ -75,7 +75,7 @@ def from_flags(
         task_file=task_file,
         task_id=task_id,
         agent=agent,
-        command=None if agent else tuple(command or ()),
+        command=None if agent else _absolute(command or []),
         model=settings.raw("SSE_AGENT_MODEL", env) or None,
         level=level,
         backend=backend,
@@ -84,6 +84,16 @@ def from_flags(
         job_id=job_id,
         run_id=run_id,
     )
+
+
+def _absolute(command: list[str]) -> tuple[str, ...]:
+    """A relative program path (``./agent.sh``) made absolute, as the entrypoint runs it: a spec
+    read back elsewhere names the same program."""
+    import os
+
+    if command and "/" in command[0] and not os.path.isabs(command[0]):
+        return (os.path.abspath(command[0]), *command[1:])
+    return tuple(command)
 
 
 def _flag_or_var(flag: str | None, var: str, env: Mapping[str, str]) -> str | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.container.docker import DockerRunResult
 from tests.e2e.conftest import CLIS, MODEL_ENV, clean_env
 from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED, assert_model_received
 from tests.e2e.models import AnthropicModel, ScriptedModel, for_cli
@@ -309,6 +310,38 @@ def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     assert {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()} == before
 
 
+def test_run_docker_takes_a_task_file_of_any_name(base_image: str, tmp_path: Path) -> None:
+    """``run --task x/custom.toml --docker``: the daemon, the entrypoint and the sidecar's
+    grading are given /task/custom.toml (no task.toml is assumed); the record carries the
+    host's spec (backend docker) and the container's task path."""
+    folder = tmp_path / "x"
+    shutil.copytree(TASK_DIR, folder)
+    (folder / "task.toml").rename(folder / "custom.toml")
+    results = tmp_path / "results"
+    run = _script(
+        ROOT / ".venv" / "bin" / "ssebench",
+        *("run", "--docker", "--task", folder / "custom.toml", "--results", results, "--json", "--", "true"),
+        env={"SSEBENCH_DOCKER_NETWORK": "none"},
+        timeout=CONTAINER_TIMEOUT + 300,
+    )
+    assert run.returncode == 1, run.stderr  # ran and graded: the tree is unfixed
+    report = json.loads((results / "results.json").read_text(encoding="utf-8"))
+    assert json.loads(run.stdout) == report
+    assert (report["status"], report["outcome"], report["reason"]) == (
+        "checks_failed",
+        "failed",
+        "failed: PoCs, intent tests",
+    )
+    assert report["task"]["file"] == "/task/custom.toml" and report["stages"]["grading"]["where"] == "sidecar"
+    spec = report["spec"]
+    assert (spec["task_file"], spec["task_id"], spec["backend"]) == (
+        str(folder / "custom.toml"),
+        "demo-overflow",
+        "docker",
+    )
+    assert spec["command"] == ["true"] and report["agent"]["calls"] == 0
+
+
 def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: str, tmp_path: Path) -> None:
     """The agent's container has the tree and nothing else of the task: no task.toml, no
     PoC, no intent diff anywhere on its file system; yet the sidecar grades every check."""
@@ -329,7 +362,7 @@ def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: 
         difficulty=2,
         env=_own_port(),
     )
-    report = result.results
+    report = _report(result)
     assert report is not None
     assert (tmp_path / "results" / "agent-stdout.log").read_text(encoding="utf-8") == "found: \n"
     assert report["agent"]["exit_code"] == 0
@@ -357,6 +390,11 @@ async def main():
     print(result.content[0].text)
 asyncio.run(main())
 """
+
+
+def _report(run: DockerRunResult) -> dict | None:
+    """A Docker run's record as its results.json says it (None: the entrypoint wrote none)."""
+    return None if run.record is None else run.record.model_dump(mode="json")
 
 
 def _own_port() -> dict[str, str]:
@@ -414,8 +452,8 @@ def test_sidecar_sandbox_keeps_an_attack_from_the_tree_out_of_every_log(
     assert "cat: /sse/task/task.toml: No such file or directory" in said
     assert "cat: /etc/shadow: No such file or directory" in said
     assert "cat: /task/task.toml: No such file or directory" in said
-    assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
-    build = run.results["grading"]["checks"][0]
+    assert _report(run) is not None and _report(run)["agent"]["exit_code"] == 0, said
+    build = _report(run)["grading"]["checks"][0]
     assert (build["check"], build["state"]) == ("build", "failed")
     files = sorted(p for p in results.rglob("*") if p.is_file())
     assert {p.name for p in files} >= {"agent-stdout.log", "daemon.log", "grading.json", "grading.log", "results.json"}
@@ -461,7 +499,7 @@ def test_sidecar_checks_have_no_keyring_and_no_host_path(base_image: str, tmp_pa
         env=_own_port(),
     )
     said = (results / "agent-stdout.log").read_text(encoding="utf-8")
-    assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
+    assert _report(run) is not None and _report(run)["agent"]["exit_code"] == 0, said
     assert "add_key: -1 Operation not permitted" in said, said
     assert "\nPWD=/sse/tree\n" in said and "\n/sse/tree\n" in said, said
     assert "SSE_TASK=" not in said and "OLDPWD=" not in said and "/task/" not in said, said
@@ -518,9 +556,9 @@ def test_one_container_runs_its_checks_in_the_sandbox(base_image: str, tmp_path:
     assert "cat: /etc/shadow: No such file or directory" in said
     assert "cat: /task/task.toml: No such file or directory" in said
     assert "; sandbox: bwrap 0.11.0\n" in (results / "daemon.log").read_text(encoding="utf-8")
-    assert run.results is not None and run.results["agent"]["exit_code"] == 0, said
-    assert (run.results["mode"], run.results["status"], run.exit_code) == ("process", "checks_failed", 1)
-    assert run.results["grading"]["checks"][0]["check"] == "build"
+    assert _report(run) is not None and _report(run)["agent"]["exit_code"] == 0, said
+    assert (_report(run)["mode"], _report(run)["status"], run.exit_code) == ("process", "checks_failed", 1)
+    assert _report(run)["grading"]["checks"][0]["check"] == "build"
     # The user's results folder stays the user's: the container wrote a private copy.
     assert {p.stat().st_uid for p in results.iterdir()} == {os.getuid()}
 
@@ -573,7 +611,7 @@ def test_sidecar_survives_a_fork_bomb_and_checks_run_on_overlays(base_image: str
         "Full log (functional tests):\ngrep -c ' /sse/tree .* - overlay ' /proc/self/mountinfo; "
         "exit 1\n1\n\nmake: *** [Makefile:4: test] Error 1\n"
     ), said  # "1": one overlay
-    assert run.results is not None and run.results["agent"]["exit_code"] == 0
+    assert _report(run) is not None and _report(run)["agent"]["exit_code"] == 0
 
 
 def test_sidecar_without_the_sandbox_options_refuses_to_start(
