@@ -54,6 +54,12 @@ class DockerBackend(LocalBackend):
         finally:  # after every run, however it ended: a container costs too much to leave
             remove_labelled(f"{LABELS[RUN_VAR]}={run.job_id}/{run.run_id}")
 
+    def cleanup(self, run: JobRun) -> None:
+        """The run's processes here and its containers (an agent container stopped late
+        would otherwise write its record over the one the backend wrote)."""
+        super().cleanup(run)
+        remove_labelled(f"{LABELS[RUN_VAR]}={run.job_id}/{run.run_id}")
+
     def env(self, run: JobRun) -> dict[str, str]:
         """A custom command's containers get no network (its server is inside its own container)
         unless SSEBENCH_DOCKER_NETWORK says otherwise; a bundled agent keeps the default."""

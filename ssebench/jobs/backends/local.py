@@ -96,8 +96,10 @@ class LocalBackend:
             stopped = self._wait(proc, run, cancel)
         finally:
             code = supervise.stop(proc, STOP_GRACE) if proc.poll() is None else proc.returncode
+            if stopped is not None:
+                self.cleanup(run)  # first: nothing of the run may write its record after ours
             result = settle(run, code, clock, stopped, _log(run))
-            if stopped is not None or result.outcome in (Outcome.INFRASTRUCTURE, Outcome.CANCELLED):
+            if stopped is None and result.outcome in (Outcome.INFRASTRUCTURE, Outcome.CANCELLED):
                 self.cleanup(run)  # a normal end leaves nothing (the entrypoint stops all it started)
         return result
 
