@@ -149,7 +149,7 @@ def test_resume_runs_exactly_the_runs_without_a_final_record(
             (folder / row["folder"]).mkdir(parents=True)
             runrecord.write(folder / row["folder"], record_of(outcome, row["run_id"]))
     state = JobState(folder, {"job_id": "j"}, rows)
-    done = jobfolder.records(state)
+    done = jobfolder.endings(state)
     todo = jobfolder.to_run(state, done)
     state.close()
     final = {r["run_id"] for r, (s, o) in zip(rows, runs, strict=True) if s != "pending" and o is not None and o.final}

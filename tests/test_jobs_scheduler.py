@@ -16,7 +16,7 @@ import pytest
 from ssebench import runrecord
 from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.backends.local import RUN_LOG, LocalBackend
-from ssebench.jobs.outcome import REJECTED, Clock, written
+from ssebench.jobs.outcome import REJECTED, Clock, Ending, written
 from ssebench.jobs.scheduler import Policy, RunEvent, Scheduler
 from ssebench.jobs.state import JobState, new_run, read
 from ssebench.runrecord import Outcome, RunResult, RunSpec
@@ -95,14 +95,14 @@ def test_infra_failures_are_retried_an_agents_own_failure_and_a_refusal_are_not(
     }
     state, scheduler = _schedule(tmp_path, CountingBackend(script), 1.0, runs=4)
     assert [(r["state"], r["tries"]) for r in state] == [("ended", 2), ("ended", 1), ("ended", 3), ("ended", 1)]
-    assert {run_id: (r.outcome, r.status) for run_id, r in scheduler.results.items()} == {
+    assert {run_id: (e.outcome, e.status) for run_id, e in scheduler.endings.items()} == {
         "t.a.L2.a1": (Outcome.PASSED, "passed"),
         "t.a.L2.a2": (Outcome.AGENT_ERROR, "agent_failed"),
         "t.a.L2.a3": (Outcome.INFRASTRUCTURE, "daemon_failed"),
         "t.a.L2.a4": (Outcome.USAGE, "usage_error"),
     }
     for row in state:  # the record in each run's folder is the one the scheduler was given
-        assert runrecord.read(tmp_path / row["folder"]) == scheduler.results[row["run_id"]]
+        assert Ending.of(runrecord.read(tmp_path / row["folder"])) == scheduler.endings[row["run_id"]]
     assert sorted(p.name for p in (tmp_path / "tries").iterdir()) == [
         "t.a.L2.a1.try1",
         "t.a.L2.a3.try1",

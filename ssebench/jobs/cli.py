@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ssebench.jobs.outcome import Ending
     from ssebench.jobs.state import JobState
-    from ssebench.runrecord import RunResult
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -115,7 +115,7 @@ def _execute(job: Any, state: JobState, backend_name: str, args: argparse.Namesp
     from ssebench.runrecord import RecordError
 
     try:
-        done = jobfolder.records(state)
+        done = jobfolder.endings(state)
         backend = make_backend(backend_name, job.base, args)
     except RecordError as error:
         state.close()
@@ -133,15 +133,15 @@ def _execute(job: Any, state: JobState, backend_name: str, args: argparse.Namesp
             finished = scheduler.run(todo)
         backend.sweep(state.job_id)
     state.close()
-    results = {**done, **scheduler.results}
-    ended = {r["run_id"]: results[r["run_id"]] for r in state if r["state"] == "ended" and r["run_id"] in results}
+    endings = {**done, **scheduler.endings}
+    ended = {r["run_id"]: endings[r["run_id"]] for r in state if r["state"] == "ended" and r["run_id"] in endings}
     print(_summary(state, ended), file=sys.stderr)
     if not finished:
         return EXIT_INTERRUPTED
     return EXIT_INFRA if any(r.outcome in NO_VERDICT for r in ended.values()) else EXIT_OK
 
 
-def _summary(state: JobState, ended: Mapping[str, RunResult]) -> str:
+def _summary(state: JobState, ended: Mapping[str, Ending]) -> str:
     """``job DIR: N runs: 8 checks_failed, 8 passed``: the ended runs by status, the others by state."""
     counts: dict[str, int] = {}
     for row in state:

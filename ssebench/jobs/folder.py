@@ -18,8 +18,9 @@ from ssebench import __version__, runrecord
 from ssebench.jobs import jobfile, matrix
 from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.jobfile import Job, JobFileError
+from ssebench.jobs.outcome import Ending
 from ssebench.jobs.state import JOB_FILE, JobState, StateError, compact, new_run, read
-from ssebench.runrecord import RunResult, RunSpec, now
+from ssebench.runrecord import RunSpec, now
 
 DEFAULT_JOBS_DIR = "ssebench-jobs"
 DEFAULT_RUN = Capacity(1.0, 2 << 30)  # a run's need when its task declares none: 1 CPU, 2 GiB
@@ -87,8 +88,8 @@ def reopen(folder: Path, force: bool) -> tuple[Job, JobState]:
     return job, JobState(folder, header, runs)
 
 
-def records(state: JobState) -> dict[str, RunResult]:
-    """The record of every run that has one (RecordError for one that cannot be read).
+def endings(state: JobState) -> dict[str, Ending]:
+    """How every run that has a record ended (RecordError for one that cannot be read).
 
     A run whose row still says ``running`` but whose record is there ended while
     ``ssebench jobs`` was being killed: the record wins, the row is set ``ended``."""
@@ -96,13 +97,13 @@ def records(state: JobState) -> dict[str, RunResult]:
     for row in state:
         record = runrecord.read_if_any(state.folder / row["folder"]) if row["state"] != "pending" else None
         if record is not None:
-            found[row["run_id"]] = record
+            found[row["run_id"]] = Ending.of(record)
             if row["state"] != "ended":
                 state.update(row["run_id"], state="ended")
     return found
 
 
-def to_run(state: JobState, done: dict[str, RunResult]) -> list[str]:
+def to_run(state: JobState, done: dict[str, Ending]) -> list[str]:
     """The runs still to do: never started, in flight when killed (no record), or ended
     without a final outcome (the infrastructure's, or cancelled)."""
     return [r["run_id"] for r in state if r["run_id"] not in done or not done[r["run_id"]].outcome.final]

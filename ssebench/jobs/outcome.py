@@ -36,6 +36,19 @@ NO_VERDICT = (Outcome.INFRASTRUCTURE, Outcome.USAGE, Outcome.CANCELLED)
 
 
 @dataclass(frozen=True)
+class Ending:
+    """How a run ended, as ``ssebench jobs`` counts it (kept for every run of a job: its
+    record, a few KiB each, is read again where more is needed)."""
+
+    outcome: Outcome
+    status: str
+
+    @classmethod
+    def of(cls, record: RunResult) -> Ending:
+        return cls(record.outcome, record.status)
+
+
+@dataclass(frozen=True)
 class Clock:
     """When a try started: the record's ``started_at`` and its duration."""
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from ssebench.jobs.backend import Backend, Capacity, JobRun
-from ssebench.jobs.outcome import BACKEND_ERROR, Clock, written
+from ssebench.jobs.outcome import BACKEND_ERROR, Clock, Ending, written
 from ssebench.jobs.state import TRIES_DIR, JobState
 from ssebench.runrecord import Outcome, RunResult, now
 
@@ -82,7 +82,7 @@ class Scheduler:
         self._done: queue.Queue[tuple[str, RunResult]] = queue.Queue()
         self._running: dict[str, _Slot] = {}
         self._tries: dict[str, int] = {}  # tries in this invocation (the budget of max_tries)
-        self.results: dict[str, RunResult] = {}  # the record of each run that ended here
+        self.endings: dict[str, Ending] = {}  # how each run that ended here ended
         self.capacity = self.backend.capacity()
         self._free = self.capacity
 
@@ -165,7 +165,7 @@ class Scheduler:
             pending.appendleft(run_id)
             self.listener(RunEvent("retry", run_id, result, seconds))
             return
-        self.results[run_id] = result
+        self.endings[run_id] = Ending.of(result)
         self.listener(RunEvent("ended", run_id, result, seconds))
 
     def _drain(self) -> None:
