@@ -27,6 +27,7 @@ class CountingBackend:
     """A backend whose runs take 50 ms and end as *script* says (per run id, per try)."""
 
     name = "counting"
+    runs_as = "process"
 
     def __init__(self, script: dict[str, list[Outcome]] | None = None, hold: threading.Event | None = None) -> None:
         self.script = script or {}

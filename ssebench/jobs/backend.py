@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from ssebench.runrecord import Backend as RunsOn
 from ssebench.runrecord import RunResult, RunSpec
 
 
@@ -66,6 +67,7 @@ class Backend(Protocol):
     """Where runs execute; the scheduler calls these from its worker threads."""
 
     name: ClassVar[str]
+    runs_as: ClassVar[RunsOn]  # what its runs' records say they ran on (RunSpec.backend)
 
     def capacity(self) -> Capacity:
         """CPUs and memory available for runs at once (the scheduler packs runs into it)."""

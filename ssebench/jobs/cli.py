@@ -128,7 +128,7 @@ def _execute(job: Any, state: JobState, backend_name: str, args: argparse.Namesp
     with _sigterm_as_interrupt():
         backend.sweep(state.job_id)  # what a killed ssebench jobs left of this job
         with Progress(total=len(state.runs), done=len(state.runs) - len(todo)) as progress:
-            runs = jobfolder.runs(job, state, backend_name)
+            runs = jobfolder.runs(job, state, backend.runs_as)
             scheduler = Scheduler(backend, state, runs, policy, progress.event)
             finished = scheduler.run(todo)
         backend.sweep(state.job_id)

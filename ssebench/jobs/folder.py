@@ -24,8 +24,6 @@ from ssebench.runrecord import RunSpec, now
 
 DEFAULT_JOBS_DIR = "ssebench-jobs"
 DEFAULT_RUN = Capacity(1.0, 2 << 30)  # a run's need when its task declares none: 1 CPU, 2 GiB
-#: RunSpec.backend of each jobs backend
-SPEC_BACKEND: dict[str, runrecord.Backend] = {"local": "process", "docker": "docker", "kubernetes": "kubernetes"}
 
 
 def default_folder(job: Job) -> Path:
@@ -109,8 +107,8 @@ def to_run(state: JobState, done: dict[str, Ending]) -> list[str]:
     return [r["run_id"] for r in state if r["run_id"] not in done or not done[r["run_id"]].outcome.final]
 
 
-def runs(job: Job, state: JobState, backend: str) -> dict[str, JobRun]:
-    """Every run as the backend gets it, in matrix order."""
+def runs(job: Job, state: JobState, runs_as: runrecord.Backend) -> dict[str, JobRun]:
+    """Every run as the backend gets it (RUNS_AS: its ``runs_as``), in matrix order."""
     agents = {a.name: a for a in job.agents}
     needs: dict[str, Capacity] = {}
     result = {}
@@ -124,7 +122,7 @@ def runs(job: Job, state: JobState, backend: str) -> dict[str, JobRun]:
             command=agent.command,
             model=agent.model,
             level=record["level"],
-            backend=SPEC_BACKEND[backend],
+            backend=runs_as,
             agent_timeout=agent.timeout or job.timeouts.get("agent"),
             mcp_timeout=job.timeouts.get("mcp"),
             run_timeout=job.timeouts.get("run"),

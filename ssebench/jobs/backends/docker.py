@@ -15,6 +15,7 @@ from typing import ClassVar
 from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.backends.local import JOB_VAR, RUN_VAR, LocalBackend, machine
 from ssebench.jobs.outcome import CANCELLED, START_FAILED, Clock, stopped_reason, written
+from ssebench.runrecord import Backend as RunsOn
 from ssebench.runrecord import RunResult
 
 LABELS = {JOB_VAR: "ssebench.job", RUN_VAR: "ssebench.run"}
@@ -28,6 +29,7 @@ class DockerBackend(LocalBackend):
     """Runs in task containers on the engine ``ssebench run --docker`` finds (DOCKER_HOST...)."""
 
     name: ClassVar[str] = "docker"
+    runs_as: ClassVar[RunsOn] = "docker"
     extra_args: ClassVar[tuple[str, ...]] = ("--docker",)
 
     def capacity(self) -> Capacity:

@@ -26,6 +26,7 @@ from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.backends import kube_api, kube_pod
 from ssebench.jobs.backends import kube_manifests as km
 from ssebench.jobs.outcome import CANCELLED, NO_RESULTS, RUN_TIMEOUT, Clock, child_record, restated, stopped_reason
+from ssebench.runrecord import Backend as RunsOn
 from ssebench.runrecord import RunResult
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # env names that go into the Secret
@@ -70,6 +71,7 @@ class KubernetesBackend:
     """Runs on a cluster through the official client; one Job per run."""
 
     name: ClassVar[str] = "kubernetes"
+    runs_as: ClassVar[RunsOn] = "kubernetes"
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ from typing import ClassVar
 from ssebench import supervise
 from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.outcome import BACKEND_ERROR, CANCELLED, RUN_TIMEOUT, START_FAILED, Clock, settle, written
+from ssebench.runrecord import Backend as RunsOn
 from ssebench.runrecord import Outcome, RunResult
 
 JOB_VAR, RUN_VAR = "SSE_JOB_ID", "SSE_JOB_RUN"  # ssebench/settings.py; container labels: engine.py
@@ -70,6 +71,7 @@ class LocalBackend:
     """Runs on this machine, as processes."""
 
     name: ClassVar[str] = "local"
+    runs_as: ClassVar[RunsOn] = "process"
     extra_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, cwd: Path | None = None) -> None:
