@@ -157,6 +157,24 @@ def test_resume_runs_exactly_the_runs_without_a_final_record(
     assert all(state.runs[run_id]["state"] == "ended" for run_id in done)  # the record won
 
 
+def test_a_run_that_ended_as_ssebench_jobs_was_killed_is_ended_and_tidied(tmp_path: Path) -> None:
+    """Its record was written, the scheduler died before noting it: the row is set ended,
+    the log it kept beside the folder goes in, its spec file goes."""
+    row = {**new_run("t.a.L2.a1", "/t/task.toml", "t", "a", 2, 1), "state": "running", "tries": 1}
+    folder = tmp_path / row["folder"]
+    folder.mkdir(parents=True)
+    runrecord.write(folder, record_of(Outcome.PASSED, row["run_id"]))
+    (folder.parent / ".t.a.L2.a1.log").write_text("the run's display\n")
+    (folder.parent / ".t.a.L2.a1.spec.json").write_text("{}")
+    state = JobState(tmp_path, {"job_id": "j"}, [row])
+    done = jobfolder.endings(state)
+    state.close()
+    assert (done["t.a.L2.a1"].outcome, jobfolder.to_run(state, done)) == (Outcome.PASSED, [])
+    assert state.runs["t.a.L2.a1"]["state"] == "ended"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["t.a.L2.a1"]
+    assert (folder / "ssebench-run.log").read_text() == "the run's display\n"
+
+
 # --- the statistics ---------------------------------------------------------------------------
 
 

@@ -91,6 +91,8 @@ def endings(state: JobState) -> dict[str, Ending]:
 
     A run whose row still says ``running`` but whose record is there ended while
     ``ssebench jobs`` was being killed: the record wins, the row is set ``ended``."""
+    from ssebench.jobs.backends.local import tidy
+
     found = {}
     for row in state:
         record = runrecord.read_if_any(state.folder / row["folder"]) if row["state"] != "pending" else None
@@ -98,6 +100,7 @@ def endings(state: JobState) -> dict[str, Ending]:
             found[row["run_id"]] = Ending.of(record)
             if row["state"] != "ended":
                 state.update(row["run_id"], state="ended")
+                tidy(state.folder / row["folder"])
     return found
 
 

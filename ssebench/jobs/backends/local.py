@@ -51,14 +51,32 @@ def run_env(run: JobRun) -> dict[str, str]:
 
 
 def _log(run: JobRun) -> Path:
-    """Beside the run's folder while it runs (ssebench run wants its folder empty)."""
-    return run.folder.parent / f".{run.folder.name}.log"
+    return log_beside(run.folder)
+
+
+def log_beside(folder: Path) -> Path:
+    """The run's display while it runs: beside its folder (ssebench run wants its folder empty)."""
+    return folder.parent / f".{folder.name}.log"
 
 
 def spec_file(run: JobRun) -> Path:
+    return spec_beside(run.folder)
+
+
+def spec_beside(folder: Path) -> Path:
     """The run's spec while it runs: beside its folder (never in it), no secret in it (the
     environment is not part of a spec)."""
-    return run.folder.parent / f".{run.folder.name}.spec.json"
+    return folder.parent / f".{folder.name}.spec.json"
+
+
+def tidy(folder: Path) -> None:
+    """What a try left beside FOLDER when ``ssebench jobs`` was killed as it ended (its
+    record written, the scheduler gone before noting it): the log into the folder, the
+    spec removed, as the end of :meth:`LocalBackend.run` does."""
+    with contextlib.suppress(OSError):
+        if not (folder / RUN_LOG).exists():
+            log_beside(folder).replace(folder / RUN_LOG)
+    spec_beside(folder).unlink(missing_ok=True)
 
 
 def _write_spec(run: JobRun) -> None:
