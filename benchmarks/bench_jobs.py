@@ -5,9 +5,9 @@ them take hours on 2 cores and would measure ``ssebench run``, not the scheduler
 run goes through the real ``ssebench jobs run`` command line, the real scheduler, job.json
 and its journal, the progress lines, and the real local backend (its own process group,
 PR_SET_PDEATHSIG, the run's marks in its environment, the /proc sweep for leftovers, the log
-moved into the run folder, the outcome read back from results.json); only the child it
-starts is an instant ``sh`` that writes the results.json a passing ``ssebench run`` writes,
-instead of ``ssebench run`` itself (docs/jobs.md, "Scale").
+moved into the run folder, the record read back through ssebench/runrecord.py); only the
+child it starts is an instant ``sh`` that writes the record a passing ``ssebench run``
+writes, instead of ``ssebench run`` itself (docs/jobs.md, "Scale").
 
 Figures: wall time per run; the CPU time of the ``ssebench jobs`` process itself (user +
 sys, its children excluded: the scheduler's overhead per run); its peak RSS; after a kill -9
@@ -33,12 +33,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ssebench.jobs.backend import Resources, RunSpec
+from ssebench import runrecord
+from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.backends.local import LocalBackend
 
-# What a passing run's results.json says (the keys the scheduler and the report read).
-RESULTS = '{"status": "passed", "exit_code": 0, "passed": true, "duration": 0.001}'
 INSTANT = 'printf "%s\\n" "$1" >> "$2" && printf "%s\\n" "$3" > "$4/results.json"'
+
+
+def passing(run: JobRun) -> str:
+    """The record a passing ``ssebench run`` of RUN writes (the fields the scheduler and report read)."""
+    task = runrecord.TaskRef(id=run.spec.task_id, file=run.spec.task_file)
+    record = runrecord.RunResult(
+        spec=run.spec, outcome=runrecord.Outcome.PASSED, status="passed", exit_code=0, passed=True, task=task
+    )
+    return json.dumps(record.model_dump(mode="json"))
 
 
 class InstantBackend(LocalBackend):
@@ -48,22 +56,20 @@ class InstantBackend(LocalBackend):
         super().__init__(cwd=None)
         self.executions = executions
 
-    def capacity(self) -> Resources:
-        return Resources(1024.0, 1 << 50)  # the -n limit decides, not this machine's size
+    def capacity(self) -> Capacity:
+        return Capacity(1024.0, 1 << 50)  # the -n limit decides, not this machine's size
 
-    def argv(self, spec: RunSpec) -> list[str]:
-        return ["sh", "-c", INSTANT, "sh", spec.run_id, str(self.executions), RESULTS, str(spec.folder)]
+    def argv(self, run: JobRun) -> list[str]:
+        return ["sh", "-c", INSTANT, "sh", run.run_id, str(self.executions), passing(run), str(run.folder)]
 
 
 def child(argv: list[str]) -> None:
     """``ssebench jobs run|resume`` in this process, with the instant backend."""
-    from ssebench.jobs import cli as jobs_cli
-    from ssebench.jobs.backends import local
+    from ssebench.jobs import backends
 
     executions = Path(os.environ["BENCH_EXECUTIONS"])
     backend = InstantBackend(executions)
-    local.run_argv = lambda spec, extra=(): backend.argv(spec)  # type: ignore[assignment]
-    jobs_cli.make_backend = lambda name, cwd, args=None: backend  # type: ignore[assignment]
+    backends.BACKENDS["local"] = lambda args, cwd: backend
     from ssebench.cli import main
 
     began = time.monotonic()
@@ -93,7 +99,7 @@ def _ended(journal: Path) -> int:
         text = journal.read_text(encoding="utf-8")
     except FileNotFoundError:
         return 0
-    return text.count('"state": "graded"')
+    return text.count('"state": "ended"')
 
 
 def main() -> None:
@@ -134,12 +140,13 @@ def _records(out: Path) -> list[dict]:
 def _report(args: argparse.Namespace, root: Path, out: Path, before: dict[str, str], stats: dict) -> None:
     records = _records(out)
     executions = collections.Counter((root / "executions.log").read_text().split())
-    finished = [r for r, s in before.items() if s == "graded"]
+    finished = [r for r, s in before.items() if s == "ended"]
     in_flight = [r for r, s in before.items() if s == "running"]
     missing = args.runs - len(finished)
     print(f"runs: {args.runs}, at most {args.n} at once; killed -9 after {len(finished)} had ended")
     print(f"resume: exit {stats['exit']}, ran the {missing} missing runs in {stats['wall']:.2f} s")
-    print(f"  every run graded now: {all(r['state'] == 'graded' for r in records)}")
+    passed = all(runrecord.read(out / r["folder"]).outcome is runrecord.Outcome.PASSED for r in records)
+    print(f"  every run ended, its record passed: {all(r['state'] == 'ended' for r in records) and passed}")
     print(f"  every run finished before the kill started exactly once: {all(executions[r] == 1 for r in finished)}")
     print(f"  runs in flight at the kill: {len(in_flight)}, started again: {sum(executions[r] > 1 for r in in_flight)}")
     print(f"  runs started twice that had finished: {sum(executions[r] > 1 for r in finished)}")

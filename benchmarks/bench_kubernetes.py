@@ -60,8 +60,9 @@ def images(task: Path) -> tuple[str, str]:
 
 
 def main(count: int, workers: int, cpus: float) -> None:
-    from ssebench.jobs.backend import RunSpec
+    from ssebench.jobs.backend import Capacity, JobRun
     from ssebench.jobs.backends.kubernetes import KubernetesBackend
+    from ssebench.runrecord import RunSpec
     from tests.helpers.kube import start_cluster
 
     cluster = start_cluster()
@@ -90,8 +91,12 @@ def main(count: int, workers: int, cpus: float) -> None:
         def one(i: int) -> str:
             folder = Path(scratch) / "runs" / str(i)
             folder.mkdir(parents=True)
-            spec = RunSpec("bench", f"r{i}", task, "custom", ("true",), None, {}, 2, 1, 60.0, cpus, 256 << 20, folder)
-            return backend.run(spec, threading.Event()).status
+            spec = RunSpec(
+                task_file=str(task), task_id="instant", command=("true",), level=2, backend="kubernetes",
+                agent_timeout=60.0, job_id="bench", run_id=f"r{i}", attempt=1,
+            )  # fmt: skip
+            run = JobRun(spec, "custom", {}, Capacity(cpus, 256 << 20), folder)
+            return backend.run(run, threading.Event()).status
 
         began = time.monotonic()
         with ThreadPoolExecutor(workers) as pool:

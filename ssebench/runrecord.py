@@ -79,6 +79,9 @@ STATUSES: dict[str, Outcome] = {
     "collect_failed": Outcome.INFRASTRUCTURE,
     "pod_failed": Outcome.INFRASTRUCTURE,
     "pod_lost": Outcome.INFRASTRUCTURE,
+    "evicted": Outcome.INFRASTRUCTURE,
+    "node_lost": Outcome.INFRASTRUCTURE,
+    "image_not_found": Outcome.INFRASTRUCTURE,
     "image_failed": Outcome.INFRASTRUCTURE,
     "unschedulable": Outcome.INFRASTRUCTURE,
 }

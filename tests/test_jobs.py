@@ -1,26 +1,26 @@
 """``ssebench jobs``: the job file's one-line errors, the matrix, the statistics, the resume
-rule and the report's formats (fast: nothing here starts a run)."""
+rule and the report's formats (fast: nothing here starts a run). The scheduler and the
+records the backends write: tests/test_jobs_scheduler.py."""
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ssebench import runrecord
 from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix, report
-from ssebench.jobs.backend import Outcome, Resources, RunSpec
+from ssebench.jobs.backend import Capacity
 from ssebench.jobs.jobfile import AgentSpec, Job
-from ssebench.jobs.scheduler import Policy, Scheduler
 from ssebench.jobs.state import STATES, JobState, new_run
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
+from ssebench.runrecord import Outcome
 from ssebench.task import TaskError, load_task
-from tests.helpers.jobs import DEMO, jobs
+from tests.helpers.jobs import DEMO, jobs, record_of
 
 GOOD = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "noop"\ncommand = ["true"]\n'
 
@@ -132,14 +132,47 @@ def test_the_matrix_is_every_cell_once_with_stable_ids(
         assert r.run_id == f"{r.task_id}.{r.agent.name}.L{r.level}.a{r.attempt}"
 
 
-@given(st.lists(st.sampled_from(STATES), min_size=1, max_size=40))
-def test_resume_never_runs_a_finished_run_again(tmp_path_factory: pytest.TempPathFactory, states: list[str]) -> None:
+ROWS = st.sampled_from(STATES)
+ENDS = st.none() | st.sampled_from(list(Outcome))
+
+
+@given(st.lists(st.tuples(ROWS, ENDS), min_size=1, max_size=30))
+def test_resume_runs_exactly_the_runs_without_a_final_record(
+    tmp_path_factory: pytest.TempPathFactory, runs: list[tuple[str, Outcome | None]]
+) -> None:
+    """The record decides, not the row: a run with a final outcome is never run again,
+    whatever its row says (a row still "running" with a record: ssebench jobs was killed)."""
     folder = tmp_path_factory.mktemp("state")
-    runs = [{**new_run(f"t.a.L2.a{i}", "/t/task.toml", "t", "a", 2, i), "state": s} for i, s in enumerate(states, 1)]
-    state = JobState(folder, {"job_id": "j"}, runs)
-    todo = jobfolder.to_run(state)
+    rows = [{**new_run(f"t.a.L2.a{i}", "/t/task.toml", "t", "a", 2, i), "state": s} for i, (s, _) in enumerate(runs, 1)]
+    for row, (state, outcome) in zip(rows, runs, strict=True):
+        if outcome is not None and state != "pending":
+            (folder / row["folder"]).mkdir(parents=True)
+            runrecord.write(folder / row["folder"], record_of(outcome, row["run_id"]))
+    state = JobState(folder, {"job_id": "j"}, rows)
+    done = jobfolder.endings(state)
+    todo = jobfolder.to_run(state, done)
     state.close()
-    assert todo == [r["run_id"] for r in runs if r["state"] in ("pending", "running", "infra")]
+    final = {r["run_id"] for r, (s, o) in zip(rows, runs, strict=True) if s != "pending" and o is not None and o.final}
+    assert todo == [r["run_id"] for r in rows if r["run_id"] not in final]
+    assert all(state.runs[run_id]["state"] == "ended" for run_id in done)  # the record won
+
+
+def test_a_run_that_ended_as_ssebench_jobs_was_killed_is_ended_and_tidied(tmp_path: Path) -> None:
+    """Its record was written, the scheduler died before noting it: the row is set ended,
+    the log it kept beside the folder goes in, its spec file goes."""
+    row = {**new_run("t.a.L2.a1", "/t/task.toml", "t", "a", 2, 1), "state": "running", "tries": 1}
+    folder = tmp_path / row["folder"]
+    folder.mkdir(parents=True)
+    runrecord.write(folder, record_of(Outcome.PASSED, row["run_id"]))
+    (folder.parent / ".t.a.L2.a1.log").write_text("the run's display\n")
+    (folder.parent / ".t.a.L2.a1.spec.json").write_text("{}")
+    state = JobState(tmp_path, {"job_id": "j"}, [row])
+    done = jobfolder.endings(state)
+    state.close()
+    assert (done["t.a.L2.a1"].outcome, jobfolder.to_run(state, done)) == (Outcome.PASSED, [])
+    assert state.runs["t.a.L2.a1"]["state"] == "ended"
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["t.a.L2.a1"]
+    assert (folder / "ssebench-run.log").read_text() == "the run's display\n"
 
 
 # --- the statistics ---------------------------------------------------------------------------
@@ -176,20 +209,16 @@ def test_known_values() -> None:
 
 def _job_folder(tmp_path: Path) -> Path:
     """Two runs of one cell: one passed after 1 call, one lost to the infrastructure."""
-    runs = []
-    for attempt, (state, status) in enumerate([("graded", "passed"), ("infra", "daemon_failed")], 1):
-        record = {**new_run(f"t.a.L2.a{attempt}", "/t/task.toml", "t", "a", 2, attempt), "state": state}
-        record.update(status=status, duration=9.0)
-        runs.append(record)
-        folder = tmp_path / record["folder"]
+    rows = []
+    for attempt, outcome in enumerate([Outcome.PASSED, Outcome.INFRASTRUCTURE], 1):
+        row = {**new_run(f"t.a.L2.a{attempt}", "/t/task.toml", "t", "a", 2, attempt), "state": "ended"}
+        row.update(duration=9.0, tries=1)
+        rows.append(row)
+        folder = tmp_path / row["folder"]
         folder.mkdir(parents=True)
-        if state == "graded":
-            (folder / "results.json").write_text(json.dumps({"status": status, "passed": True, "duration": 12.5}))
-            (folder / "server.log").write_text(
-                "x ssebench.server.calls INFO test_patch call 1 (level 2): every check that ran passed "
-                "[build: passed, functional tests: passed] in 1.8 s\n"
-            )
-    (tmp_path / "job.json").write_text(json.dumps({"job_id": "j1", "runs": runs}))
+        calls = 1 if outcome is Outcome.PASSED else 0
+        runrecord.write(folder, record_of(outcome, row["run_id"], calls=calls, duration=12.5 if calls else 9.0))
+    (tmp_path / "job.json").write_text(json.dumps({"job_id": "j1", "runs": rows}))
     return tmp_path
 
 
@@ -211,16 +240,37 @@ def test_report_text_markdown_and_csv(tmp_path: Path) -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     assert report.render(data, "csv").splitlines()[1] == (
-        "j1,a,2,2,1,1,1.0,0.2065,1.0,2,,10.75,12.15,0.5,1,0,0,0,0,0,0,1"
+        "j1,a,2,2,1,1,1.0,0.2065,1.0,2,,10.75,12.15,0.5,1,0,0,0,0,0,0,1,0"
     )
     cell = json.loads(report.render(data, "json"))["cells"][0]
-    assert {k: cell[k] for k in ("agent", "level", "runs", "pass_rate", "pass_at_k")} == {
+    assert {k: cell[k] for k in ("agent", "level", "runs", "pass_rate", "pass_at_k", "never_called")} == {
         "agent": "a",
         "level": 2,
         "runs": 2,
         "pass_rate": 1.0,
         "pass_at_k": None,
+        "never_called": 1,
     }
+
+
+def test_report_counts_a_refused_run_as_usage_not_infra(tmp_path: Path) -> None:
+    """A run refused before it started (a missing API key: usage_error) is its own count."""
+    folder = _job_folder(tmp_path)
+    runrecord.write(folder / "runs" / "t.a.L2.a2", record_of(Outcome.USAGE, "t.a.L2.a2"))
+    [cell] = report.summarize(report.load(folder))["cells"]
+    assert (cell["infra_failures"], cell["usage_failures"], cell["not_run"]) == (0, 1, 0)
+    assert report.render([report.load(folder)], "text").splitlines()[2].startswith("a      2      2 (1 usage)  ")
+
+
+def test_report_names_a_record_it_cannot_read(tmp_path: Path) -> None:
+    folder = _job_folder(tmp_path)
+    (folder / "runs" / "t.a.L2.a1" / "results.json").write_text('{"version": 1, "status": "passed"}')
+    done = jobs("report", folder)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench jobs: {folder / 'runs' / 't.a.L2.a1' / 'results.json'}: run record schema version 1, "
+        "this ssebench reads version 2 (written by another ssebench; run it again with this one)\n"
+    )
 
 
 def test_report_compares_two_jobs(tmp_path: Path) -> None:
@@ -231,107 +281,14 @@ def test_report_compares_two_jobs(tmp_path: Path) -> None:
     )
 
 
-# --- the scheduler: resources and retries ---------------------------------------------------------
-
-
-class CountingBackend:
-    """A backend whose runs take 50 ms and end as *script* says (per run id, per try)."""
-
-    name = "counting"
-
-    def __init__(self, script: dict[str, list[str]] | None = None) -> None:
-        self.script = script or {}
-        self.now = self.most = 0
-        self.lock = threading.Lock()
-        self.tries: dict[str, int] = {}
-
-    def capacity(self) -> Resources:
-        return Resources(4.0, 8 << 30)
-
-    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
-        with self.lock:
-            self.now += 1
-            self.most = max(self.most, self.now)
-            self.tries[spec.run_id] = n = self.tries.get(spec.run_id, 0) + 1
-        time.sleep(0.05)
-        with self.lock:
-            self.now -= 1
-        kind = (self.script.get(spec.run_id) or ["graded"] * 9)[n - 1]
-        status = {"graded": "passed", "agent": "agent_failed", "infra": "daemon_failed"}[kind]
-        return Outcome(kind, status, 0, "")  # type: ignore[arg-type]
-
-    def sweep(self, job_id: str) -> None:
-        pass
-
-
-def _schedule(tmp_path: Path, backend: CountingBackend, cpus: float, runs: int = 8, **policy: object) -> JobState:
-    tmp_path.mkdir(exist_ok=True)
-    records = [new_run(f"t.a.L2.a{i}", "/t/task.toml", "t", "a", 2, i) for i in range(1, runs + 1)]
-    state = JobState(tmp_path, {"job_id": "j"}, records)
-    specs = {
-        r["run_id"]: RunSpec(
-            "j",
-            r["run_id"],
-            Path("/t/task.toml"),
-            "a",
-            ("true",),
-            None,
-            {},
-            2,
-            r["attempt"],
-            None,
-            cpus,
-            1 << 30,
-            tmp_path / r["folder"],
-        )
-        for r in records
-    }
-    assert Scheduler(backend, state, specs, Policy(**policy)).run(list(specs))  # type: ignore[arg-type]
-    state.close()
-    return state
-
-
-@pytest.mark.parametrize(("cpus", "most"), [(1.0, 4), (2.0, 2), (3.0, 1), (64.0, 1)])
-def test_the_scheduler_never_overcommits_the_cpus(tmp_path: Path, cpus: float, most: int) -> None:
-    backend = CountingBackend()
-    _schedule(tmp_path, backend, cpus)
-    assert backend.most == most
-
-
-def test_the_concurrency_limit_holds(tmp_path: Path) -> None:
-    backend = CountingBackend()
-    _schedule(tmp_path, backend, 0.5, concurrency=3)
-    assert backend.most == 3
-
-
-def test_infra_failures_are_retried_an_agents_own_failure_is_not(tmp_path: Path) -> None:
-    script = {"t.a.L2.a1": ["infra", "graded"], "t.a.L2.a2": ["agent"], "t.a.L2.a3": ["infra"] * 3}
-    state = _schedule(tmp_path, CountingBackend(script), 1.0, runs=3)
-    assert [(r["state"], r["status"], r["tries"]) for r in state] == [
-        ("graded", "passed", 2),
-        ("agent", "agent_failed", 1),
-        ("infra", "daemon_failed", 3),
-    ]
-    assert sorted(p.name for p in (tmp_path / "tries").iterdir()) == [
-        "t.a.L2.a1.try1",
-        "t.a.L2.a3.try1",
-        "t.a.L2.a3.try2",
-    ]
-    asked = _schedule(
-        tmp_path / "again",
-        CountingBackend({"t.a.L2.a1": ["agent", "graded"]}),
-        1.0,
-        runs=1,
-        retry_on=("infra", "agent_failed"),
-    )
-    assert [(r["state"], r["tries"]) for r in asked] == [("graded", 2)]
+# --- resources ---------------------------------------------------------------------------------
 
 
 def test_a_task_declares_what_a_run_needs(tmp_path: Path) -> None:
     from tests.helpers.tasks import make_task
 
     task = make_task(tmp_path / "t", top_toml='[resources]\ncpus = 2\nmemory = "3G"\n')
-    assert jobfolder.task_resources(task.file) == Resources(2.0, 3 << 30)
+    assert jobfolder.task_resources(task.file) == Capacity(2.0, 3 << 30)
     assert jobfolder.task_resources(DEMO / "task.toml") == jobfolder.DEFAULT_RUN
     bad = make_task(tmp_path / "b", top_toml="[resources]\ncpus = 0\n")
     with pytest.raises(TaskError) as error:

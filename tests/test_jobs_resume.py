@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import supervise
+from ssebench import runrecord, supervise
 from ssebench.jobs.state import read
 from tests.helpers.jobs import JOBS, jobs, jobs_env, toggle_task
 
@@ -75,7 +76,12 @@ def _none_left(job_id: str, timeout: float = 30) -> None:
 
 
 def _states(out: Path) -> dict[str, tuple[str, str | None, int]]:
-    return {r["run_id"]: (r["state"], r["status"], r["tries"]) for r in read(out)["runs"]}
+    """Each run's row state, its record's status (None: no record) and its tries."""
+    states = {}
+    for row in read(out)["runs"]:
+        record = runrecord.read_if_any(out / row["folder"])
+        states[row["run_id"]] = (row["state"], record.status if record else None, row["tries"])
+    return states
 
 
 def test_kill_9_loses_only_the_run_in_flight_and_resume_runs_exactly_the_missing(tmp_path: Path) -> None:
@@ -85,25 +91,25 @@ def test_kill_9_loses_only_the_run_in_flight_and_resume_runs_exactly_the_missing
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     _none_left(job_id)  # PR_SET_PDEATHSIG: the run's ssebench run stopped its agent, server, daemon
+    # The sleeper's entrypoint got SIGTERM and wrote its record (interrupted: cancelled, not final).
     assert _states(out) == {
-        QUICK[0]: ("graded", "checks_failed", 1),
-        QUICK[1]: ("graded", "checks_failed", 1),
-        SLEEPER[0]: ("running", None, 1),
+        QUICK[0]: ("ended", "checks_failed", 1),
+        QUICK[1]: ("ended", "checks_failed", 1),
+        SLEEPER[0]: ("running", "interrupted", 1),
         SLEEPER[1]: ("pending", None, 0),
     }
     finished = {r: (out / "runs" / r / "results.json").read_bytes() for r in QUICK}
     flag.unlink()
     done = jobs("resume", out)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines()[:2] == [
-        f"[3/4] {SLEEPER[0]}: graded checks_failed " + done.stderr.splitlines()[0].split("checks_failed ")[1],
-        f"[4/4] {SLEEPER[1]}: graded checks_failed " + done.stderr.splitlines()[1].split("checks_failed ")[1],
-    ]
+    line = r"\[{n}/4\] {run}: failed checks_failed \(\d+\.\d s\): failed: PoCs"
+    assert re.fullmatch(line.format(n=3, run=re.escape(SLEEPER[0])), done.stderr.splitlines()[0])
+    assert re.fullmatch(line.format(n=4, run=re.escape(SLEEPER[1])), done.stderr.splitlines()[1])
     assert _states(out) == {
-        QUICK[0]: ("graded", "checks_failed", 1),
-        QUICK[1]: ("graded", "checks_failed", 1),
-        SLEEPER[0]: ("graded", "checks_failed", 2),
-        SLEEPER[1]: ("graded", "checks_failed", 1),
+        QUICK[0]: ("ended", "checks_failed", 1),
+        QUICK[1]: ("ended", "checks_failed", 1),
+        SLEEPER[0]: ("ended", "checks_failed", 2),
+        SLEEPER[1]: ("ended", "checks_failed", 1),
     }
     assert {r: (out / "runs" / r / "results.json").read_bytes() for r in QUICK} == finished  # never run again
     assert sorted(p.name for p in (out / "tries").iterdir()) == [f"{SLEEPER[0]}.try1"]
@@ -121,12 +127,15 @@ def test_ctrl_c_stops_cleanly_records_the_state_and_exits_130(tmp_path: Path) ->
     assert time.monotonic() - began < 20  # the entrypoint's 5 s grace, then the run is gone
     _none_left(job_id, timeout=1)
     assert _states(out) == {
-        QUICK[0]: ("graded", "checks_failed", 1),
-        QUICK[1]: ("graded", "checks_failed", 1),
-        SLEEPER[0]: ("infra", "cancelled", 1),
+        QUICK[0]: ("ended", "checks_failed", 1),
+        QUICK[1]: ("ended", "checks_failed", 1),
+        SLEEPER[0]: ("ended", "cancelled", 1),
         SLEEPER[1]: ("pending", None, 0),
     }
-    assert json.loads((out / "job.json").read_text(encoding="utf-8"))["runs"][2]["status"] == "cancelled"
+    assert json.loads((out / "job.json").read_text(encoding="utf-8"))["runs"][2]["state"] == "ended"
+    cancelled = runrecord.read(out / "runs" / SLEEPER[0])
+    assert (cancelled.outcome, cancelled.spec.run_id) == (runrecord.Outcome.CANCELLED, SLEEPER[0])
+    assert cancelled.reason == "stopped by ssebench jobs (Ctrl-C or SIGTERM); jobs resume runs it again"
     assert stderr.endswith(
         f"job {out}: 4 runs: 1 cancelled, 2 checks_failed, 1 pending\nreport: ssebench jobs report {out}\n"
     )
@@ -136,4 +145,4 @@ def test_ctrl_c_stops_cleanly_records_the_state_and_exits_130(tmp_path: Path) ->
     assert jobs("resume", out).returncode == 2
     done = jobs("resume", out, "--force")
     assert done.returncode == 0, done.stderr
-    assert [s[0] for s in _states(out).values()] == ["graded"] * 4
+    assert [(s[0], s[1]) for s in _states(out).values()] == [("ended", "checks_failed")] * 4

@@ -157,7 +157,9 @@ def test_classic_manifests_match_the_api_schema():
         kubernetes_validate.validate(obj, SCHEMA, strict=True)
 
 
-def _pod(phase="Running", reason=None, waiting=None, agent_exit=None):
+def _pod(phase="Running", reason=None, waiting=None, agent_exit=None, deleting=False):
+    from datetime import UTC, datetime
+
     from kubernetes import client
 
     def status(name, state):
@@ -170,7 +172,7 @@ def _pod(phase="Running", reason=None, waiting=None, agent_exit=None):
         waiting=client.V1ContainerStateWaiting(reason=waiting, message="no such image") if waiting else None
     )
     return client.V1Pod(
-        metadata=client.V1ObjectMeta(name="sse-x"),
+        metadata=client.V1ObjectMeta(name="sse-x", deletion_timestamp=datetime.now(UTC) if deleting else None),
         status=client.V1PodStatus(
             phase=phase,
             reason=reason,
@@ -193,21 +195,41 @@ def test_judge_tells_the_clusters_failures_from_the_agents_end():
         "evicted", "pod sse-x: Evicted: The node was low on resource: memory.", "sse-x"
     )
     assert judge(_pod(phase="Unknown")) == PodEnd("node_lost", "pod sse-x: its node stopped answering", "sse-x")
+    # Deleted the normal way: while its grace period runs the agent is stopped and the Pod fails;
+    # the deletion is what ended the run, not the failure it causes.
+    lost = PodEnd("pod_lost", "pod sse-x was deleted before the run ended", "sse-x")
+    assert judge(_pod(deleting=True)) == lost
+    assert judge(_pod(phase="Failed", agent_exit=143, deleting=True)) == lost
 
 
-def test_outcomes_and_secret_split(tmp_path):
+def test_records_and_secret_split(tmp_path):
+    """The run's record: the cluster's cause when it lost the run, else the Pod's own record
+    naming the job's run (its spec), whatever spec the entrypoint in the Pod wrote."""
+    from ssebench import runrecord
     from ssebench.jobs.backends.kube_pod import PodEnd
-    from ssebench.jobs.backends.kubernetes import classify, split_env
+    from ssebench.jobs.backends.kubernetes import record, split_env
+    from ssebench.jobs.outcome import Clock
+    from tests.helpers.jobs import job_run, record_of
 
     assert split_env({"ANTHROPIC_API_KEY": "k", "GH_TOKEN": "t", "ANTHROPIC_BASE_URL": "u"}) == (
         {"ANTHROPIC_BASE_URL": "u"},
         {"ANTHROPIC_API_KEY": "k", "GH_TOKEN": "t"},
     )
-    lost = classify(tmp_path, PodEnd("evicted", "pod sse-x: Evicted: low memory", "sse-x"))
-    assert (lost.kind, lost.status, lost.detail) == ("infra", "evicted", "pod sse-x: Evicted: low memory")
-    (tmp_path / "results.json").write_text(json.dumps({"status": "agent_failed", "exit_code": 6, "error": "exit 3"}))
-    agent = classify(tmp_path, PodEnd("agent_exited", "exit status 6", "sse-x"))
-    assert (agent.kind, agent.status, agent.exit_status, agent.detail) == ("agent", "agent_failed", 6, "exit 3")
-    (tmp_path / "results.json").write_text(json.dumps({"status": "checks_failed", "exit_code": 1}))
-    graded = classify(tmp_path, PodEnd("agent_exited", "exit status 0", "sse-x"))
-    assert (graded.kind, graded.status, graded.detail) == ("graded", "checks_failed", "a check failed")
+    run = job_run(tmp_path)
+    lost = record(run, PodEnd("evicted", "pod sse-x: Evicted: low memory", "sse-x"), Clock())
+    assert (lost.outcome, lost.status, lost.reason) == (
+        runrecord.Outcome.INFRASTRUCTURE,
+        "evicted",
+        "pod sse-x: Evicted: low memory",
+    )
+    assert runrecord.read(tmp_path) == lost and lost.spec == run.spec
+    pods = record_of(runrecord.Outcome.AGENT_ERROR, "pod-spec")
+    runrecord.write(tmp_path, pods)
+    agent = record(run, PodEnd("agent_exited", "exit status 6", "sse-x"), Clock())
+    assert agent == pods.model_copy(update={"spec": run.spec}) == runrecord.read(tmp_path)
+    (tmp_path / "results.json").unlink()
+    silent = record(run, PodEnd("agent_exited", "exit status 0", "sse-x"), Clock())
+    assert (silent.status, silent.reason) == (
+        "no_results",
+        "the agent container ended (exit status 0) without writing results.json",
+    )

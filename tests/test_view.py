@@ -16,6 +16,7 @@ import httpx
 import markupsafe
 import pytest
 
+from ssebench import runrecord
 from ssebench.supervise import ssebench_argv
 from ssebench.view import dialog
 from ssebench.view.index import INDEX_FILE, index_path
@@ -140,15 +141,67 @@ def test_a_hostile_dialog_is_shown_escaped(url: str, folders: tuple[Path, Path])
     assert "after the huge line" in get(url, f"/run/1/hostile?offset={after}").text
 
 
-def test_a_half_written_results_file_is_named_not_a_traceback(url: str) -> None:
-    page = get(url, "/run/1/half").text
-    assert (
-        "results.json: not valid JSON (Unterminated string starting at: line 1 column 26 (char 25)); half-written?"
-        in page
-    )
-    assert '<li class="event complete"' in page  # the dialog is still shown
+def test_a_half_written_results_file_is_named_not_a_traceback(url: str, folders: tuple[Path, Path]) -> None:
+    line = f"{folders[1] / 'half' / 'results.json'}: not JSON (Unterminated string starting at: line 1 column 26 (char 25))"
+    response = get(url, "/run/1/half")
+    assert response.status_code == 200
+    assert f"<li>{esc(line)}</li>" in response.text
+    assert '<span class="badge unreadable" id="outcome">unreadable</span>' in response.text
+    assert '<li class="event complete"' in response.text  # the dialog is still shown
     listing = get(url, "/?agent=codex").text
-    assert "results.json: not valid JSON" in listing.split('data-run="1/half"', 1)[1].split("</tr>", 1)[0]
+    row = listing.split('data-run="1/half"', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="badge unreadable">unreadable</span>' in row and esc(line) in row
+
+
+def test_a_record_of_another_version_is_its_one_line_never_a_crash(tmp_path: Path) -> None:
+    """A results.json an older ssebench wrote (version 1): listed, its page answers, the
+    RecordError's line names the file and its version."""
+    task = write_task(tmp_path / "task")
+    old = write_run(tmp_path / "runs" / "old", task)
+    (old / "results.json").write_text(json.dumps({"version": 1, "status": "passed", "passed": True}))
+    line = (
+        f"{old / 'results.json'}: run record schema version 1, this ssebench reads version 2 "
+        "(written by another ssebench; run it again with this one)"
+    )
+    with screenshots_script().viewer(tmp_path / "runs") as address:
+        listing, page = get(address, "/"), get(address, "/run/0/old")
+    assert (listing.status_code, page.status_code) == (200, 200)
+    assert esc(line) in listing.text.split('data-run="0/old"', 1)[1].split("</tr>", 1)[0]
+    assert f"<li>{esc(line)}</li>" in page.text
+    assert '<span class="badge unreadable" id="outcome">unreadable</span>' in page.text
+
+
+def test_outcome_reason_and_never_called_are_shown_for_every_run(tmp_path: Path) -> None:
+    """An agent that exited 3 without calling test_patch: outcome agent_error, the record's
+    reason, "never called test_patch" beside it, in the list, the run page and the comparison."""
+    task = write_task(tmp_path / "task")
+    write_run(tmp_path / "runs" / "fine", task, calls=1)
+    quiet = write_run(tmp_path / "runs" / "quiet", task, passed=False, calls=0)
+    base = runrecord.read(quiet)
+    assert base.agent is not None
+    changed = {
+        "outcome": runrecord.Outcome.AGENT_ERROR,
+        "status": "agent_failed",
+        "reason": "the agent exited 3: model refused",
+        "exit_code": 6,
+        "agent": base.agent.model_copy(update={"exit_code": 3, "calls": 0}),
+    }
+    runrecord.write(quiet, base.model_copy(update=changed))
+    with screenshots_script().viewer(tmp_path / "runs") as address:
+        listing = get(address, "/").text
+        page = get(address, "/run/0/quiet").text
+        compared = get(address, "/compare?run=0/quiet&run=0/fine").text
+    row = listing.split('data-run="0/quiet"', 1)[1].split("</tr>", 1)[0]
+    assert (
+        '<span class="badge agent_error">agent_error</span> <span class="never-called">never called test_patch</span>'
+        in row
+    )
+    assert '<div class="reason">the agent exited 3: model refused</div>' in row
+    assert "never called" not in listing.split('data-run="0/fine"', 1)[1].split("</tr>", 1)[0]
+    assert '<span class="never-called" id="never-called">never called test_patch</span>' in page
+    assert '<dd id="reason">the agent exited 3: model refused</dd>' in page
+    assert "<p>None: the agent never called test_patch.</p>" in page
+    assert "<dt>Reason</dt><dd>the agent exited 3: model refused</dd>" in compared
 
 
 @pytest.mark.parametrize(
@@ -261,20 +314,55 @@ def test_read_page_never_reads_past_its_budget(tmp_path: Path) -> None:
 
 
 def test_a_job_folder_lists_the_runs_of_job_json(tmp_path: Path) -> None:
+    """A run is running only while its job says so and it has no record: one with a record
+    shows the record's outcome even when its row still says running (a killed scheduler)."""
     task = write_task(tmp_path / "task")
     job = tmp_path / "job"
     write_run(job / "r1", task, agent="gemini", passed=False, level=3)
+    (job / "r3").mkdir(parents=True)  # started: its folder is there, nothing written yet
     rows_ = [
-        {"run_id": "r1", "folder": "r1", "task": "toy", "agent": "gemini", "level": 3, "state": "done"},
-        {"run_id": "r2", "folder": "r2", "task": "toy", "agent": "codex", "level": 1, "state": "pending"},
-        {"run_id": "r3", "folder": "../outside", "task": "toy", "agent": "codex", "level": 1, "state": "pending"},
+        {"run_id": "r1", "folder": "r1", "task_id": "toy", "agent": "gemini", "level": 3, "state": "running"},
+        {"run_id": "r2", "folder": "r2", "task_id": "toy", "agent": "codex", "level": 1, "state": "pending"},
+        {"run_id": "r3", "folder": "r3", "task_id": "toy", "agent": "codex", "level": 1, "state": "running"},
+        {"run_id": "r4", "folder": "../outside", "task_id": "toy", "agent": "codex", "level": 1, "state": "pending"},
     ]
     (job / "job.json").write_text(json.dumps({"job_id": "j1", "created": "now", "job_file": "j.toml", "runs": rows_}))
     with screenshots_script().viewer(job) as address:
         page = get(address, "/").text
-    assert rows(page) == ["0/r1", "0/r2"]
-    pending = page.split('data-run="0/r2"', 1)[1].split("</tr>", 1)[0]
-    assert "<td>codex</td>" in pending and '<span class="badge running">running</span>' in pending
+        pending, running = get(address, "/run/0/r2"), get(address, "/run/0/r3")
+        live = get(address, "/dialog/0/r3?offset=0")
+    assert rows(page) == ["0/r1", "0/r2", "0/r3"]
+    row = {rid: page.split(f'data-run="0/{rid}"', 1)[1].split("</tr>", 1)[0] for rid in ("r1", "r2", "r3")}
+    assert '<span class="badge failed">failed</span>' in row["r1"]  # its record, not its row
+    assert "<td>codex</td>" in row["r2"] and '<span class="badge pending">pending</span>' in row["r2"]
+    assert '<span class="badge running">running</span>' in row["r3"]
+    assert (pending.status_code, running.status_code, live.status_code) == (200, 200, 200)
+    assert "(not made yet)" in pending.text and "/files/0/r2" not in pending.text
+    assert 'data-follow="1"' in running.text and "Not known until the run has a record." in running.text
+
+
+def test_every_link_answers_200(url: str) -> None:
+    """Every link of the list and of each page it links to (runs, comparisons, dialog pages,
+    files) answers 200, the odd folders' included: half-written, hostile, symlinked."""
+    seen: set[str] = set()
+    todo = ["/", "/compare?run=0/runs/run-0000&run=1/half&run=1/linked&run=1/hostile"]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        response = get(url, path)
+        assert response.status_code == 200, (path, response.text[:300])
+        if path.startswith("/files/") and "text/plain" in response.headers["content-type"]:
+            continue  # a file's text: its "links" are not links
+        for href in re.findall(r'href="([^"#]*)', response.text):
+            link = markupsafe.Markup(href).unescape()
+            if link.startswith("?"):
+                link = path.split("?", 1)[0] + link
+            if link.startswith("/") and link not in seen and (link.startswith("/run/") or not path.startswith("/?")):
+                todo.append(link)
+    assert {"/run/1/half", "/run/1/linked", "/files/1/half", "/static/view.css"} <= seen
+    assert len(seen) > 60
 
 
 def test_the_index_is_kept_next_to_the_runs_and_follows_changes(tmp_path: Path) -> None:
@@ -283,8 +371,8 @@ def test_the_index_is_kept_next_to_the_runs_and_follows_changes(tmp_path: Path) 
     with screenshots_script().viewer(tmp_path / "runs") as address:
         assert '<span class="badge passed">passed</span>' in get(address, "/").text
         assert (tmp_path / "runs" / INDEX_FILE).is_file()
-        data = json.loads((run / "results.json").read_text())
-        (run / "results.json").write_text(json.dumps({**data, "passed": False}) + "\n" * 3)
+        record = runrecord.read(run)
+        runrecord.write(run, record.model_copy(update={"passed": False, "outcome": runrecord.Outcome.FAILED}))
         assert '<span class="badge failed">failed</span>' in get(address, "/").text
 
 

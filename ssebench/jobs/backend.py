@@ -3,85 +3,80 @@
 The scheduler (:mod:`ssebench.jobs.scheduler`) decides what runs when and with how much;
 a backend only knows how to start one run, wait for it, and leave nothing behind. Each
 backend lives in its own file under :mod:`ssebench.jobs.backends` so the Kubernetes one
-plugs in without touching the scheduler.
+plugs in without touching the scheduler. What a run is, is the run record's
+:class:`~ssebench.runrecord.RunSpec`; :class:`JobRun` adds only what the backend needs
+beside it (the environment, which holds secrets and so is never part of the spec, the
+CPUs and memory, the folder). A backend returns the run's record: the one its child wrote,
+or one written for a run that left none (:mod:`ssebench.jobs.outcome`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Protocol
 
-#: how a run ended: a grading verdict, the agent's own failure, or the infrastructure's
-OutcomeKind = Literal["graded", "agent", "infra"]
+from ssebench.runrecord import Backend as RunsOn
+from ssebench.runrecord import RunResult, RunSpec
 
 
 @dataclass(frozen=True)
-class Resources:
+class Capacity:
     """CPUs and memory (bytes): what a run needs, or what a backend can give at once."""
 
     cpus: float
     memory: int
 
-    def fits(self, need: Resources) -> bool:
+    def fits(self, need: Capacity) -> bool:
         """Whether *need* fits into what is left here."""
         return need.cpus <= self.cpus + 1e-9 and need.memory <= self.memory
 
-    def __sub__(self, other: Resources) -> Resources:
-        return Resources(self.cpus - other.cpus, self.memory - other.memory)
+    def __sub__(self, other: Capacity) -> Capacity:
+        return Capacity(self.cpus - other.cpus, self.memory - other.memory)
 
-    def __add__(self, other: Resources) -> Resources:
-        return Resources(self.cpus + other.cpus, self.memory + other.memory)
+    def __add__(self, other: Capacity) -> Capacity:
+        return Capacity(self.cpus + other.cpus, self.memory + other.memory)
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """Everything a backend needs to execute one run of the matrix."""
+class JobRun:
+    """One run of a job's matrix as a backend executes it: the spec, and what is not in it."""
 
-    job_id: str
-    run_id: str
-    task: Path  # absolute task.toml
-    agent: str  # bundled agent name, or the [[agents]] name of a custom one
-    command: tuple[str, ...] | None  # custom agent command (gets SSE_MCP_URL like `ssebench run -- CMD`)
-    model: str | None
-    env: Mapping[str, str]
-    level: int
-    attempt: int
-    agent_timeout: float | None
-    cpus: float
-    memory: int  # bytes
+    spec: RunSpec  # job_id, run_id and attempt always set
+    agent_name: str  # the [[agents]] name (a bundled agent's, or a custom command's own)
+    env: Mapping[str, str]  # added to the run's environment (API keys: never written to a file)
+    need: Capacity
     folder: Path  # the run's results folder (created empty by the scheduler)
-    phase_timeouts: Mapping[str, float] = field(default_factory=dict)  # e.g. {"run": 3600}
 
     @property
-    def resources(self) -> Resources:
-        return Resources(self.cpus, self.memory)
+    def job_id(self) -> str:
+        return str(self.spec.job_id)
 
+    @property
+    def run_id(self) -> str:
+        return str(self.spec.run_id)
 
-@dataclass(frozen=True)
-class Outcome:
-    """How one run ended, as the scheduler records it in job.json."""
-
-    kind: OutcomeKind
-    status: str  # results.json status, or why there is none ("killed", "no_results", ...)
-    exit_status: int | None
-    detail: str
+    @property
+    def task(self) -> Path:
+        return Path(self.spec.task_file)
 
 
 class Backend(Protocol):
     """Where runs execute; the scheduler calls these from its worker threads."""
 
     name: ClassVar[str]
+    runs_as: ClassVar[RunsOn]  # what its runs' records say they ran on (RunSpec.backend)
 
-    def capacity(self) -> Resources:
+    def capacity(self) -> Capacity:
         """CPUs and memory available for runs at once (the scheduler packs runs into it)."""
         ...
 
-    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
-        """Execute one run; blocking. Returns only when nothing of the run is left
-        (process, container, pod), also when *cancel* is set (then an infra "cancelled")."""
+    def run(self, run: JobRun, cancel: threading.Event) -> RunResult:
+        """Execute one run; blocking. Returns its record (written in its folder) only when
+        nothing of the run is left (process, container, pod), also when *cancel* is set
+        (then the record's status is ``cancelled``)."""
         ...
 
     def sweep(self, job_id: str) -> None:

@@ -1,21 +1,25 @@
 """``ssebench jobs run|resume|report``: the commands of docs/jobs.md.
 
 Exit statuses of ``run`` and ``resume``: 0 when every run reached a grading verdict
-(passed or not; an agent's own failure is graded too), 1 when a run failed for
-infrastructure reasons after its retries, 2 for a bad job file or flag (one line, nothing
-started), 130 on Ctrl-C (SIGINT or SIGTERM: the runs in flight are stopped, nothing left).
+(passed or not; an agent's own failure is graded too), 1 when a run ended without one
+(the infrastructure's failure after its retries, or refused: ``usage``), 2 for a bad job
+file or flag, or a run record this ssebench cannot read (one line, nothing started), 130
+on Ctrl-C (SIGINT or SIGTERM: the runs in flight are stopped, nothing left).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ssebench.jobs.outcome import Ending
+    from ssebench.jobs.state import JobState
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -53,27 +57,11 @@ def _positive(text: str) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=_positive, dest="concurrency", metavar="N", help="at most N runs at once")
-    p.add_argument("--backend", choices=("local", "docker", "kubernetes"), help="where runs execute (default: local)")
-    from ssebench.jobs.backends import kube_setup
+    from ssebench.jobs.backends import BACKENDS, kube_setup
+
+    p.add_argument("--backend", choices=tuple(BACKENDS), help="where runs execute (default: local)")
 
     kube_setup.add_arguments(p)
-
-
-def make_backend(name: str, cwd: Path, args: argparse.Namespace | None = None) -> Any:
-    """The backend NAME from ssebench/jobs/backends/NAME.py (its class whose ``name`` is NAME);
-    kubernetes is made from its flags (kube_setup.py)."""
-    if name == "kubernetes" and args is not None:
-        from ssebench.jobs.backends import kube_setup
-
-        return kube_setup.from_arguments(args)
-    module = importlib.import_module(f"ssebench.jobs.backends.{name}")
-    cls = getattr(module, "BACKEND", None) or next(
-        v for v in vars(module).values() if isinstance(v, type) and getattr(v, "name", None) == name
-    )
-    try:
-        return cls(cwd=cwd)
-    except TypeError:
-        return cls()
 
 
 def _fail(message: str) -> int:
@@ -117,36 +105,48 @@ def _resume(args: argparse.Namespace) -> int:
     return _execute(job, state, args.backend or state.header.get("backend") or "local", args)
 
 
-def _execute(job: Any, state: Any, backend_name: str, args: argparse.Namespace) -> int:
+def _execute(job: Any, state: JobState, backend_name: str, args: argparse.Namespace) -> int:
     """Sweep the job's leftovers, run what is to do, record it; the exit status."""
     from ssebench.jobs import folder as jobfolder
+    from ssebench.jobs.backends import make_backend
+    from ssebench.jobs.outcome import NO_VERDICT
     from ssebench.jobs.progress import Progress
     from ssebench.jobs.scheduler import Policy, Scheduler
+    from ssebench.runrecord import RecordError
 
     try:
+        done = jobfolder.endings(state)
         backend = make_backend(backend_name, job.base, args)
-    except (ImportError, StopIteration, RuntimeError) as error:
+    except RecordError as error:
+        state.close()
+        return _fail(str(error))
+    except (ImportError, RuntimeError) as error:
         state.close()
         return _fail(f"the {backend_name} backend is not available: {error}")
-    todo = jobfolder.to_run(state)
+    todo = jobfolder.to_run(state, done)
     policy = Policy(args.concurrency or job.concurrency, job.retry_on, job.max_tries)
     with _sigterm_as_interrupt():
         backend.sweep(state.job_id)  # what a killed ssebench jobs left of this job
         with Progress(total=len(state.runs), done=len(state.runs) - len(todo)) as progress:
-            scheduler = Scheduler(backend, state, jobfolder.specs(job, state), policy, progress.event)
+            runs = jobfolder.runs(job, state, backend.runs_as)
+            scheduler = Scheduler(backend, state, runs, policy, progress.event)
             finished = scheduler.run(todo)
         backend.sweep(state.job_id)
     state.close()
-    print(_summary(state), file=sys.stderr)
+    endings = {**done, **scheduler.endings}
+    ended = {r["run_id"]: endings[r["run_id"]] for r in state if r["state"] == "ended" and r["run_id"] in endings}
+    print(_summary(state, ended), file=sys.stderr)
     if not finished:
         return EXIT_INTERRUPTED
-    return EXIT_INFRA if any(r["state"] == "infra" for r in state) else EXIT_OK
+    return EXIT_INFRA if any(r.outcome in NO_VERDICT for r in ended.values()) else EXIT_OK
 
 
-def _summary(state: Any) -> str:
+def _summary(state: JobState, ended: Mapping[str, Ending]) -> str:
+    """``job DIR: N runs: 8 checks_failed, 8 passed``: the ended runs by status, the others by state."""
     counts: dict[str, int] = {}
-    for record in state:
-        key = record["status"] or record["state"]
+    for row in state:
+        record = ended.get(row["run_id"])
+        key = record.status if record is not None else row["state"]
         counts[key] = counts.get(key, 0) + 1
     parts = ", ".join(f"{n} {key}" for key, n in sorted(counts.items()))
     return f"job {state.folder}: {len(state.runs)} runs: {parts}\nreport: ssebench jobs report {state.folder}"
@@ -169,12 +169,13 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def _report(args: argparse.Namespace) -> int:
     from ssebench.jobs import report
     from ssebench.jobs.state import StateError
+    from ssebench.runrecord import RecordError
 
     if len(args.folders) > 2:
         return _fail("report: give one job folder, or two to compare")
     try:
         jobs = [report.load(Path(f)) for f in args.folders]
-    except StateError as error:
+    except (StateError, RecordError) as error:
         return _fail(str(error))
     print(report.render(jobs, args.format), end="")
     return EXIT_OK

@@ -2,7 +2,8 @@
 
 The folder holds job.json (its header says where the job came from: the job file and the
 sha256 of its bytes, or the flags), ``runs/<run id>/`` per run and ``tries/`` for the
-folders of earlier tries of a retried run (docs/jobs.md, "The job folder").
+folders of earlier tries of a retried run (docs/jobs.md, "The job folder"). Whether a run
+is done is its record's word (``runs/<run id>/results.json``), not job.json's.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench import __version__
+from ssebench import __version__, runrecord
 from ssebench.jobs import jobfile, matrix
-from ssebench.jobs.backend import Resources, RunSpec
+from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.jobfile import Job, JobFileError
-from ssebench.jobs.state import FINISHED, JOB_FILE, JobState, StateError, compact, new_run, now, read
+from ssebench.jobs.outcome import Ending
+from ssebench.jobs.state import JOB_FILE, JobState, StateError, compact, new_run, read
+from ssebench.runrecord import RunSpec, now
 
 DEFAULT_JOBS_DIR = "ssebench-jobs"
-DEFAULT_RUN = Resources(1.0, 2 << 30)  # a run's need when its task declares none: 1 CPU, 2 GiB
+DEFAULT_RUN = Capacity(1.0, 2 << 30)  # a run's need when its task declares none: 1 CPU, 2 GiB
 
 
 def default_folder(job: Job) -> Path:
@@ -83,43 +86,63 @@ def reopen(folder: Path, force: bool) -> tuple[Job, JobState]:
     return job, JobState(folder, header, runs)
 
 
-def to_run(state: JobState) -> list[str]:
-    """The runs still to do: never started, in flight when killed, or ended by the infrastructure."""
-    return [r["run_id"] for r in state if r["state"] not in FINISHED or r["state"] == "infra"]
+def endings(state: JobState) -> dict[str, Ending]:
+    """How every run that has a record ended (RecordError for one that cannot be read).
+
+    A run whose row still says ``running`` but whose record is there ended while
+    ``ssebench jobs`` was being killed: the record wins, the row is set ``ended``."""
+    from ssebench.jobs.backends.local import tidy
+
+    found = {}
+    for row in state:
+        record = runrecord.read_if_any(state.folder / row["folder"]) if row["state"] != "pending" else None
+        if record is not None:
+            found[row["run_id"]] = Ending.of(record)
+            if row["state"] != "ended":
+                state.update(row["run_id"], state="ended")
+                tidy(state.folder / row["folder"])
+    return found
 
 
-def specs(job: Job, state: JobState) -> dict[str, RunSpec]:
-    """Every run's spec, in matrix order."""
+def to_run(state: JobState, done: dict[str, Ending]) -> list[str]:
+    """The runs still to do: never started, in flight when killed (no record), or ended
+    without a final outcome (the infrastructure's, or cancelled)."""
+    return [r["run_id"] for r in state if r["run_id"] not in done or not done[r["run_id"]].outcome.final]
+
+
+def runs(job: Job, state: JobState, runs_as: runrecord.Backend) -> dict[str, JobRun]:
+    """Every run as the backend gets it (RUNS_AS: its ``runs_as``), in matrix order."""
     agents = {a.name: a for a in job.agents}
-    needs: dict[str, Resources] = {}
+    needs: dict[str, Capacity] = {}
     result = {}
     for record in state:
         agent = agents[record["agent"]]
         need = needs.setdefault(record["task"], task_resources(Path(record["task"])))
-        result[record["run_id"]] = RunSpec(
-            job_id=state.job_id,
-            run_id=record["run_id"],
-            task=Path(record["task"]),
-            agent=agent.name,
+        spec = RunSpec(
+            task_file=record["task"],
+            task_id=record["task_id"],
+            agent=None if agent.command else agent.name,
             command=agent.command,
             model=agent.model,
-            env=agent.env,
             level=record["level"],
+            backend=runs_as,
+            agent_timeout=agent.timeout or job.timeouts.get("agent"),
+            mcp_timeout=job.timeouts.get("mcp"),
+            run_timeout=job.timeouts.get("run"),
+            job_id=state.job_id,
+            run_id=record["run_id"],
             attempt=record["attempt"],
-            agent_timeout=agent.timeout,
-            cpus=need.cpus,
-            memory=need.memory,
-            folder=(state.folder / record["folder"]).resolve(),
-            phase_timeouts=job.timeouts,
         )
+        folder = (state.folder / record["folder"]).resolve()
+        result[record["run_id"]] = JobRun(spec, agent.name, agent.env, need, folder)
     return result
 
 
-def task_resources(task: Path) -> Resources:
+def task_resources(task: Path) -> Capacity:
     """A task's ``[resources]`` (docs/task-format.md), else :data:`DEFAULT_RUN`."""
     from ssebench.task import load_task
 
     declared = load_task(task).resources
     if declared is None:
         return DEFAULT_RUN
-    return Resources(declared.cpus or DEFAULT_RUN.cpus, declared.memory or DEFAULT_RUN.memory)
+    return Capacity(declared.cpus or DEFAULT_RUN.cpus, declared.memory or DEFAULT_RUN.memory)

@@ -25,7 +25,6 @@ TIMEOUT_KEYS = ("mcp", "agent", "run")
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 _TOP_KEYS = {"tasks", "levels", "attempts", "concurrency", "backend", "agents", "retry", "timeouts"}
 _AGENT_KEYS = {"name", "command", "model", "env", "timeout"}
-BACKENDS = ("local", "docker", "kubernetes")
 
 
 class JobFileError(ValueError):
@@ -61,7 +60,7 @@ class Job:
     digest: str = ""  # sha256 of the job file's bytes (of the flags without a file)
 
 
-class _Reader:
+class _JobReader:
     """Typed access to the parsed TOML raising one precise error per fault."""
 
     def __init__(self, where: str) -> None:
@@ -111,7 +110,7 @@ def load(path: Path) -> Job:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise JobFileError(f"{shown}: not valid TOML: {error}") from None
-    job = parse(data, _Reader(shown), base=path.resolve().parent)
+    job = parse(data, _JobReader(shown), base=path.resolve().parent)
     return _with(job, file=path.resolve(), digest=hashlib.sha256(raw).hexdigest())
 
 
@@ -121,7 +120,7 @@ def _with(job: Job, **changes: Any) -> Job:
     return replace(job, **changes)
 
 
-def parse(data: dict[str, Any], r: _Reader, *, base: Path) -> Job:
+def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
     """The checked job of a parsed job file (or of the flags, shaped the same way)."""
     for key in data:
         if key not in _TOP_KEYS:
@@ -132,6 +131,8 @@ def parse(data: dict[str, Any], r: _Reader, *, base: Path) -> Job:
     agents = _agents(r, data.get("agents"))
     levels = _levels(r, data.get("levels", list(DEFAULT_LEVELS)))
     backend = data.get("backend")
+    from ssebench.jobs.backends import BACKENDS
+
     if backend is not None and backend not in BACKENDS:
         raise r.fail("backend", f"must be one of {', '.join(BACKENDS)}, got {backend!r}")
     retry_on, max_tries = _retry(r, data.get("retry", {}))
@@ -149,7 +150,7 @@ def parse(data: dict[str, Any], r: _Reader, *, base: Path) -> Job:
     )
 
 
-def _tasks(r: _Reader, entries: list[str], base: Path) -> tuple[Path, ...]:
+def _tasks(r: _JobReader, entries: list[str], base: Path) -> tuple[Path, ...]:
     """Task files, folders holding task.toml, or globs of either; each task once."""
     from ssebench.task import TaskError, load_task
 
@@ -178,7 +179,7 @@ def _tasks(r: _Reader, entries: list[str], base: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def _agents(r: _Reader, tables: object) -> tuple[AgentSpec, ...]:
+def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:
     from ssebench.agents.registry import names
 
     if tables is None:
@@ -194,7 +195,7 @@ def _agents(r: _Reader, tables: object) -> tuple[AgentSpec, ...]:
     return tuple(agents)
 
 
-def _agent(r: _Reader, table: dict[str, Any], key: str, bundled: tuple[str, ...]) -> AgentSpec:
+def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, ...]) -> AgentSpec:
     for unknown in table:
         if unknown not in _AGENT_KEYS:
             raise r.fail(f"{key}.{unknown}", f"unknown key (known keys: {', '.join(sorted(_AGENT_KEYS))})")
@@ -218,7 +219,7 @@ def _agent(r: _Reader, table: dict[str, Any], key: str, bundled: tuple[str, ...]
     return AgentSpec(name, command, model, dict(env), timeout)
 
 
-def _levels(r: _Reader, value: object) -> tuple[int, ...]:
+def _levels(r: _JobReader, value: object) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise r.fail("levels", f"must be a list of levels 0-4, got {_kind(value)}")
     for i, level in enumerate(value):
@@ -227,7 +228,7 @@ def _levels(r: _Reader, value: object) -> tuple[int, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def _retry(r: _Reader, table: object) -> tuple[tuple[str, ...], int]:
+def _retry(r: _JobReader, table: object) -> tuple[tuple[str, ...], int]:
     if not isinstance(table, dict):
         raise r.fail("retry", f"must be a table, got {_kind(table)}")
     for key in table:
@@ -240,7 +241,7 @@ def _retry(r: _Reader, table: object) -> tuple[tuple[str, ...], int]:
     return tuple(on), r.integer(table, "max_tries", DEFAULT_MAX_TRIES)
 
 
-def _timeouts(r: _Reader, table: object) -> dict[str, float]:
+def _timeouts(r: _JobReader, table: object) -> dict[str, float]:
     if not isinstance(table, dict):
         raise r.fail("timeouts", f"must be a table, got {_kind(table)}")
     for key, value in table.items():
@@ -250,7 +251,7 @@ def _timeouts(r: _Reader, table: object) -> dict[str, float]:
     return {k: float(v) for k, v in table.items()}
 
 
-class _FlagReader(_Reader):
+class _FlagReader(_JobReader):
     """Names the flag, not the job file's key: ``--difficulty 7: must be a level 0-4, got 7``."""
 
     FLAGS = (("tasks", "--task"), ("agents", "--agent"), ("levels", "--difficulty"), ("attempts", "--attempts"))

@@ -13,19 +13,27 @@ import threading
 import time
 from collections import deque
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from ssebench.jobs.outcome import NO_VERDICT
+from ssebench.jobs.scheduler import RunEvent
+
 FAILURES_SHOWN = 5
 
 
-def _line(record: dict[str, Any]) -> str:
-    took = f"{record['duration']:.1f} s" if record.get("duration") is not None else "-"
-    return f"{record['run_id']}: {record['state']} {record['status']} ({took})"
+def _line(event: RunEvent) -> str:
+    """``RUN: OUTCOME STATUS (SECONDS)``, and the record's reason for a run that did not pass."""
+    took = f"{event.seconds:.1f} s" if event.seconds is not None else "-"
+    result = event.result
+    if result is None:
+        return f"{event.run_id}: ({took})"
+    line = f"{event.run_id}: {result.outcome.value} {result.status} ({took})"
+    return line + (f": {result.reason}" if result.reason else "")
 
 
 class Progress:
@@ -53,28 +61,29 @@ class Progress:
             self._live.update(self.render())
             self._live.__exit__(kind, value, tb)
 
-    def event(self, kind: str, record: dict[str, Any]) -> None:
+    def event(self, event: RunEvent) -> None:
         """The scheduler's listener: a run started, ended, or will be tried again."""
         with self._lock:
-            if kind == "started":
+            if event.kind == "started":
                 self.running += 1
                 return
             self.running -= 1
-            if record.get("duration") is not None:
-                self._durations.append(float(record["duration"]))
-            if kind == "ended":
+            if event.seconds is not None:
+                self._durations.append(event.seconds)
+            if event.kind == "ended":
                 self.done += 1
-            if record["state"] == "infra" or kind == "retry":
-                self.failed += kind == "ended"
-                self.failures.append(_line(record) + (" - tried again" if kind == "retry" else ""))
-            self._show(kind, record)
+            verdictless = event.result is not None and event.result.outcome in NO_VERDICT
+            if verdictless or event.kind == "retry":
+                self.failed += event.kind == "ended"
+                self.failures.append(_line(event) + (" - tried again" if event.kind == "retry" else ""))
+            self._show(event)
 
-    def _show(self, kind: str, record: dict[str, Any]) -> None:
+    def _show(self, event: RunEvent) -> None:
         if self._live is not None:
             self._live.update(self.render())
         else:
-            again = " - will be tried again" if kind == "retry" else ""
-            print(f"[{self.done}/{self.total}] {_line(record)}{again}", file=self.stream, flush=True)
+            again = " - will be tried again" if event.kind == "retry" else ""
+            print(f"[{self.done}/{self.total}] {_line(event)}{again}", file=self.stream, flush=True)
 
     def eta(self) -> float | None:
         if not self._durations:

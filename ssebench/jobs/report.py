@@ -1,9 +1,9 @@
 """``ssebench jobs report``: a job's numbers per agent × level and per task, or two jobs compared.
 
 Read from the job folder only: job.json (with its journal) for the matrix and each run's
-state, each run's results.json for its verdict and duration, and its server.log (the
-server's call log: one line per test_patch call) for the calls. docs/jobs.md says what
-each number means; :mod:`ssebench.jobs.stats` computes them.
+place in the schedule, and each run's record (results.json, read through
+ssebench/runrecord.py) for how it ended: its outcome, verdict, duration and test_patch
+calls. docs/jobs.md says what each number means; :mod:`ssebench.jobs.stats` computes them.
 """
 
 from __future__ import annotations
@@ -11,36 +11,52 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssebench import runrecord
 from ssebench.jobs import reportfmt
-from ssebench.jobs.outcome import read_results
 from ssebench.jobs.state import read
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
+from ssebench.runrecord import Outcome, RunResult
 
-# "test_patch call 3 (level 2): FAILED [build: FAILED] in 1.8 s" / ": cancelled after 2.0 s"
-_CALL = re.compile(r"test_patch call \d+ \(level \d\): (?P<how>.*?) (?:in|after) [\d.]+ s$")
+#: how a test_patch call ended (runrecord.CallRecord.outcome), in the report's order
 CALL_ENDINGS = ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")
+AGENT_OUTCOMES = (Outcome.AGENT_ERROR, Outcome.AGENT_TIMEOUT, Outcome.BUDGET)
 
 
 @dataclass(frozen=True)
-class Run:
-    """One run as the report sees it."""
+class ReportRun:
+    """One run as the report sees it: its row of job.json and its record (None: not ended)."""
 
     run_id: str
     task: str
     agent: str
     level: int
     attempt: int
-    state: str
-    status: str | None
-    passed: bool | None  # the grading verdict (None: no verdict)
-    duration: float | None
-    calls: dict[str, int]
+    record: RunResult | None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.record.outcome if self.record is not None else None
+
+    @property
+    def passed(self) -> bool | None:
+        """The grading verdict (None: no verdict)."""
+        return self.record.passed if self.record is not None else None
+
+    @property
+    def duration(self) -> float | None:
+        return self.record.duration if self.record is not None else None
+
+    def calls(self) -> dict[str, int]:
+        """How its test_patch calls ended, counted by ending."""
+        counts: dict[str, int] = {}
+        for call in self.record.calls if self.record is not None else ():
+            counts[call.outcome] = counts.get(call.outcome, 0) + 1
+        return counts
 
 
 @dataclass(frozen=True)
@@ -48,76 +64,35 @@ class JobData:
     job_id: str
     folder: Path
     attempts: int
-    runs: tuple[Run, ...]
-
-
-def call_ending(how: str) -> str:
-    """The call log's summary of one call, as one of :data:`CALL_ENDINGS`."""
-    if how.startswith("every check"):
-        return "passed"
-    if how.startswith("FAILED"):
-        return "failed"
-    if how.startswith("no checks ran"):
-        return "no_checks"
-    if how.startswith("internal failure"):
-        return "internal_failure"
-    return "cancelled" if how == "cancelled" else "error"
-
-
-def calls(folder: Path) -> dict[str, int]:
-    """How the run's test_patch calls ended, counted from its server.log (streamed)."""
-    counts: dict[str, int] = {}
-    try:
-        stream = open(folder / "server.log", encoding="utf-8", errors="replace")
-    except OSError:
-        return counts
-    with stream:
-        for line in stream:
-            match = _CALL.search(line.rstrip("\n"))
-            if match:
-                ending = call_ending(match["how"])
-                counts[ending] = counts.get(ending, 0) + 1
-    return counts
+    runs: tuple[ReportRun, ...]
 
 
 def load(folder: Path) -> JobData:
+    """The job in FOLDER; StateError for a bad job.json, RecordError for a record this
+    ssebench cannot read (one line naming it)."""
     document = read(folder)
     runs = []
-    for record in document["runs"]:
-        run_folder = folder / record["folder"]
-        results = read_results(run_folder) if record["state"] in ("graded", "agent") else None
-        passed = results.get("passed") if results else None
-        duration = results.get("duration") if results else record.get("duration")
-        runs.append(
-            Run(
-                record["run_id"],
-                record.get("task_id") or Path(record["task"]).parent.name,
-                record["agent"],
-                int(record["level"]),
-                int(record["attempt"]),
-                record["state"],
-                record.get("status"),
-                passed if isinstance(passed, bool) else None,
-                float(duration) if isinstance(duration, int | float) else None,
-                calls(run_folder) if record["state"] != "pending" else {},
-            )
-        )
+    for row in document["runs"]:
+        record = runrecord.read_if_any(folder / row["folder"]) if row["state"] != "pending" else None
+        task = row.get("task_id") or Path(row["task"]).parent.name
+        runs.append(ReportRun(row["run_id"], task, row["agent"], int(row["level"]), int(row["attempt"]), record))
     attempts = max((r.attempt for r in runs), default=1)
     return JobData(str(document["job_id"]), folder, attempts, tuple(runs))
 
 
-def cell(runs: list[Run], k: int) -> dict[str, Any]:
+def cell(runs: list[ReportRun], k: int) -> dict[str, Any]:
     """The numbers of a group of runs (an agent × level cell, or a task)."""
     verdicts = [r for r in runs if r.passed is not None]
     passed = sum(1 for r in verdicts if r.passed)
     low, high = wilson(passed, len(verdicts))
-    durations = sorted(r.duration for r in runs if r.duration is not None and r.state != "pending")
+    durations = sorted(r.duration for r in runs if r.duration is not None)
     per_task: dict[tuple[str, str, int], list[bool]] = {}  # pass@k: over the attempts of one task × agent × level
     for r in verdicts:
         per_task.setdefault((r.task, r.agent, r.level), []).append(bool(r.passed))
     ks = [pass_at_k(len(v), sum(v), k) for v in per_task.values() if len(v) >= k]
-    ended = [r for r in runs if r.state != "pending"]
-    call_counts = {e: sum(r.calls.get(e, 0) for r in ended) for e in CALL_ENDINGS}
+    ended = [r for r in runs if r.record is not None]
+    counted = [r.calls() for r in ended]
+    call_counts = {e: sum(c.get(e, 0) for c in counted) for e in CALL_ENDINGS}
     total_calls = sum(call_counts.values())
     return {
         "runs": len(runs),
@@ -132,18 +107,20 @@ def cell(runs: list[Run], k: int) -> dict[str, Any]:
         "test_patch_calls": total_calls,
         "test_patch_calls_per_run": total_calls / len(ended) if ended else None,
         "test_patch_endings": call_counts,
-        "agent_failures": sum(1 for r in runs if r.state == "agent"),
-        "infra_failures": sum(1 for r in runs if r.state == "infra"),
-        "not_run": sum(1 for r in runs if r.state in ("pending", "running")),
+        "never_called": sum(1 for r in ended if r.record is not None and r.record.never_called),
+        "agent_failures": sum(1 for r in runs if r.outcome in AGENT_OUTCOMES),
+        "infra_failures": sum(1 for r in runs if r.outcome is Outcome.INFRASTRUCTURE),
+        "usage_failures": sum(1 for r in runs if r.outcome is Outcome.USAGE),
+        "not_run": sum(1 for r in runs if r.outcome in (None, Outcome.CANCELLED)),
     }
 
 
 def summarize(job: JobData) -> dict[str, Any]:
     """The whole report of one job (what ``--json`` prints)."""
-    cells: dict[tuple[str, int], list[Run]] = {}
+    cells: dict[tuple[str, int], list[ReportRun]] = {}
     for r in job.runs:
         cells.setdefault((r.agent, r.level), []).append(r)
-    tasks: dict[str, list[Run]] = {}
+    tasks: dict[str, list[ReportRun]] = {}
     for r in job.runs:
         tasks.setdefault(r.task, []).append(r)
     return {

@@ -27,6 +27,7 @@ CSV_COLUMNS = (
     "calls_error",
     "agent_failures",
     "infra_failures",
+    "usage_failures",
 )
 _HEAD = ("agent", "level", "runs", "pass rate (95% CI)", "pass@k", "median s", "p90 s", "calls/run", "calls")
 _TASK_HEAD = ("task", "runs", "pass rate (95% CI)", "pass@k", "median s", "calls/run", "infra")
@@ -57,6 +58,7 @@ def csv_row(job_id: str, c: dict[str, Any]) -> list[object]:
         *(endings[e] for e in ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")),
         c["agent_failures"],
         c["infra_failures"],
+        c["usage_failures"],
     ]
 
 
@@ -72,6 +74,12 @@ def _calls(c: dict[str, Any]) -> str:
     return ", ".join(shown) or "-"
 
 
+def _failures(c: dict[str, Any]) -> str:
+    """`` (1 infra, 2 usage)``: the runs that reached no verdict, by why."""
+    shown = [f"{c[key]} {name}" for key, name in (("infra_failures", "infra"), ("usage_failures", "usage")) if c[key]]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 def _dash(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -80,7 +88,7 @@ def _cell_row(c: dict[str, Any]) -> list[str]:
     return [
         c["agent"],
         str(c["level"]),
-        f"{c['runs']}" + (f" ({c['infra_failures']} infra)" if c["infra_failures"] else ""),
+        f"{c['runs']}" + _failures(c),
         _rate(c),
         _dash(c["pass_at_k"], 2),
         _dash(c["duration_median"]),

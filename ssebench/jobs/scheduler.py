@@ -1,12 +1,13 @@
 """The one scheduler: runs a job's pending runs on a backend, within its resources, with retries.
 
 The main thread decides; one worker thread per running run calls ``backend.run`` (blocking)
-and hands the outcome back through a queue, so every change of job.json happens on the
+and hands the run's record back through a queue, so every change of job.json happens on the
 main thread (:class:`~ssebench.jobs.state.JobState` is the one writer). A run starts when
 the concurrency limit allows and its CPUs and memory fit in what the backend's capacity
 has left (a run bigger than the whole capacity runs alone). Ctrl-C (or SIGTERM) sets the
 cancel event: the backends stop their runs and leave nothing behind, and the runs in
-flight are recorded as ``infra``/``cancelled`` (``jobs resume`` runs them again).
+flight end ``cancelled`` (``jobs resume`` runs them again). What is retried is decided from
+the record (:class:`Policy`), the one place that says how a run ended.
 """
 
 from __future__ import annotations
@@ -19,53 +20,69 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-from ssebench.jobs.backend import Backend, Outcome, Resources, RunSpec
-from ssebench.jobs.outcome import CANCELLED
-from ssebench.jobs.state import TRIES_DIR, JobState, now
+from ssebench.jobs.backend import Backend, Capacity, JobRun
+from ssebench.jobs.outcome import BACKEND_ERROR, Clock, Ending, written
+from ssebench.jobs.state import TRIES_DIR, JobState
+from ssebench.runrecord import Outcome, RunResult, now
 
-Listener = Callable[[str, dict[str, Any]], None]  # ("started"|"ended"|"retry", run record)
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What the scheduler tells its listener: a run started, ended, or will be tried again."""
+
+    kind: Literal["started", "ended", "retry"]
+    run_id: str
+    result: RunResult | None = None  # the try's record (None when it started)
+    seconds: float | None = None  # the try's wall time
+
+
+Listener = Callable[[RunEvent], None]
+#: outcomes never tried again in the same invocation (cancelled: ``jobs resume`` runs it)
+NEVER_RETRIED = (Outcome.PASSED, Outcome.FAILED, Outcome.USAGE, Outcome.CANCELLED)
 
 
 @dataclass
 class Policy:
-    """How many at once and what is retried."""
+    """How many at once and what is retried (``[retry] on``: ``infra``, or a status)."""
 
     concurrency: int | None = None  # None: as many as the resources allow
     retry_on: tuple[str, ...] = ("infra",)
     max_tries: int = 3
 
-    def retried(self, outcome: Outcome, tries: int) -> bool:
-        """Whether a run that ended with *outcome* after *tries* tries (this time) runs again."""
-        if outcome.status == CANCELLED or tries >= self.max_tries or outcome.kind == "graded":
+    def retried(self, result: RunResult, tries: int) -> bool:
+        """Whether a run whose try ended with *result* after *tries* tries (this time) runs again."""
+        if tries >= self.max_tries or result.outcome in NEVER_RETRIED:
             return False
-        wanted = outcome.kind == "infra" and "infra" in self.retry_on
-        return wanted or outcome.status in self.retry_on
+        if result.outcome is Outcome.INFRASTRUCTURE and "infra" in self.retry_on:
+            return True
+        return result.status in self.retry_on
 
 
 @dataclass
 class _Slot:
-    spec: RunSpec
-    need: Resources
+    run: JobRun
+    need: Capacity
     started: float
 
 
 @dataclass
 class Scheduler:
-    """Runs *specs* (run id → spec, in matrix order) of *state* on *backend*."""
+    """Runs *runs* (run id → run, in matrix order) of *state* on *backend*."""
 
     backend: Backend
     state: JobState
-    specs: Mapping[str, RunSpec]
+    runs: Mapping[str, JobRun]
     policy: Policy
-    listener: Listener = lambda event, record: None
+    listener: Listener = lambda event: None
     cancel: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
-        self._done: queue.Queue[tuple[str, Outcome]] = queue.Queue()
+        self._done: queue.Queue[tuple[str, RunResult]] = queue.Queue()
         self._running: dict[str, _Slot] = {}
         self._tries: dict[str, int] = {}  # tries in this invocation (the budget of max_tries)
+        self.endings: dict[str, Ending] = {}  # how each run that ended here ended
         self.capacity = self.backend.capacity()
         self._free = self.capacity
 
@@ -87,40 +104,42 @@ class Scheduler:
     def _start_what_fits(self, pending: deque[str]) -> None:
         limit = self.policy.concurrency
         while pending and not self.cancel.is_set() and (limit is None or len(self._running) < limit):
-            spec = self.specs[pending[0]]
-            need = self._need(spec)
+            run = self.runs[pending[0]]
+            need = self._need(run)
             if not self._free.fits(need):
                 return  # in order: the head waits for room, later runs do not overtake it
             pending.popleft()
-            self._start(spec, need)
+            self._start(run, need)
 
-    def _need(self, spec: RunSpec) -> Resources:
+    def _need(self, run: JobRun) -> Capacity:
         """What a run takes: its own need, or the whole capacity for one bigger than it."""
-        if self.capacity.fits(spec.resources):
-            return spec.resources
-        return Resources(min(spec.cpus, self.capacity.cpus), min(spec.memory, self.capacity.memory))
+        if self.capacity.fits(run.need):
+            return run.need
+        return Capacity(min(run.need.cpus, self.capacity.cpus), min(run.need.memory, self.capacity.memory))
 
-    def _start(self, spec: RunSpec, need: Resources) -> None:
+    def _start(self, run: JobRun, need: Capacity) -> None:
         self._free = self._free - need
-        self._running[spec.run_id] = _Slot(spec, need, time.monotonic())
-        tries = self._tries.get(spec.run_id, 0) + 1
-        self._tries[spec.run_id] = tries
-        previous = self.state.runs[spec.run_id].get("tries") or 0
-        if spec.folder.exists():  # a try that was in flight when ssebench jobs was killed
-            retire(spec.folder, self.state.folder, previous)
-        spec.folder.mkdir(parents=True)
-        record = self.state.update(spec.run_id, state="running", started=now(), ended=None, tries=previous + 1)
-        self.listener("started", record)
-        thread = threading.Thread(target=self._work, args=(spec,), name=f"run {spec.run_id}", daemon=True)
+        self._running[run.run_id] = _Slot(run, need, time.monotonic())
+        self._tries[run.run_id] = self._tries.get(run.run_id, 0) + 1
+        previous = self.state.runs[run.run_id].get("tries") or 0
+        if run.folder.exists():  # a try that was in flight when ssebench jobs was killed, or ended
+            retire(run.folder, self.state.folder, previous)
+        run.folder.mkdir(parents=True)
+        # A new try: nothing of the last one's end stays in its row (its record is under tries/).
+        self.state.update(run.run_id, state="running", started=now(), ended=None, duration=None, tries=previous + 1)
+        self.listener(RunEvent("started", run.run_id))
+        thread = threading.Thread(target=self._work, args=(run,), name=f"run {run.run_id}", daemon=True)
         thread.start()
 
-    def _work(self, spec: RunSpec) -> None:
-        """A worker thread: one backend run; its outcome (or its crash) goes to the queue."""
+    def _work(self, run: JobRun) -> None:
+        """A worker thread: one backend run; its record (or its crash, recorded) goes to the queue."""
+        clock = Clock()
         try:
-            outcome = self.backend.run(spec, self.cancel)
-        except Exception as error:  # a backend bug must not lose the run's state
-            outcome = Outcome("infra", "backend_error", None, f"{type(error).__name__}: {error}")
-        self._done.put((spec.run_id, outcome))
+            result = self.backend.run(run, self.cancel)
+        except Exception as error:  # a backend bug must not lose the run: it ends with a record
+            reason = f"the {self.backend.name} backend failed: {type(error).__name__}: {error}"
+            result = written(run, BACKEND_ERROR, " ".join(reason.split()), clock)
+        self._done.put((run.run_id, result))
 
     def _collect(self, pending: deque[str], timeout: float) -> None:
         """Record the runs that ended (waits up to *timeout* for the first)."""
@@ -135,26 +154,19 @@ class Scheduler:
             except queue.Empty:
                 item = None
 
-    def _ended(self, run_id: str, outcome: Outcome, pending: deque[str]) -> None:
+    def _ended(self, run_id: str, result: RunResult, pending: deque[str]) -> None:
         slot = self._running.pop(run_id)
         self._free = self._free + slot.need
-        duration = round(time.monotonic() - slot.started, 3)
-        record = self.state.update(
-            run_id,
-            state=outcome.kind,
-            status=outcome.status,
-            exit_status=outcome.exit_status,
-            detail=outcome.detail,
-            ended=now(),
-            duration=duration,
-        )
-        if not self.cancel.is_set() and self.policy.retried(outcome, self._tries[run_id]):
-            retire(slot.spec.folder, self.state.folder, record["tries"])
-            self.state.update(run_id, state="pending")
+        seconds = round(time.monotonic() - slot.started, 3)
+        row = self.state.update(run_id, state="ended", ended=now(), duration=seconds)
+        if not self.cancel.is_set() and self.policy.retried(result, self._tries[run_id]):
+            retire(slot.run.folder, self.state.folder, row["tries"])
+            self.state.update(run_id, state="pending", started=None, ended=None, duration=None)
             pending.appendleft(run_id)
-            self.listener("retry", record)
+            self.listener(RunEvent("retry", run_id, result, seconds))
             return
-        self.listener("ended", record)
+        self.endings[run_id] = Ending.of(result)
+        self.listener(RunEvent("ended", run_id, result, seconds))
 
     def _drain(self) -> None:
         """After a cancel: wait until every backend run returned (nothing of them is left)."""

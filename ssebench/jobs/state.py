@@ -1,4 +1,8 @@
-"""job.json: the expanded matrix and each run's state, written by one writer, atomically.
+"""job.json: the expanded matrix and each run's scheduling state, written by one writer, atomically.
+
+A run's row says where it is in the schedule (``pending``, ``running``, ``ended``), its
+tries and times; how it ended is its record (``runs/<id>/results.json``, ssebench/runrecord.py),
+never copied here, so nothing can disagree with it.
 
 Rewriting a 10,000-run job.json at every start and end would cost O(runs²); so each
 change is first appended as one line to ``journal.jsonl`` (the whole run record: replay is
@@ -15,7 +19,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +29,11 @@ JOURNAL_FILE = "journal.jsonl"
 RUNS_DIR = "runs"
 TRIES_DIR = "tries"  # earlier tries of a retried run, kept for the post-mortem
 FLUSH_SECONDS = 1.0
-STATES = ("pending", "running", "graded", "agent", "infra")
-FINISHED = ("graded", "agent", "infra")
+STATES = ("pending", "running", "ended")
 
 
 class StateError(ValueError):
     """job.json is missing or unreadable: one line."""
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def atomic_write(path: Path, data: dict[str, Any]) -> None:
@@ -54,9 +52,6 @@ def new_run(run_id: str, task: str, task_id: str, agent: str, level: int, attemp
         "level": level,
         "attempt": attempt,
         "state": "pending",
-        "status": None,
-        "exit_status": None,
-        "detail": None,
         "started": None,
         "ended": None,
         "duration": None,

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ssebench.view import dialog, files, table
 from ssebench.view.index import Index
 from ssebench.view.pages import compare_context, run_context
-from ssebench.view.runs import Run
+from ssebench.view.runs import RunRow
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger("ssebench.view")
@@ -101,9 +101,9 @@ class View:
     def __init__(self, roots: list[Path]) -> None:
         self.indexes = [Index(root, number) for number, root in enumerate(roots)]
         self.env = environment()
-        self._rows: dict[tuple[int, str], tuple[Run, Markup]] = {}
+        self._rows: dict[tuple[int, str], tuple[RunRow, Markup]] = {}
 
-    def row(self, run: Run) -> Markup:
+    def row(self, run: RunRow) -> Markup:
         """A run's row of the list, rendered once per version of the run (the index keeps the
         same object while its files are unchanged), so 1,000 rows do not cost 1,000 renders."""
         key = (run.root, run.rel)
@@ -160,13 +160,16 @@ class View:
         index = self.index_of(request)
         rel = request.path_params["rel"].strip("/")
         offset = _int(request.query_params.get("offset"), 0)
-        path = files.resolve(index.root, f"{rel}/dialog.jsonl".lstrip("/"))
-        if path is None or await run_in_threadpool(index.folder, rel) is None:
+        located = await run_in_threadpool(index.locate, rel)
+        if located is None:
             raise HTTPException(404, "not a run folder")
+        path = located[0] / "dialog.jsonl"
         try:
             page = await run_in_threadpool(dialog.read_page, path, offset)
         except FileNotFoundError:
             page = dialog.Page(0, 0, 0, [])
+        except OSError as exc:  # a symlink (not followed), a folder: the run page names it
+            raise HTTPException(404, f"dialog.jsonl cannot be read ({exc.strerror or exc})") from None
         done = any(e.kind == "complete" for e in page.events)
         body = self.env.get_template("events.html").render(events=page.events)
         headers = {"X-Next-Offset": str(page.next_offset), "X-Complete": "1" if done else "0"}

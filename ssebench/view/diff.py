@@ -1,8 +1,9 @@
 """The agent's change: a unified diff of its tree against the task's source (difflib, capped).
 
-The tree is where the run kept the agent's working copy (results.json ``task.tree``: the
+The tree is where the run kept the agent's working copy (the record's ``task.tree``: the
 ``tree/`` copy in the results folder, or ``--tree DIR``); the source is the ``source`` of
-the task file results.json names. Both are only read: no git, no program of the run.
+the task file the record's spec names (the task as the run loaded it). Both are only
+read: no git, no program of the run.
 Symlinks are never followed (shown as changed entries); files over :data:`FILE_LIMIT`,
 binary files and everything past :data:`OUTPUT_LIMIT` of diff text are named, not shown.
 """
@@ -14,9 +15,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ssebench.view.runs import obj
+from ssebench.runrecord import RunResult
 
 FILE_LIMIT = 1 << 20
 OUTPUT_LIMIT = 2 << 20
@@ -39,25 +39,24 @@ class Diff:
     problems: list[str] = field(default_factory=list)
 
 
-def locate(folder: Path, results: dict[str, Any] | None) -> tuple[Path | None, Path | None, list[str]]:
+def locate(folder: Path, record: RunResult | None) -> tuple[Path | None, Path | None, list[str]]:
     """The task's source and the agent's tree of the run in FOLDER, with what is missing."""
     from ssebench.task import TaskError, load_task
 
     problems: list[str] = []
-    task = obj(obj(results).get("task"))
-    tree = Path(task["tree"]) if isinstance(task.get("tree"), str) else folder / "tree"
+    tree = Path(record.task.tree) if record is not None and record.task.tree else folder / "tree"
     if not tree.is_dir() and (folder / "tree").is_dir():
         tree = folder / "tree"
     if not tree.is_dir():
         problems.append(f"the agent's tree {tree} is not there")
     source = None
-    if isinstance(task.get("file"), str):
+    if record is not None:
         try:
-            source = load_task(task["file"]).source
+            source = load_task(record.spec.task_file).source
         except (TaskError, OSError) as exc:
             problems.append(f"the task file cannot be read: {str(exc).splitlines()[0]}")
     else:
-        problems.append("results.json names no task file, so the task's source is unknown")
+        problems.append("the run has no record naming its task, so the task's source is unknown")
     return source, (tree if tree.is_dir() else None), problems
 
 

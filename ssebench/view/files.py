@@ -17,7 +17,7 @@ CHUNK = 64 << 10
 
 
 @dataclass
-class Entry:
+class FileEntry:
     name: str
     rel: str
     folder: bool
@@ -60,7 +60,7 @@ def chunks(fd: int, size: int) -> Iterator[bytes]:
             yield chunk
 
 
-def listing(root: Path, rel: str) -> list[Entry] | None:
+def listing(root: Path, rel: str) -> list[FileEntry] | None:
     """The entries of the folder ROOT/REL (folders first), or None if it is not one inside ROOT."""
     path = resolve(root, rel)
     if path is None or not path.is_dir():
@@ -76,5 +76,5 @@ def listing(root: Path, rel: str) -> list[Entry] | None:
             continue
         if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             continue
-        entries.append(Entry(entry.name, f"{base}/{entry.name}".lstrip("/"), stat.S_ISDIR(st.st_mode), st.st_size))
+        entries.append(FileEntry(entry.name, f"{base}/{entry.name}".lstrip("/"), stat.S_ISDIR(st.st_mode), st.st_size))
     return sorted(entries, key=lambda e: (not e.folder, e.name))

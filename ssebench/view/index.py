@@ -1,8 +1,8 @@
 """The index of one folder's runs: SQLite next to the results, re-read only where files changed.
 
 Finding the runs costs a walk and a few ``stat`` calls per run; reading a run (its
-results.json, the dialog's ends, the server's call log) happens only when the sizes or
-mtimes of those files changed since the last look, so a folder of 1,000 runs lists in
+record, the dialog's ends) happens only when the sizes or mtimes of those files (or its
+job row) changed since the last look, so a folder of 1,000 runs lists in
 milliseconds after the first index. The database lives in the folder
 (``.ssebench-view.sqlite``) or, when the folder is not writable, in ``~/.cache/ssebench/view/``.
 """
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import settings
-from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, Run, read_json, read_run
+from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, RunRow, read_json, read_run
 
 log = logging.getLogger("ssebench.view")
 INDEX_FILE = ".ssebench-view.sqlite"
-SCHEMA = 1
+SCHEMA = 2  # the index keeps RunRow's JSON: another version is read again
 #: how deep below a folder the walk looks for run folders (job/agent/run is 3)
 MAX_DEPTH = 4
 #: folders a run keeps that are never runs themselves (the agent's tree and HOME)
@@ -109,7 +109,7 @@ class Index:
         self.number = number
         self.path = index_path(root)
         self._lock = threading.Lock()
-        self._memory: dict[str, tuple[str, Run]] | None = None
+        self._memory: dict[str, tuple[str, RunRow]] | None = None
 
     def _connect(self) -> sqlite3.Connection:
         """The index, made if missing; a file that is not one is replaced (a busy one is not)."""
@@ -125,7 +125,7 @@ class Index:
                 self.path.unlink(missing_ok=True)  # damaged: rebuilt, never trusted
         raise AssertionError("unreachable")
 
-    def runs(self) -> list[Run]:
+    def runs(self) -> list[RunRow]:
         """Every run of the folder, re-reading those whose files changed (blocking: call in a thread).
 
         The runs read are kept in memory too, so a listing decodes nothing that did not change."""
@@ -150,7 +150,7 @@ class Index:
                 self._store(changed, gone)
         return found
 
-    def _load(self) -> dict[str, tuple[str, Run]]:
+    def _load(self) -> dict[str, tuple[str, RunRow]]:
         try:
             with closing(self._connect()) as db:
                 rows = db.execute("SELECT rel, sig, data FROM runs").fetchall()
@@ -160,8 +160,10 @@ class Index:
         loaded = {}
         for rel, sig, data in rows:
             try:
-                loaded[rel] = (sig, Run.from_json(json.loads(data)))
-            except (ValueError, TypeError):  # an index of another version: read that run again
+                if not sig.startswith(f"[{SCHEMA},"):
+                    continue  # an index of another version: read that run again
+                loaded[rel] = (sig, RunRow.from_json(json.loads(data)))
+            except (ValueError, TypeError):  # damaged row: read that run again
                 continue
         return loaded
 
@@ -173,18 +175,25 @@ class Index:
         except (sqlite3.Error, OSError) as exc:  # a full or read-only disk: the memory copy still serves
             log.warning("ssebench view: the index %s cannot be written (%s)", self.path, exc)
 
-    def folder(self, rel: str) -> Path | None:
-        """ROOT/REL resolved, if it is a run folder inside this root (else None)."""
+    def locate(self, rel: str) -> tuple[Path, dict[str, Any] | None] | None:
+        """ROOT/REL resolved, with its job row, if it is a run of this root: a run folder, or
+        a run job.json lists (which may have no folder yet). None otherwise."""
         folder = (self.root / rel).resolve()
-        if not inside(self.root, folder) or not folder.is_dir() or not is_run_folder(folder):
+        if not inside(self.root, folder):
             return None
-        return folder
+        found = folder.relative_to(self.root).as_posix() if folder != self.root else ""
+        for known, row in find_runs(self.root) if found else ():
+            if known == found and row is not None:
+                return folder, row
+        if folder.is_dir() and is_run_folder(folder):
+            return folder, None
+        return None
 
-    def run(self, rel: str) -> Run | None:
-        """The run at REL, read afresh, if REL is a run folder inside this root (else None)."""
-        folder = self.folder(rel)
-        if folder is None:
+    def run(self, rel: str) -> RunRow | None:
+        """The run at REL, read afresh, if REL is a run of this root (else None)."""
+        located = self.locate(rel)
+        if located is None:
             return None
+        folder, row = located
         rel = folder.relative_to(self.root).as_posix() if folder != self.root else ""
-        row = next((row for r, row in find_runs(self.root) if r == rel), None) if rel else None
         return read_run(folder, self.number, rel, row)

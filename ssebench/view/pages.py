@@ -5,38 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ssebench.runrecord import RunResult
 from ssebench.view import dialog, diff
 from ssebench.view.index import Index
-from ssebench.view.runs import DIALOG, RESULTS, Run, read_json
+from ssebench.view.runs import DIALOG, RunRow, read_record
 
 #: how many runs the comparison shows side by side at most
 COMPARE_LIMIT = 8
 
 
-def grade_rows(results: Any) -> list[dict[str, Any]]:
-    """results.json's grading checks (check, state, elapsed, PoCs, log tail), defensively."""
-    grading = results.get("grading") if isinstance(results, dict) else None
-    checks = grading.get("checks") if isinstance(grading, dict) else None
+def grade_rows(record: RunResult | None) -> list[dict[str, Any]]:
+    """The record's final grading: check, state, time, PoCs, log tail."""
     rows = []
-    for c in checks if isinstance(checks, list) else []:
-        if not isinstance(c, dict):
-            continue
-        pocs = f"{c.get('pocs_passed')} of {c.get('pocs_total')} PoCs" if "pocs_total" in c else ""
-        rows.append(
-            {
-                "check": str(c.get("check")),
-                "state": str(c.get("state")),
-                "elapsed": c.get("elapsed") if isinstance(c.get("elapsed"), int | float) else None,
-                "timed_out": c.get("timed_out") is True,
-                "pocs": pocs,
-                "tail": dialog.cut(str(c.get("log_tail") or "")),
-            }
-        )
+    for c in record.grading.checks if record is not None and record.grading is not None else ():
+        pocs = f"{c.pocs_passed} of {c.pocs_total} PoCs" if c.pocs_total is not None else ""
+        tail = dialog.cut(c.log_tail or "")
+        row = {"check": c.check, "state": c.state, "elapsed": c.elapsed, "timed_out": c.timed_out}
+        rows.append({**row, "pocs": pocs, "tail": tail})
     return rows
 
 
-def run_diff(folder: Path, results: Any) -> diff.Diff:
-    source, tree, problems = diff.locate(folder, results)
+def run_diff(folder: Path, record: RunResult | None) -> diff.Diff:
+    source, tree, problems = diff.locate(folder, record)
     if source is None or tree is None:
         return diff.Diff(str(source) if source else None, str(tree) if tree else None, problems=problems)
     result = diff.tree_diff(source, tree)
@@ -49,22 +39,22 @@ def run_context(index: Index, rel: str, offset: int) -> dict[str, Any] | None:
     run = index.run(rel)
     if run is None:
         return None
-    folder = index.root / rel
+    folder = index.root / run.rel
+    record = read_record(folder, [])  # its problem, if any, is in run.problems already
     problems = list(run.problems)
-    results = read_json(folder / RESULTS, [])
     page, dialog_problem = _dialog_page(folder / DIALOG, offset)
     if dialog_problem:
         problems.append(dialog_problem)
     return {
         "run": run,
         "rid": run_id(run),
-        "results": results if isinstance(results, dict) else {},
-        "grade": grade_rows(results),
+        "has_folder": folder.is_dir(),
+        "grade": grade_rows(record),
         "page": page,
         "last_offset": dialog.last_page_offset(folder / DIALOG),
-        "diff": run_diff(folder, results),
+        "diff": run_diff(folder, record),
         "problems": problems,
-        "error": results.get("error") if isinstance(results, dict) else None,
+        "error": record.error if record is not None else None,
     }
 
 
@@ -77,7 +67,7 @@ def _dialog_page(path: Path, offset: int) -> tuple[dialog.Page | None, str | Non
         return None, f"{DIALOG}: cannot be read ({exc.strerror or exc})"
 
 
-def run_id(run: Run) -> str:
+def run_id(run: RunRow) -> str:
     """How URLs name a run: its folder's number, then its folder below it."""
     return f"{run.root}/{run.rel}" if run.rel else f"{run.root}/"
 
@@ -95,14 +85,14 @@ def compare_context(indexes: list[Index], wanted: list[str]) -> dict[str, Any] |
         run = index.run(rel.strip("/")) if index else None
         if index is None or run is None:
             return f"{rid} is not a run folder of the folders being viewed"
-        results = read_json(index.root / run.rel / RESULTS, [])
+        record = read_record(index.root / run.rel, [])
         runs.append(run)
         columns.append(
             {
                 "run": run,
                 "rid": run_id(run),
-                "grade": grade_rows(results),
-                "diff": run_diff(index.root / run.rel, results),
+                "grade": grade_rows(record),
+                "diff": run_diff(index.root / run.rel, record),
             }
         )
     tasks = sorted({r.task or "?" for r in runs})

@@ -1,8 +1,8 @@
 """Synthetic run folders in the real formats, for the view's tests, benchmark and screenshots.
 
-Each run is what ``ssebench run`` leaves (results.json, dialog.jsonl, server.log, the
-agent's ``tree/``) for a small task written beside them, so the view reads them the way it
-reads real runs, diff included.
+Each run is what ``ssebench run`` leaves (its record results.json, written through
+ssebench/runrecord.py; dialog.jsonl, server.log, the agent's ``tree/``) for a small task
+written beside them, so the view reads them the way it reads real runs, diff included.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
+
+from ssebench import runrecord
+from ssebench.runrecord import AgentFacts, CallRecord, CheckGrade, DifficultyRef, Grading, Outcome, RunResult, RunSpec
 
 SOURCE = {"greet.c": "#include <string.h>\nvoid parse(const char *s) {\n  char name[16];\n  strcpy(name, s);\n}\n"}
 FIXED = {
@@ -97,59 +100,71 @@ def write_run(
             (folder / "tree" / name).write_text(text)
     write_dialog(folder / "dialog.jsonl", dialog_lines(agent, model, passed, calls))
     _write_server_log(folder, level, passed, calls)
-    results = _results(folder, task_file, agent, level, passed, duration, started)
-    (folder / "results.json").write_text(json.dumps(results, indent=2))
+    runrecord.write(folder, record(folder, task_file, agent, level, passed, duration, started, calls))
     return folder
 
 
-def _write_server_log(folder: Path, level: int, passed: bool, calls: int) -> None:
-    """server.log with the call log's one line per test_patch call."""
-    ended = [
+def _ended(calls: int, passed: bool) -> list[str]:
+    """The call log's summary of each call: the last passes when the run passed."""
+    return [
         "every check that ran passed [build: passed]" if passed and n == calls else "FAILED [build: passed]"
         for n in range(1, calls + 1)
     ]
+
+
+def _call(number: int, level: int, ended: str) -> CallRecord:
+    if ended.startswith("FAILED"):
+        return CallRecord(number=number, level=level, ended=ended, outcome="failed", seconds=1 + number / 10)
+    return CallRecord(number=number, level=level, ended=ended, outcome="passed", seconds=1 + number / 10)
+
+
+def _write_server_log(folder: Path, level: int, passed: bool, calls: int) -> None:
+    """server.log with the call log's one line per test_patch call (shown as a file)."""
     log = "".join(
         f"2026-11-30 03:45:2{n} ssebench.server.calls INFO test_patch call {n} (level {level}): {e} in 1.{n} s\n"
-        for n, e in enumerate(ended, 1)
+        for n, e in enumerate(_ended(calls, passed), 1)
     )
     (folder / "server.log").write_text("ssebench serve: test_patch at http://localhost:3000/mcp\n" + log)
 
 
-def _results(
-    folder: Path, task_file: Path, agent: str, level: int, passed: bool, duration: float, started: str
-) -> dict[str, Any]:
-    """results.json of a finished run (docs/container.md's keys)."""
-    states = ["passed", "passed" if passed else "failed", "passed" if passed else "not_run"]
-    checks = [
-        {"check": c, "state": s, "timed_out": False, "elapsed": 0.3}
-        for c, s in zip(("build", "pocs", "functional"), states, strict=True)
-    ]
+def record(
+    folder: Path,
+    task_file: Path,
+    agent: str,
+    level: int,
+    passed: bool,
+    duration: float,
+    started: str,
+    calls: int = 2,
+) -> RunResult:
+    """The record of a finished run whose agent exited 0 (the fields ``ssebench run`` fills)."""
+    pocs, functional = ("passed", "passed") if passed else ("failed", "not_run")
+    states = {"build": "passed", "pocs": pocs, "functional": functional}
+    checks = [CheckGrade.model_validate({"check": c, "state": s, "elapsed": 0.3}) for c, s in states.items()]
     if not passed:
-        checks[1].update(pocs_passed=0, pocs_total=2, log_tail="==3==ERROR: AddressSanitizer: stack-buffer-overflow")
-    return {
-        "version": 1,
-        "status": "passed" if passed else "checks_failed",
-        "exit_code": 0 if passed else 1,
-        "passed": passed,
-        "error": None,
-        "task": {"id": task_file.parent.name, "file": str(task_file), "tree": str(folder / "tree")},
-        "difficulty": {"level": level, "name": "NO_FUTURE_TEST"},
-        "mode": "process",
-        "started_at": started,
-        "finished_at": started,
-        "duration": duration,
-        "agent": {
-            "command": [agent, "-p"],
-            "exit_code": 0,
-            "signal": None,
-            "timed_out": False,
-            "duration": duration,
-            "timeout": 3600,
-            "error": None,
-        },
-        "grading": {"task": task_file.parent.name, "tree": str(folder / "tree"), "passed": passed, "checks": checks},
-        "dialog": "dialog.jsonl",
-    }
+        tail = "==3==ERROR: AddressSanitizer: stack-buffer-overflow"
+        checks[1] = checks[1].model_copy(update={"pocs_passed": 0, "pocs_total": 2, "log_tail": tail})
+    task_id, tree = task_file.parent.name, str(folder / "tree")
+    spec = RunSpec(task_file=str(task_file), task_id=task_id, agent=agent, level=level, agent_timeout=3600)
+    call_records = tuple(_call(n, level, e) for n, e in enumerate(_ended(calls, passed), 1))
+    return RunResult(
+        spec=spec,
+        outcome=Outcome.PASSED if passed else Outcome.FAILED,
+        reason=None if passed else "failed: PoCs",
+        status="passed" if passed else "checks_failed",
+        exit_code=0 if passed else 1,
+        passed=passed,
+        task=runrecord.TaskRef(id=task_id, file=str(task_file), tree=tree),
+        difficulty=DifficultyRef(level=level, name="NO_FUTURE_TEST"),
+        mode="process",
+        started_at=started,
+        finished_at=started,
+        duration=duration,
+        agent=AgentFacts(command=(agent, "-p"), exit_code=0, duration=duration, timeout=3600, calls=calls),
+        grading=Grading(task=task_id, tree=tree, passed=passed, checks=tuple(checks)),
+        calls=call_records,
+        dialog="dialog.jsonl",
+    )
 
 
 def write_runs(root: Path, count: int, tree: bool = True) -> list[Path]:

@@ -10,17 +10,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ssebench.view.runs import Run
+from ssebench.view.runs import RunRow
 
 #: column key → (heading, sort key)
-COLUMNS: dict[str, tuple[str, Callable[[Run], Any]]] = {
+COLUMNS: dict[str, tuple[str, Callable[[RunRow], Any]]] = {
     "task": ("Task", lambda r: r.task or ""),
     "agent": ("Agent", lambda r: r.agent or ""),
     "model": ("Model", lambda r: r.model or ""),
     "level": ("Level", lambda r: r.level),
-    "outcome": ("Grade", lambda r: r.outcome),
+    "outcome": ("Outcome", lambda r: r.outcome),
     "duration": ("Duration", lambda r: r.duration),
-    "calls": ("test_patch calls", lambda r: len(r.calls)),
+    "calls": ("test_patch calls", lambda r: len(r.calls) if r.has_record else None),
     "exit": ("Agent exit", lambda r: r.agent_exit),
     "started": ("Started", lambda r: r.started or ""),
     "folder": ("Folder", lambda r: (r.root, r.rel)),
@@ -29,13 +29,13 @@ COLUMNS: dict[str, tuple[str, Callable[[Run], Any]]] = {
 FILTERS = ("task", "agent", "model", "level", "outcome", "calls", "exit")
 
 
-def value(run: Run, column: str) -> str:
+def value(run: RunRow, column: str) -> str:
     """A run's value in COLUMN as the filter form shows it."""
     raw = COLUMNS[column][1](run)
     return "" if raw is None else str(raw)
 
 
-def choices(runs: list[Run]) -> dict[str, list[str]]:
+def choices(runs: list[RunRow]) -> dict[str, list[str]]:
     """The distinct values of each filterable column, for the form's selects."""
     return {c: sorted({value(r, c) for r in runs} - {""}, key=_natural) for c in FILTERS}
 
@@ -44,7 +44,7 @@ def _natural(text: str) -> tuple[int, int | str]:
     return (0, int(text)) if text.lstrip("-").isdigit() else (1, text)
 
 
-def select(runs: list[Run], query: Mapping[str, str]) -> list[Run]:
+def select(runs: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
     """RUNS filtered by the query's column values, sorted by ``sort`` (``order=desc``)."""
     wanted = {c: query[c] for c in FILTERS if query.get(c)}
     shown = [r for r in runs if all(value(r, c) == v for c, v in wanted.items())]
@@ -67,7 +67,7 @@ class Cell:
         return f"{100 * self.passed / self.total:.0f}%" if self.total else "—"
 
 
-def summary(runs: list[Run]) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
+def summary(runs: list[RunRow]) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
     """Agents, levels and the pass count of each (agent, level) pair (a run counts once)."""
     cells: dict[tuple[str, str], Cell] = {}
     for run in runs:

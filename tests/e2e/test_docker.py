@@ -749,7 +749,7 @@ def test_jobs_docker_ctrl_c_removes_the_runs_containers(base_image: str, tmp_pat
     neither a container nor a process of the job is left."""
     import signal
 
-    from ssebench import supervise
+    from ssebench import runrecord, supervise
     from ssebench.jobs.state import read
     from tests.helpers.jobs import JOBS, jobs_env, toggle_task
 
@@ -784,4 +784,5 @@ def test_jobs_docker_ctrl_c_removes_the_runs_containers(base_image: str, tmp_pat
     left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
     assert (left.returncode, left.stdout) == (0, "")
     assert supervise.marked("SSE_JOB_ID", job_id) == []
-    assert read(out)["runs"][0]["status"] == "cancelled"
+    row = read(out)["runs"][0]  # job.json: the schedule; how the run ended: its record
+    assert (row["state"], runrecord.read(out / row["folder"]).status) == ("ended", "cancelled")

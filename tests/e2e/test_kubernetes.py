@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench import runrecord
 from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (session fixtures, shared)
 from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
 from tests.helpers.registry import Registry, RegistryUnavailable, start_registry
@@ -111,25 +112,24 @@ def kube_images(kube_cluster: Cluster, base_image: str) -> dict[str, str]:  # no
     return {"task": ki.publish(engine, task_image, None, load), "data": ki.publish(engine, data, None, load)}
 
 
-def _spec(folder: Path, run_id: str, command: tuple[str, ...], level: int = 2):
-    from ssebench.jobs.backend import RunSpec
+def _run(folder: Path, run_id: str, command: tuple[str, ...], level: int = 2, agent: str | None = None):
+    from ssebench.jobs.backend import Capacity, JobRun
+    from ssebench.runrecord import RunSpec
 
     folder.mkdir(parents=True, exist_ok=True)
-    return RunSpec(
+    spec = RunSpec(
+        task_file=str(TASK / "task.toml"),
+        task_id="demo-overflow",
+        agent=agent,
+        command=None if agent else command,
+        level=level,
+        backend="kubernetes",
+        agent_timeout=300.0,
         job_id="kube-e2e",
         run_id=run_id,
-        task=TASK / "task.toml",
-        agent="custom",
-        command=command,
-        model=None,
-        env={},
-        level=level,
         attempt=1,
-        agent_timeout=300.0,
-        cpus=1.0,
-        memory=2 << 30,
-        folder=folder,
     )
+    return JobRun(spec, agent or "custom", {}, Capacity(1.0, 2 << 30), folder)
 
 
 def _backend(cluster: Cluster, images: dict[str, str]):
@@ -152,17 +152,19 @@ RUN_FOLDER_FILES = [
 ]
 
 
-def _sidecar_results(folder: Path, status: str, exit_code: int) -> dict:
-    """A run folder collected from a Pod: exactly these files, results.json graded in the sidecar."""
+def _pod_record(folder: Path, status: str, exit_code: int):
+    """A run folder collected from a Pod: exactly these files, the record graded in the Pod."""
+    from ssebench import runrecord
+
     assert sorted(p.name for p in folder.iterdir()) == RUN_FOLDER_FILES
-    results = json.loads((folder / "results.json").read_text())
-    assert (results["status"], results["exit_code"], results["passed"], results["mode"]) == (
+    record = runrecord.read(folder)
+    assert (record.status, record.exit_code, record.passed, record.mode) == (
         status,
         exit_code,
         exit_code == 0,
         "sidecar",
     )
-    return results
+    return record
 
 
 def test_a_run_that_fixes_the_task_passes(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
@@ -170,11 +172,11 @@ def test_a_run_that_fixes_the_task_passes(kube_cluster: Cluster, kube_images: di
     patch = FIX.read_text()
     fix = ("sh", "-c", f"cat > /tmp/fix.patch <<'EOF'\n{patch}EOF\ngit apply /tmp/fix.patch")
     backend = _backend(kube_cluster, kube_images)
-    outcome = backend.run(_spec(tmp_path / "fix", "fix", fix), threading.Event())
-    results = json.loads((tmp_path / "fix" / "results.json").read_text())
-    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "passed", 0), (outcome, results)
-    assert (results["status"], results["passed"], results["task"]["id"]) == ("passed", True, "demo-overflow")
-    assert results["stages"]["grading"]["where"] == "pod"
+    run = _run(tmp_path / "fix", "fix", fix)
+    record = backend.run(run, threading.Event())
+    assert (record.outcome.value, record.status, record.exit_code) == ("passed", "passed", 0), record
+    assert (record.passed, record.task.id, record.spec) == (True, "demo-overflow", run.spec)
+    assert record.stages["grading"].where == "pod"
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 
@@ -182,18 +184,16 @@ def test_a_run_that_does_nothing_fails_its_checks(
     kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
 ) -> None:
     backend = _backend(kube_cluster, kube_images)
-    outcome = backend.run(_spec(tmp_path / "idle", "idle", ("true",)), threading.Event())
-    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1)
+    record = backend.run(_run(tmp_path / "idle", "idle", ("true",)), threading.Event())
+    assert (record.outcome.value, record.status, record.exit_code) == ("failed", "checks_failed", 1)
     folder = tmp_path / "idle"
-    results = _sidecar_results(folder, "checks_failed", 1)
-    assert results["task"] == {"id": "demo-overflow", "file": "/task/task.toml", "tree": "/tree"}
-    assert {k: v for k, v in results["stages"]["grading"].items() if v is not None} == {
-        "state": "done",
-        "detail": "a check failed",
-        "passed": False,
-        "where": "pod",
-    }
-    assert [(c["check"], c["state"]) for c in results["grading"]["checks"]] == [
+    assert _pod_record(folder, "checks_failed", 1) == record
+    assert (record.task.id, record.task.file, record.task.tree) == ("demo-overflow", "/task/task.toml", "/tree")
+    assert record.never_called and record.calls == ()
+    grading = record.stages["grading"]
+    assert (grading.state, grading.detail, grading.passed, grading.where) == ("done", "a check failed", False, "pod")
+    assert record.grading is not None
+    assert [(c.check, c.state) for c in record.grading.checks] == [
         ("build", "passed"),
         ("pocs", "failed"),
         ("intent", "failed"),
@@ -204,10 +204,13 @@ def test_a_run_that_does_nothing_fails_its_checks(
 
 
 def test_an_image_that_is_not_there_is_an_infra_failure(kube_cluster: Cluster, tmp_path: Path) -> None:
+    from ssebench import runrecord
+
     backend = _backend(kube_cluster, {"data": "ssebench.local/nothing:1", "task": "ssebench.local/nothing:1"})
-    outcome = backend.run(_spec(tmp_path / "gone", "gone", ("true",)), threading.Event())
-    assert (outcome.kind, outcome.status) == ("infra", "image_not_found")
-    assert outcome.detail.startswith("container stage: ErrImageNeverPull: ")
+    record = backend.run(_run(tmp_path / "gone", "gone", ("true",)), threading.Event())
+    assert (record.outcome.value, record.status) == ("infrastructure", "image_not_found")
+    assert record.reason is not None and record.reason.startswith("container stage: ErrImageNeverPull: ")
+    assert runrecord.read(tmp_path / "gone") == record
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
     shutil.rmtree(tmp_path / "gone", ignore_errors=True)
 
@@ -219,7 +222,7 @@ def test_sweep_removes_what_a_killed_scheduler_left(
     from ssebench.jobs.backends import kube_manifests as km
 
     backend = _backend(kube_cluster, kube_images)
-    plan, _ = backend.plan(_spec(tmp_path, "orphan", ("sleep", "600")))
+    plan, _ = backend.plan(_run(tmp_path, "orphan", ("sleep", "600")))
     backend._create(km.manifests(plan, {"SOME_API_KEY": "k"}))
     assert leftovers(kube_cluster)["secrets"] == [km.object_name("kube-e2e", "orphan")]
     backend.sweep("kube-e2e")
@@ -308,33 +311,45 @@ def test_jobs_kubernetes_ctrl_c_then_resume_leave_nothing(
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
-    assert (read(out)["runs"][0]["state"], read(out)["runs"][0]["status"]) == ("infra", "cancelled")
+    row = read(out)["runs"][0]
+    assert row["state"] == "ended"
+    assert runrecord.read(out / row["folder"]).status == "cancelled"
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
     done = _cli(kube_cluster, "resume", out)
     assert done.returncode == 0, done.stderr
-    record = read(out)["runs"][0]
-    assert (record["state"], record["status"], record["exit_status"]) == ("graded", "checks_failed", 1)
+    row = read(out)["runs"][0]
+    record = runrecord.read(out / row["folder"])
+    assert (row["state"], record.status, record.exit_code, row["tries"]) == ("ended", "checks_failed", 1, 2)
+    assert runrecord.read(out / "tries" / f"{row['run_id']}.try1").status == "cancelled"
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 
 def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path) -> None:
-    """The run's Pod deleted mid-run: infra pod_lost, retried by the scheduler, then graded."""
+    """The run's Pod deleted mid-run the normal way (its grace period: the agent is stopped,
+    the Pod turns Failed before it is gone): the try's record says pod_lost, and why; the
+    scheduler retries the run, whose second try passes."""
     from ssebench.jobs.state import read
 
     job, out = _sleeper_job(tmp_path, ["sh", "-c", "sleep 15; echo fixed > state.txt"]), tmp_path / "out"
     proc = _popen_cli(kube_cluster, "run", job, "--results", out)
     try:
         name = _job_pod(kube_cluster, out, proc)
-        _clients(kube_cluster)[0].delete_namespaced_pod(name, "default", grace_period_seconds=0)
+        _clients(kube_cluster)[0].delete_namespaced_pod(name, "default")  # the default grace period
         _, stderr = proc.communicate(timeout=600)
     finally:
         proc.kill()
     assert proc.returncode == 0, stderr
-    record = read(out)["runs"][0]
-    assert (record["state"], record["status"], record["exit_status"], record["tries"]) == ("graded", "passed", 0, 2)
-    journal = [json.loads(line) for line in (out / "journal.jsonl").read_text().splitlines()]
-    lost = [(r["state"], r["status"], r["detail"]) for r in journal if r.get("status") == "pod_lost"]
-    assert lost[0] == ("infra", "pod_lost", f"pod {name} was deleted before the run ended")
+    row = read(out)["runs"][0]
+    record = runrecord.read(out / row["folder"])
+    assert (row["state"], record.status, record.exit_code, row["tries"]) == ("ended", "passed", 0, 2)
+    lost = runrecord.read(out / "tries" / f"{row['run_id']}.try1")
+    assert (lost.outcome.value, lost.status, lost.reason) == (
+        "infrastructure",
+        "pod_lost",
+        f"pod {name} was deleted before the run ended",
+    )
+    assert (lost.spec.run_id, lost.spec.attempt, lost.spec.backend) == (row["run_id"], 1, "kubernetes")
+    assert f"{row['run_id']}: infrastructure pod_lost " in stderr and "will be tried again" in stderr
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 
@@ -388,23 +403,14 @@ def test_jobs_kubernetes_registry_push_and_pull(
     )
     done = _cli(kube_cluster, "run", job, "--results", out, "--registry", f"{registry.address}/sse")
     assert done.returncode == 0, done.stderr
-    [record] = read(out)["runs"]
-    assert (record["run_id"], record["state"], record["status"], record["exit_status"], record["tries"]) == (
-        "demo-overflow.fixer.L2.a1",
-        "graded",
-        "passed",
-        0,
-        1,
-    )
-    folder = out / record["folder"]
-    results = _sidecar_results(folder, "passed", 0)
-    assert (results["task"]["id"], results["difficulty"]["level"]) == ("demo-overflow", 2)
-    assert {k: v for k, v in results["stages"]["grading"].items() if v is not None} == {
-        "state": "done",
-        "detail": "every check passed",
-        "passed": True,
-        "where": "pod",
-    }
+    [row] = read(out)["runs"]
+    assert (row["run_id"], row["state"], row["tries"]) == ("demo-overflow.fixer.L2.a1", "ended", 1)
+    folder = out / row["folder"]
+    record = _pod_record(folder, "passed", 0)
+    assert (record.task.id, record.difficulty.level if record.difficulty else None) == ("demo-overflow", 2)
+    grading = record.stages["grading"]
+    assert (grading.state, grading.detail, grading.passed, grading.where) == ("done", "every check passed", True, "pod")
+    assert [c.outcome for c in record.calls] == ["passed"]
     assert (folder / "server.log").read_text().count("test_patch call ") == 1
     assert registry.catalog() == ["sse/ssebench-data", "sse/ssebench-task"]
     pushed = registry.references()
@@ -480,18 +486,14 @@ def test_a_bundled_agent_runs_with_its_model_in_the_pod(
         extra_containers=lambda spec: [_model_container(images["model"])],
     )
     env = {"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}", "ANTHROPIC_API_KEY": "sk-ant-e2e-scripted"}
-    spec = replace(_spec(tmp_path / "claude", "claude", ("true",)), agent="claude", command=None, env=env)
-    outcome = backend.run(spec, threading.Event())
+    run = replace(_run(tmp_path / "claude", "claude", (), agent="claude"), env=env)
+    record = backend.run(run, threading.Event())
     folder = tmp_path / "claude"
-    results = json.loads((folder / "results.json").read_text())
     requests = [json.loads(line) for line in (folder / "model-requests.jsonl").read_text().splitlines()]
-    assert (outcome.kind, outcome.status, outcome.exit_status) == ("graded", "checks_failed", 1), (outcome, results)
-    assert (results["status"], results["task"]["id"], results["dialog"]) == (
-        "checks_failed",
-        "demo-overflow",
-        "dialog.jsonl",
-    )
-    assert results["stages"]["grading"]["where"] == "pod"
+    assert (record.outcome.value, record.status, record.exit_code) == ("failed", "checks_failed", 1), record
+    assert (record.task.id, record.dialog, record.spec.agent) == ("demo-overflow", "dialog.jsonl", "claude")
+    assert record.stages["grading"].where == "pod"
+    assert len(record.calls) == 1 and record.agent is not None and record.agent.calls == 1
     assert (folder / "server.log").read_text().count("test_patch call ") == 1
     assert any(r.get("headers", {}).get("x-api-key") == "sk-ant-e2e-scripted" for r in requests)
     events = [json.loads(line) for line in (folder / "dialog.jsonl").read_text().splitlines()]

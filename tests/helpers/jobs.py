@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from ssebench import runrecord
+from ssebench.jobs.backend import Capacity, JobRun
+from ssebench.runrecord import Outcome, RunResult, RunSpec
 from tests.helpers.tasks import TaskFiles, make_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,6 +99,54 @@ def write_job(folder: Path, *, concurrency: int = 2, extra: str = "") -> Path:
     return job
 
 
+#: a status of each outcome, for records written by hand
+STATUS = {
+    Outcome.PASSED: "passed",
+    Outcome.FAILED: "checks_failed",
+    Outcome.AGENT_ERROR: "agent_failed",
+    Outcome.AGENT_TIMEOUT: "agent_timeout",
+    Outcome.BUDGET: "budget",
+    Outcome.USAGE: "usage_error",
+    Outcome.INFRASTRUCTURE: "daemon_failed",
+    Outcome.CANCELLED: "cancelled",
+}
+
+
+def record_of(outcome: Outcome, run_id: str, *, calls: int = 0, duration: float = 1.0) -> RunResult:
+    """A run's record as ssebench run writes it, ended with OUTCOME after CALLS passing test_patch calls."""
+    spec = RunSpec(task_file="/t/task.toml", task_id="t", command=("true",), level=2, run_id=run_id)
+    verdict = {Outcome.PASSED: True, Outcome.FAILED: False}.get(outcome)
+    done = runrecord.CallRecord(number=1, level=2, ended="every check that ran passed", outcome="passed", seconds=1.8)
+    return RunResult(
+        spec=spec,
+        outcome=outcome,
+        reason=None if outcome is Outcome.PASSED else f"{outcome.value}: as the test wrote it",
+        status=STATUS[outcome],
+        exit_code=0 if outcome is Outcome.PASSED else 1,
+        passed=verdict,
+        task=runrecord.TaskRef(id="t", file=spec.task_file),
+        duration=duration,
+        agent=runrecord.AgentFacts(command=("true",), exit_code=0, calls=calls),
+        calls=(done,) * calls,
+    )
+
+
+def job_run(folder: Path, run_id: str = "t.a.L2.a1", cpus: float = 1.0, run_timeout: float | None = None) -> JobRun:
+    """One run of a job of its own (the local backend kills what carries its job and run id:
+    tests side by side must not share them)."""
+    spec = RunSpec(
+        task_file="/t/task.toml",
+        task_id="t",
+        command=("true",),
+        level=2,
+        run_timeout=run_timeout,
+        job_id=f"j-{secrets.token_hex(4)}",
+        run_id=run_id,
+        attempt=1,
+    )
+    return JobRun(spec, "a", {}, Capacity(cpus, 1 << 30), folder)
+
+
 def jobs_env() -> dict[str, str]:
     """This interpreter's bin first on PATH: a run's python3 is one with fastmcp."""
     env = dict(os.environ)
@@ -132,26 +184,29 @@ def expected(run_id: str) -> tuple[str, int]:
 
 
 def assert_run_folders(job: Path, docker: bool = False, kube: bool = False) -> None:
-    """Every run folder holds the exact results of its run (tests/helpers/jobs.py's job);
+    """Every run folder holds the exact record of its run (tests/helpers/jobs.py's job);
     KUBE: no ssebench-run.log (no local child), the containers' logs instead."""
     document = json.loads((job / "job.json").read_text(encoding="utf-8"))
     assert [r["run_id"] for r in document["runs"]] == run_ids()
-    for record in document["runs"]:
-        status, code = expected(record["run_id"])
-        assert (record["state"], record["status"], record["exit_status"], record["tries"]) == (
-            "graded",
-            status,
-            code,
-            1,
+    for row in document["runs"]:
+        status, code = expected(row["run_id"])
+        assert (row["state"], row["tries"], row["folder"]) == ("ended", 1, f"runs/{row['run_id']}")
+        assert "status" not in row and "exit_status" not in row  # how it ended is the record's
+        folder = job / row["folder"]
+        record = runrecord.read(folder)
+        assert (record.status, record.exit_code, record.passed) == (status, code, code == 0)
+        assert record.outcome is (Outcome.PASSED if code == 0 else Outcome.FAILED)
+        assert (record.spec.job_id, record.spec.run_id, record.spec.attempt) == (
+            document["job_id"],
+            row["run_id"],
+            row["attempt"],
         )
-        assert record["folder"] == f"runs/{record['run_id']}"
-        folder = job / record["folder"]
-        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-        assert (results["status"], results["exit_code"], results["passed"]) == (status, code, code == 0)
-        assert results["difficulty"]["level"] == record["level"]
-        assert results["task"]["id"] == record["task_id"]
-        calls = (folder / "server.log").read_text(encoding="utf-8").count("test_patch call ")
-        assert calls == (1 if ".fixer." in record["run_id"] else 0)
+        assert record.difficulty is not None and record.difficulty.level == row["level"]
+        assert record.task.id == row["task_id"]
+        fixer = ".fixer." in row["run_id"]
+        assert [c.outcome for c in record.calls] == (["passed"] if fixer else [])
+        assert record.agent is not None and record.agent.calls == (1 if fixer else 0)
+        assert (folder / "server.log").read_text(encoding="utf-8").count("test_patch call ") == len(record.calls)
         files = {"daemon.log", "server.log", "grading.json", "ssebench-run.log", *(["container.log"] if docker else [])}
         if kube:
             files = {"daemon.log", "server.log", "grading.json", "grading.log", "container.log", "results.json"}
@@ -177,9 +232,10 @@ def assert_report(job: Path) -> None:
             e: (4 if fixer and e == "passed" else 0)
             for e in ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")
         }
-        assert (c["agent_failures"], c["infra_failures"], c["not_run"]) == (0, 0, 0)
+        assert (c["agent_failures"], c["infra_failures"], c["usage_failures"], c["not_run"]) == (0, 0, 0, 0)
+        assert c["never_called"] == (0 if fixer else 4)  # noop never calls test_patch
         durations = sorted(
-            json.loads((job / "runs" / f"{t}.{agent}.L{level}.a{a}" / "results.json").read_text())["duration"]
+            runrecord.read(job / "runs" / f"{t}.{agent}.L{level}.a{a}").duration
             for t in ("demo-overflow", "toggle")
             for a in (1, 2)
         )

@@ -12,9 +12,11 @@ from __future__ import annotations
 import threading
 from typing import ClassVar
 
-from ssebench.jobs.backend import Outcome, Resources, RunSpec
+from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.backends.local import JOB_VAR, RUN_VAR, LocalBackend, machine
-from ssebench.jobs.outcome import CANCELLED, START_FAILED
+from ssebench.jobs.outcome import CANCELLED, START_FAILED, Clock, stopped_reason, written
+from ssebench.runrecord import Backend as RunsOn
+from ssebench.runrecord import RunResult
 
 LABELS = {JOB_VAR: "ssebench.job", RUN_VAR: "ssebench.run"}
 NETWORK_VAR = "SSEBENCH_DOCKER_NETWORK"
@@ -27,36 +29,44 @@ class DockerBackend(LocalBackend):
     """Runs in task containers on the engine ``ssebench run --docker`` finds (DOCKER_HOST...)."""
 
     name: ClassVar[str] = "docker"
+    runs_as: ClassVar[RunsOn] = "docker"
     extra_args: ClassVar[tuple[str, ...]] = ("--docker",)
 
-    def capacity(self) -> Resources:
+    def capacity(self) -> Capacity:
         return machine()  # the engine is on this machine (its CPUs and memory are ours)
 
-    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
+    def run(self, run: JobRun, cancel: threading.Event) -> RunResult:
         from ssebench.container.engine import DockerEngine, DockerRunError
 
+        clock = Clock()
         try:
             DockerEngine.locate()
         except DockerRunError as error:
-            return Outcome("infra", START_FAILED, None, str(error))
+            return written(run, START_FAILED, str(error), clock)
         try:
-            if self.env(spec).get(NETWORK_VAR, "host") != "host":
-                return super().run(spec, cancel)
+            if self.env(run).get(NETWORK_VAR, "host") != "host":
+                return super().run(run, cancel)
             while not _HOST_PORT.acquire(timeout=0.5):
                 if cancel.is_set():
-                    return Outcome("infra", CANCELLED, None, "stopped by the scheduler: cancelled")
+                    return written(run, CANCELLED, stopped_reason(run, CANCELLED), clock)
             try:
-                return super().run(spec, cancel)
+                return super().run(run, cancel)
             finally:
                 _HOST_PORT.release()
         finally:  # after every run, however it ended: a container costs too much to leave
-            remove_labelled(f"{LABELS[RUN_VAR]}={spec.job_id}/{spec.run_id}")
+            remove_labelled(f"{LABELS[RUN_VAR]}={run.job_id}/{run.run_id}")
 
-    def env(self, spec: RunSpec) -> dict[str, str]:
+    def cleanup(self, run: JobRun) -> None:
+        """The run's processes here and its containers (an agent container stopped late
+        would otherwise write its record over the one the backend wrote)."""
+        super().cleanup(run)
+        remove_labelled(f"{LABELS[RUN_VAR]}={run.job_id}/{run.run_id}")
+
+    def env(self, run: JobRun) -> dict[str, str]:
         """A custom command's containers get no network (its server is inside its own container)
         unless SSEBENCH_DOCKER_NETWORK says otherwise; a bundled agent keeps the default."""
-        env = super().env(spec)
-        if spec.command is not None and NETWORK_VAR not in spec.env and not env.get(NETWORK_VAR):
+        env = super().env(run)
+        if run.spec.command is not None and NETWORK_VAR not in run.env and not env.get(NETWORK_VAR):
             env[NETWORK_VAR] = "none"
         return env
 

@@ -3,20 +3,22 @@
 The watch tells when the agent container has ended (then the backend grades in the daemon
 and copies the results), or that the cluster lost the run: evicted, deleted, its image
 missing, its node gone. Results come over the exec API as a tar stream written to disk as
-it arrives (never held in memory) and unpacked with tarfile's ``data`` filter.
+it arrives (never held in memory) and unpacked with tarfile's ``data`` filter. Every API
+request goes through kube_api.py's one retry.
 """
 
 from __future__ import annotations
 
+import functools
 import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssebench.jobs.backends import kube_api
 from ssebench.jobs.backends.kube_manifests import COLLECTED, LABEL_JOB, LABEL_RUN, RESULTS_DIR
 
 # Waiting reasons that mean the Pod will never run: the cluster's fault, not the agent's.
@@ -40,9 +42,15 @@ def _statuses(pod: Any) -> list[Any]:
     return [*(status.init_container_statuses or []), *(status.container_statuses or [])]
 
 
+def deleted(name: str) -> PodEnd:
+    return PodEnd("pod_lost", f"pod {name} was deleted before the run ended", name)
+
+
 def judge(pod: Any) -> PodEnd | None:
     """The end this Pod state means, or None while it still runs as it should."""
     name = pod.metadata.name
+    if pod.metadata.deletion_timestamp is not None:  # deleted the normal way: its grace period runs
+        return deleted(name)
     if pod.status.phase == "Failed" or pod.status.reason == "Evicted":
         why = pod.status.reason or "Failed"
         return PodEnd(
@@ -81,7 +89,7 @@ def wait_for_agent(
         if deadline is not None and time.monotonic() > deadline:
             return PodEnd("run_timeout", "the run took longer than its time limit")
         try:
-            end, version = _watch_slice(core, namespace, selector, version)
+            end, version = kube_api.retry(functools.partial(_watch_slice, core, namespace, selector, version))
         except ApiException as error:
             if error.status != 410:  # 410 Gone: the version is too old; list anew
                 raise
@@ -96,15 +104,18 @@ def _watch_slice(core: Any, namespace: str, selector: str, version: str | None) 
 
     kwargs = {"resource_version": version} if version else {}
     stream = watch.Watch().stream(
-        core.list_namespaced_pod, namespace, label_selector=selector, timeout_seconds=WATCH_SLICE, **kwargs
+        core.list_namespaced_pod,
+        namespace,
+        label_selector=selector,
+        timeout_seconds=WATCH_SLICE,
+        _request_timeout=kube_api.REQUEST_TIMEOUT,
+        **kwargs,
     )
     for event in stream:
         pod = event["object"]
         version = pod.metadata.resource_version
         if event["type"] == "DELETED":
-            return PodEnd(
-                "pod_lost", f"pod {pod.metadata.name} was deleted before the run ended", pod.metadata.name
-            ), version
+            return deleted(pod.metadata.name), version
         end = judge(pod)
         if end is not None:
             return end, version
@@ -128,18 +139,22 @@ def exec_to_file(core: Any, namespace: str, pod: str, container: str, argv: list
 def _exec(
     core: Any, stream: Any, namespace: str, pod: str, container: str, argv: list[str], out: Path, err: Path
 ) -> int:
-    resp = stream(
-        core.connect_get_namespaced_pod_exec,
-        pod,
-        namespace,
-        container=container,
-        command=argv,
-        stderr=True,
-        stdin=False,
-        stdout=True,
-        tty=False,
-        binary=True,
-        _preload_content=False,
+    """The command's streams into OUT and ERR; opening the stream is retried (the command
+    has not started until the handshake is answered), the stream itself is not."""
+    resp = kube_api.retry(
+        lambda: stream(
+            core.connect_get_namespaced_pod_exec,
+            pod,
+            namespace,
+            container=container,
+            command=argv,
+            stderr=True,
+            stdin=False,
+            stdout=True,
+            tty=False,
+            binary=True,
+            _preload_content=False,
+        )
     )
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         while resp.is_open():
@@ -183,17 +198,3 @@ class CollectError(RuntimeError):
 def _tail(path: Path) -> str:
     lines = path.read_text(errors="replace").strip().splitlines()
     return lines[-1] if lines else "no message"
-
-
-def retry_api(call: Callable[[], Any], attempts: int = 3) -> Any:
-    """A call that a transient API error (5xx, connection reset) may fail once or twice."""
-    from kubernetes.client.exceptions import ApiException
-
-    for attempt in range(attempts):
-        try:
-            return call()
-        except ApiException as error:
-            if error.status is not None and error.status < 500 or attempt == attempts - 1:
-                raise
-        time.sleep(0.5 * (attempt + 1))
-    return None

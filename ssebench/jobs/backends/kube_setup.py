@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ssebench import settings
-from ssebench.jobs.backend import RunSpec
+from ssebench.jobs.backend import JobRun
 from ssebench.resources import script
+
+if TYPE_CHECKING:
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,39 +56,40 @@ class ImageCache:
         self.lock = threading.Lock()
         self.done: dict[tuple[str, str], tuple[str, str]] = {}
 
-    def __call__(self, spec: RunSpec) -> tuple[str, str]:
-        key = (str(spec.task), spec.agent if spec.command is None else "")
+    def __call__(self, run: JobRun) -> tuple[str, str]:
+        key = (run.spec.task_file, run.spec.agent or "")
         with self.lock:
             if key not in self.done:
-                self.done[key] = self._build_twice(spec)
+                self.done[key] = self._build_twice(run)
             return self.done[key]
 
-    def _build_twice(self, spec: RunSpec) -> tuple[str, str]:
+    def _build_twice(self, run: JobRun) -> tuple[str, str]:
         """Another build on the same engine may remove our tag between build and save
         (DockerEngine.remove_older): then build it again, once."""
         from ssebench.container.engine import DockerRunError
 
         try:
-            return self._build(spec)
+            return self._build(run)
         except DockerRunError:
-            return self._build(spec)
+            return self._build(run)
 
-    def _build(self, spec: RunSpec) -> tuple[str, str]:
+    def _build(self, run: JobRun) -> tuple[str, str]:
         from ssebench.container import docker
         from ssebench.jobs.backends import kube_images
         from ssebench.task import load_task
 
         engine = docker.DockerEngine.locate()
         task_image = docker.build_task_image(engine, settings.text("SSEBENCH_BASE_IMAGE"))
-        agent_image = task_image if spec.command else docker.build_agent_image(engine, spec.agent, task_image)
-        task = load_task(spec.task)
-        data = kube_images.build_data_image(engine, task_image, spec.task.parent, task.source)
+        agent = run.spec.agent
+        agent_image = docker.build_agent_image(engine, agent, task_image) if agent else task_image
+        task = load_task(run.task)
+        data = kube_images.build_data_image(engine, task_image, run.task.parent, task.source)
         load = None if self.registry else kube_images.ctr_loader(script("kube-cluster.sh"))
         published = [kube_images.publish(engine, image, self.registry, load) for image in (data, agent_image)]
         return published[0], published[1]
 
 
-def from_arguments(args: argparse.Namespace):
+def from_arguments(args: argparse.Namespace) -> KubernetesBackend:
     """The backend of ``--backend kubernetes``, from the parsed flags; RuntimeError (one
     line) when the client is not installed or the cluster cannot be reached."""
     try:

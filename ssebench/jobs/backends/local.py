@@ -1,4 +1,4 @@
-"""The local backend: each run is one ``ssebench run --results FOLDER --json`` child here.
+"""The local backend: each run is one ``ssebench run --spec FILE --results FOLDER --json`` child here.
 
 The child starts in its own process group through ssebench/supervise.py with
 PR_SET_PDEATHSIG, so a kill -9 of ``ssebench jobs`` sends it SIGTERM (its entrypoint then
@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from ssebench import supervise
-from ssebench.jobs.backend import Outcome, Resources, RunSpec
-from ssebench.jobs.outcome import CANCELLED, KILLED, NO_RESULTS, RUN_TIMEOUT, START_FAILED, classify
+from ssebench.jobs.backend import Capacity, JobRun
+from ssebench.jobs.outcome import BACKEND_ERROR, CANCELLED, RUN_TIMEOUT, START_FAILED, Clock, settle, written
+from ssebench.runrecord import Backend as RunsOn
+from ssebench.runrecord import Outcome, RunResult
 
 JOB_VAR, RUN_VAR = "SSE_JOB_ID", "SSE_JOB_RUN"  # ssebench/settings.py; container labels: engine.py
 STOP_GRACE = 10.0  # SIGTERM → SIGKILL: the entrypoint needs ~5.5 s to stop its children
@@ -28,7 +30,7 @@ POLL = 0.2
 RUN_LOG = "ssebench-run.log"  # the run's display (stderr), moved into its folder when it ended
 
 
-def machine() -> Resources:
+def machine() -> Capacity:
     """This machine's CPUs (the ones we may use) and available memory."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     memory = 0
@@ -36,79 +38,113 @@ def machine() -> Resources:
         for line in stream:
             if line.startswith("MemAvailable:"):
                 memory = int(line.split()[1]) * 1024
-    return Resources(float(cpus), memory or 4 << 30)
+    return Capacity(float(cpus), memory or 4 << 30)
 
 
-def run_argv(spec: RunSpec, extra: tuple[str, ...] = ()) -> list[str]:
-    """The ``ssebench run`` command line of one run."""
-    argv = supervise.ssebench_argv("run", "--task", str(spec.task), "--results", str(spec.folder), "--json")
-    argv += ["--difficulty", str(spec.level), *extra]
-    timeout = spec.agent_timeout or spec.phase_timeouts.get("agent")
-    if timeout:
-        argv += ["--agent-timeout", str(max(1, round(timeout)))]
-    if "mcp" in spec.phase_timeouts:
-        argv += ["--mcp-timeout", str(max(1, round(spec.phase_timeouts["mcp"])))]
-    return argv + (["--", *spec.command] if spec.command else ["--agent", spec.agent])
+def run_argv(run: JobRun, extra: tuple[str, ...] = ()) -> list[str]:
+    """The ``ssebench run`` command line of one run: its spec is in a file (:func:`spec_file`)."""
+    return supervise.ssebench_argv("run", "--spec", str(spec_file(run)), "--results", str(run.folder), "--json", *extra)
 
 
-def run_env(spec: RunSpec) -> dict[str, str]:
-    env = {**os.environ, **spec.env, JOB_VAR: spec.job_id, RUN_VAR: f"{spec.job_id}/{spec.run_id}"}
-    if spec.model:
-        env["SSE_AGENT_MODEL"] = spec.model
-    return env
+def run_env(run: JobRun) -> dict[str, str]:
+    return {**os.environ, **run.env, JOB_VAR: run.job_id, RUN_VAR: f"{run.job_id}/{run.run_id}"}
 
 
-def _log(spec: RunSpec) -> Path:
-    """Beside the run's folder while it runs (ssebench run wants its folder empty)."""
-    return spec.folder.parent / f".{spec.folder.name}.log"
+def _log(run: JobRun) -> Path:
+    return log_beside(run.folder)
+
+
+def log_beside(folder: Path) -> Path:
+    """The run's display while it runs: beside its folder (ssebench run wants its folder empty)."""
+    return folder.parent / f".{folder.name}.log"
+
+
+def spec_file(run: JobRun) -> Path:
+    return spec_beside(run.folder)
+
+
+def spec_beside(folder: Path) -> Path:
+    """The run's spec while it runs: beside its folder (never in it), no secret in it (the
+    environment is not part of a spec)."""
+    return folder.parent / f".{folder.name}.spec.json"
+
+
+def tidy(folder: Path) -> None:
+    """What a try left beside FOLDER when ``ssebench jobs`` was killed as it ended (its
+    record written, the scheduler gone before noting it): the log into the folder, the
+    spec removed, as the end of :meth:`LocalBackend.run` does."""
+    with contextlib.suppress(OSError):
+        if not (folder / RUN_LOG).exists():
+            log_beside(folder).replace(folder / RUN_LOG)
+    spec_beside(folder).unlink(missing_ok=True)
+
+
+def _write_spec(run: JobRun) -> None:
+    from ssebench.agents.files import atomic_write
+
+    atomic_write(spec_file(run), run.spec.model_dump_json(indent=2).encode() + b"\n", 0o644)
 
 
 class LocalBackend:
     """Runs on this machine, as processes."""
 
     name: ClassVar[str] = "local"
+    runs_as: ClassVar[RunsOn] = "process"
     extra_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, cwd: Path | None = None) -> None:
         self.cwd = cwd  # where a custom command's relative program is found (the job file's folder)
 
-    def capacity(self) -> Resources:
+    def capacity(self) -> Capacity:
         return machine()
 
-    def run(self, spec: RunSpec, cancel: threading.Event) -> Outcome:
+    def run(self, run: JobRun, cancel: threading.Event) -> RunResult:
         try:
-            proc = self._start(spec)
+            return self._run(run, cancel, Clock())
+        finally:
+            with contextlib.suppress(OSError):
+                _log(run).replace(run.folder / RUN_LOG)
+            spec_file(run).unlink(missing_ok=True)  # the record holds the spec now
+
+    def _run(self, run: JobRun, cancel: threading.Event, clock: Clock) -> RunResult:
+        try:
+            proc = self._start(run)
         except OSError as error:
-            return Outcome("infra", START_FAILED, None, f"could not start ssebench run: {error}")
-        stopped: str | None = "error"
+            return written(run, START_FAILED, f"could not start ssebench run: {error}", clock)
+        stopped: str | None = BACKEND_ERROR  # if waiting fails: the scheduler records the backend's error
         try:
-            stopped = self._wait(proc, spec, cancel)
+            stopped = self._wait(proc, run, cancel)
         finally:
             code = supervise.stop(proc, STOP_GRACE) if proc.poll() is None else proc.returncode
-            outcome = classify(code, spec.folder, stopped)
-            if stopped is not None or outcome.status in (KILLED, NO_RESULTS, "interrupted"):
-                self.cleanup(spec)  # a normal end leaves nothing (the entrypoint stops all it started)
-            with contextlib.suppress(OSError):
-                _log(spec).replace(spec.folder / RUN_LOG)
-        return outcome
+            if stopped is not None:
+                self.cleanup(run)  # first: nothing of the run may write its record after ours
+            result = settle(run, code, clock, stopped, _log(run))
+            if stopped is None and result.outcome in (Outcome.INFRASTRUCTURE, Outcome.CANCELLED):
+                self.cleanup(run)  # a normal end leaves nothing (the entrypoint stops all it started)
+        return result
 
-    def _start(self, spec: RunSpec) -> subprocess.Popen[bytes]:
-        with open(_log(spec), "wb") as log:
+    def argv(self, run: JobRun) -> list[str]:
+        """The run's child: ``ssebench run`` (the tests and the benchmark put another here)."""
+        return run_argv(run, self.extra_args)
+
+    def _start(self, run: JobRun) -> subprocess.Popen[bytes]:
+        _write_spec(run)
+        with open(_log(run), "wb") as log:
             return supervise.popen(
-                run_argv(spec, self.extra_args),
-                self.env(spec),
+                self.argv(run),
+                self.env(run),
                 die_with_parent=True,
                 cwd=self.cwd,
                 stdout=subprocess.DEVNULL,  # --json: results.json again; the run folder has it
                 stderr=log,
             )
 
-    def env(self, spec: RunSpec) -> dict[str, str]:
-        return run_env(spec)
+    def env(self, run: JobRun) -> dict[str, str]:
+        return run_env(run)
 
-    def _wait(self, proc: subprocess.Popen[bytes], spec: RunSpec, cancel: threading.Event) -> str | None:
+    def _wait(self, proc: subprocess.Popen[bytes], run: JobRun, cancel: threading.Event) -> str | None:
         """Wait for the run; None when it ended by itself, else why it was stopped."""
-        limit = spec.phase_timeouts.get("run")
+        limit = run.spec.run_timeout
         deadline = time.monotonic() + limit if limit else None
         while True:
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -120,9 +156,9 @@ class LocalBackend:
                 supervise.stop(proc, STOP_GRACE)
                 return why
 
-    def cleanup(self, spec: RunSpec) -> None:
+    def cleanup(self, run: JobRun) -> None:
         """Kill whatever of this run outlived its ``ssebench run``."""
-        supervise.kill_marked(RUN_VAR, f"{spec.job_id}/{spec.run_id}")
+        supervise.kill_marked(RUN_VAR, f"{run.job_id}/{run.run_id}")
 
     def sweep(self, job_id: str) -> None:
         supervise.kill_marked(JOB_VAR, job_id)
