@@ -233,3 +233,15 @@ def test_records_and_secret_split(tmp_path):
         "no_results",
         "the agent container ended (exit status 0) without writing results.json",
     )
+
+
+@pytest.mark.parametrize("minor", [20, 37])
+def test_the_daemon_reads_the_task_file_by_its_own_name(minor):
+    # As with Docker: a task file need not be named task.toml (a quoted name, a space in it).
+    for name, shown in (("task.toml", "/task/task.toml"), ("cve 1.toml", "'/task/cve 1.toml'")):
+        job = km.job(plan(minor, task_name=name))
+        every = {**containers(job, "initContainers"), **containers(job, "containers")}
+        assert f"ssebench daemon --task {shown} --tree " in every["daemon"]["command"][2]
+    from ssebench.jobs.backends.kubernetes import grade_argv
+
+    assert grade_argv("/task/cve 1.toml")[:4] == ["ssebench", "grade", "--task", "/task/cve 1.toml"]

@@ -7,7 +7,6 @@ The engine is the one DOCKER_HOST names, else ssebench's private engine
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -48,18 +47,6 @@ def cache_dir() -> Path:
 
 class DockerRunError(Exception):
     """The run could not happen (no engine, no base image, a build failed); says why."""
-
-
-def read_results(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except json.JSONDecodeError as error:
-        raise DockerRunError(f"{path}: not valid JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise DockerRunError(f"{path}: expected a JSON object")
-    return data
 
 
 def _created_at(text: str) -> datetime | None:

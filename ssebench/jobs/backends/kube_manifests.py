@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,12 @@ class PodPlan:
     model_ports: Sequence[int] = (443,)
     extra_containers: Sequence[Mapping[str, Any]] = field(default_factory=tuple)  # e.g. a scripted model API
     pull_policy: str = "IfNotPresent"  # "Never" for images imported into a local cluster
+    task_name: str = "task.toml"  # the task file's name in its folder (any name, as with Docker)
+
+    @property
+    def task_file(self) -> str:
+        """The task file inside the Pod."""
+        return f"{TASK_DIR}/{self.task_name}"
 
     @property
     def native(self) -> bool:
@@ -182,7 +189,8 @@ def stage_container(plan: PodPlan) -> dict[str, Any]:
 def daemon_container(plan: PodPlan) -> dict[str, Any]:
     """The daemon with the task: a native sidecar (the kubelet stops it after the Pod's
     containers), or a container of its own that stops once the results are collected."""
-    argv = f"ssebench daemon --task {TASK_DIR}/task.toml --tree {TREE_DIR} --socket {SIDECAR_SOCKET_DIR}/daemon.sock"
+    task = shlex.quote(plan.task_file)
+    argv = f"ssebench daemon --task {task} --tree {TREE_DIR} --socket {SIDECAR_SOCKET_DIR}/daemon.sock"
     if plan.native:
         command = ["sh", "-c", f"exec {argv}"]
     else:

@@ -30,7 +30,13 @@ from ssebench.runrecord import Backend as RunsOn
 from ssebench.runrecord import RunResult
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # env names that go into the Secret
-GRADE_ARGV = ["ssebench", "grade", "--task", f"{km.TASK_DIR}/task.toml", "--tree", km.TREE_DIR, "--json"]
+
+
+def grade_argv(task_file: str) -> list[str]:
+    """``ssebench grade`` of the Pod's task, run in its daemon container."""
+    return ["ssebench", "grade", "--task", task_file, "--tree", km.TREE_DIR, "--json"]
+
+
 COLLECT_FAILED = "collect_failed"
 DELETE_TIMEOUT = 120.0
 RUN_MARGIN = 900.0  # seconds past the agent's timeout before a run counts as lost (builds, grading)
@@ -136,6 +142,7 @@ class KubernetesBackend:
             model_cidrs=self.model_cidrs,
             extra_containers=tuple(self.extra_containers(run)) if self.extra_containers else (),
             pull_policy=self.pull_policy,
+            task_name=Path(spec.task_file).name,
         )
         return plan, secrets
 
@@ -153,7 +160,8 @@ class KubernetesBackend:
                 cancel,
                 _deadline(run),
             )
-            error = self._collect(end, run.folder) if end.reason == "agent_exited" and end.pod else None
+            collect = end.reason == "agent_exited" and end.pod
+            error = self._collect(end, run.folder, plan.task_file) if collect else None
             if end.pod:
                 self._save_logs(end.pod, run.folder)
             return record(run, end, clock, error)
@@ -171,14 +179,14 @@ class KubernetesBackend:
             create, read = methods[obj["kind"]]
             kube_api.create(create, read, self.namespace, obj)
 
-    def _collect(self, end: kube_pod.PodEnd, folder: Path) -> str | None:
+    def _collect(self, end: kube_pod.PodEnd, folder: Path, task_file: str) -> str | None:
         """Results out of the Pod; grading in the daemon when the agent ran to an end."""
         assert end.pod is not None
         try:
             kube_pod.copy_results(self.core, self.namespace, end.pod, folder)
             results = runrecord.read_if_any(folder)
             if results is not None and results.exit_code in (0, 5, 6):
-                self._grade(end.pod, folder, results.model_dump(mode="json"))
+                self._grade(end.pod, folder, task_file)
             return None
         except runrecord.RecordError:
             return None  # record() names it (the run's reason) and keeps the file
@@ -187,19 +195,19 @@ class KubernetesBackend:
         finally:
             kube_pod.mark_collected(self.core, self.namespace, end.pod, "daemon")
 
-    def _grade(self, pod: str, folder: Path, results: dict[str, Any]) -> None:
+    def _grade(self, pod: str, folder: Path, task_file: str) -> None:
         """As Docker's sidecar: grade where the task is, merge the typed verdict into the record."""
         from ssebench import runrecord
         from ssebench.supervise import tail_lines
 
         out, err = folder / "grading.json", folder / "grading.log"
-        code = kube_pod.exec_to_file(self.core, self.namespace, pod, "daemon", GRADE_ARGV, out, err)
+        code = kube_pod.exec_to_file(self.core, self.namespace, pod, "daemon", grade_argv(task_file), out, err)
         grading = results_file.grading_of(code, out, tail_lines(err))
         try:
             record = runrecord.read(folder)
         except runrecord.RecordError as error:
             raise kube_pod.CollectError(str(error)) from None
-        runrecord.write(folder, results_file.with_grading(record, grading, "pod", task_file=f"{km.TASK_DIR}/task.toml"))
+        runrecord.write(folder, results_file.with_grading(record, grading, "pod", task_file=task_file))
 
     def _save_logs(self, pod: str, folder: Path) -> None:
         """container.log (the agent's output) and daemon.log, streamed to disk (a download
