@@ -64,6 +64,7 @@ def run_verify(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     fix = Path(args.fix) if args.fix else None
+    sandbox = None
     try:
         if args.docker:
             from ssebench.taskverifydocker import verify_in_docker
@@ -78,6 +79,11 @@ def run_verify(args: argparse.Namespace) -> int:
     except (VerifyUsageError, ValueError, RunError, SandboxUnavailable) as exc:
         print(f"ssebench task verify: {exc}", file=sys.stderr)
         return 2
+    if args.docker or sandbox.enabled:  # this machine's verdict on these bytes (dataset lock reuses it)
+        from ssebench.dataset import verdicts
+        from ssebench.dataset.hashing import task_hash
+
+        verdicts.save(task_hash(task, fix) + (":docker" if args.docker else ""), verdict.to_json())
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))
     else:

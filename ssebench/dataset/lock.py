@@ -1,0 +1,167 @@
+"""Locking a dataset and checking it against its lock (``dataset lock``, ``dataset
+verify``, ``jobs run``'s refusal of a task that changed). The file: lockfile.py."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ssebench.dataset.hashing import LOCK_NAME, combine, file_entry, folder_entries, task_entries
+from ssebench.dataset.lockfile import DatasetError, Lock, LockedTask
+from ssebench.dataset.verdicts import Cached
+from ssebench.task import Task, TaskError, load_task
+
+TASK_FILE = "task.toml"
+
+
+def discover(dirs: list[Path]) -> list[Task]:
+    """Every task in *dirs* (a task folder, or a folder with task folders at any depth);
+    raises DatasetError: a folder without tasks, a task that does not load, two tasks
+    with one id."""
+    found: list[Path] = []
+    for d in dirs:
+        if not d.is_dir():
+            raise DatasetError(f"{d}: not a folder")
+        files = [d / TASK_FILE] if (d / TASK_FILE).is_file() else _below(d)
+        if not files:
+            raise DatasetError(f"{d}: no {TASK_FILE} in it or in any folder below it")
+        found += files
+    tasks: list[Task] = []
+    seen: dict[str, Path] = {}
+    for file in dict.fromkeys(f.resolve() for f in found):
+        try:
+            task = load_task(file)
+        except TaskError as exc:
+            raise DatasetError(str(exc)) from None
+        if task.id in seen:
+            raise DatasetError(f"{file}: key 'id': two tasks have the id '{task.id}': {seen[task.id]} and {file}")
+        seen[task.id] = file
+        tasks.append(task)
+    return tasks
+
+
+def _below(root: Path) -> list[Path]:
+    """The task files under *root*; a task folder's own subfolders are not searched."""
+    out = []
+    for folder, dirs, files in os.walk(root):
+        if TASK_FILE in files and Path(folder) != root:
+            out.append(Path(folder) / TASK_FILE)
+            dirs[:] = []
+            continue
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
+    return sorted(out)
+
+
+def fix_beside(task: Task) -> Path | None:
+    """The task's reference fix, kept beside its folder: ``<folder>.fix.patch``."""
+    path = task.dir.parent / f"{task.dir.name}.fix.patch"
+    return path if path.is_file() else None
+
+
+def _rel(path: Path, root: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+
+
+def locked_task(task: Task, root: Path, cached: Cached | None) -> LockedTask:
+    """The lock's record of *task* (paths relative to *root*) with its verdict."""
+    files, source_files = task_entries(task)
+    fix = fix_beside(task)
+    fix_entry = file_entry(fix) if fix is not None else None
+    if cached is None:
+        verify = {"verdict": "not verified", "at": None, "problems": []}
+    else:
+        sound = cached.verdict.get("sound")
+        verify = {"verdict": "sound" if sound else "unsound", "at": cached.at, "problems": cached.verdict["problems"]}
+    return LockedTask(
+        id=task.id,
+        task_file=_rel(task.file, root),
+        folder=_rel(task.dir, root),
+        hash=combine(files, source_files, fix_entry),
+        files=files,
+        source=_rel(task.source, root),
+        source_files=source_files,
+        fix={"path": _rel(fix, root), "entry": str(fix_entry)} if fix is not None else None,
+        verify=verify,
+        image=cached.verdict.get("image") if cached is not None else None,
+    )
+
+
+def changes(lock: Lock) -> list[str]:
+    """Every file that changed since *lock* was written, one line each (empty: none);
+    raises DatasetError when the lock is from another dataset."""
+    root = lock.root
+    present = [t for t in lock.tasks if (root / t.task_file).is_file()]
+    if lock.tasks and not present:
+        first = lock.tasks[0]
+        raise DatasetError(
+            f"{lock.path}: a lock from another dataset: none of its {len(lock.tasks)} tasks is there "
+            f"(key 'tasks[0].task_file': {root / first.task_file} does not exist)"
+        )
+    out: list[str] = []
+    for i, locked in enumerate(lock.tasks):
+        out += _task_changes(lock, i, locked)
+    known = {(root / t.task_file).resolve() for t in lock.tasks}
+    for file in _below(root) + ([root / TASK_FILE] if (root / TASK_FILE).is_file() else []):
+        if file.resolve() not in known:
+            out.append(f"{_rel(file, root)}: a task that is not in the lock")
+    return out
+
+
+def _task_changes(lock: Lock, index: int, locked: LockedTask) -> list[str]:
+    root = lock.root
+    file = root / locked.task_file
+    if not file.is_file():
+        return [f"task '{locked.id}': {locked.task_file} removed"]
+    try:
+        task = load_task(file)
+    except TaskError as exc:
+        return [f"task '{locked.id}': {exc}"]
+    if task.id != locked.id:
+        raise DatasetError(
+            f"{lock.path}: key 'tasks[{index}].id': the lock says '{locked.id}', but {file} is task "
+            f"'{task.id}': a lock from another dataset?"
+        )
+    name = f"task '{locked.id}'"
+    out = _diff(name, locked.folder, locked.files, folder_entries(task.dir))
+    if locked.source_files is not None or not task.source.resolve().is_relative_to(task.dir.resolve()):
+        now = folder_entries(task.source) if task.source.is_dir() else {}
+        out += _diff(name, locked.source, locked.source_files or {}, now)
+    fix = fix_beside(task)
+    entry = file_entry(fix) if fix is not None else None
+    if (locked.fix or {}).get("entry") != entry:
+        where = locked.fix["path"] if locked.fix else _rel(task.dir.parent / f"{task.dir.name}.fix.patch", root)
+        out.append(f"{name}: fix {where} {'changed' if locked.fix and entry else 'removed' if locked.fix else 'added'}")
+    return out
+
+
+def _diff(name: str, base: str, before: dict[str, str], after: dict[str, str]) -> list[str]:
+    out = []
+    for rel in sorted(set(before) | set(after)):
+        old, new = before.get(rel), after.get(rel)
+        if old == new:
+            continue
+        what = "added" if old is None else "removed" if new is None else "changed"
+        out.append(f"{name}: {what}: {base}/{rel}" if base != "." else f"{name}: {what}: {rel}")
+    return out
+
+
+def find_lock(task: Task) -> Path | None:
+    """The lock beside a task: the nearest ``ssebench.lock`` in its folder or above."""
+    for folder in (task.dir.resolve(), *task.dir.resolve().parents):
+        if (folder / LOCK_NAME).is_file():
+            return folder / LOCK_NAME
+    return None
+
+
+def check_task(task: Task, read: Callable[[Path], Lock]) -> tuple[Lock | None, list[str]]:
+    """The lock beside *task* and how the task differs from it (empty: as locked, or no
+    lock); for ``jobs run``. Raises DatasetError for a lock that does not read."""
+    path = find_lock(task)
+    if path is None:
+        return None, []
+    lock = read(path)
+    for i, locked in enumerate(lock.tasks):
+        if (lock.root / locked.task_file).resolve() == task.file.resolve():
+            return lock, _task_changes(lock, i, locked)
+    return lock, [f"task '{task.id}' ({task.file}) is not in the lock {path}"]
