@@ -109,29 +109,32 @@ def changes(lock: Lock) -> list[str]:
 
 
 def _task_changes(lock: Lock, index: int, locked: LockedTask) -> list[str]:
+    """How one locked task differs now, by the lock's own paths (a task that no longer
+    loads still has its files compared)."""
     root = lock.root
     file = root / locked.task_file
     if not file.is_file():
         return [f"task '{locked.id}': {locked.task_file} removed"]
     try:
-        task = load_task(file)
-    except TaskError as exc:
-        return [f"task '{locked.id}': {exc}"]
-    if task.id != locked.id:
+        task_id: str | None = load_task(file).id
+    except TaskError:
+        task_id = None  # its task file changed: named below
+    if task_id is not None and task_id != locked.id:
         raise DatasetError(
             f"{lock.path}: key 'tasks[{index}].id': the lock says '{locked.id}', but {file} is task "
-            f"'{task.id}': a lock from another dataset?"
+            f"'{task_id}': a lock from another dataset?"
         )
     name = f"task '{locked.id}'"
-    out = _diff(name, locked.folder, locked.files, folder_entries(task.dir))
-    if locked.source_files is not None or not task.source.resolve().is_relative_to(task.dir.resolve()):
-        now = folder_entries(task.source) if task.source.is_dir() else {}
-        out += _diff(name, locked.source, locked.source_files or {}, now)
-    fix = fix_beside(task)
-    entry = file_entry(fix) if fix is not None else None
+    folder = root / locked.folder
+    out = _diff(name, locked.folder, locked.files, folder_entries(folder))
+    if locked.source_files is not None:
+        source = root / locked.source
+        out += _diff(name, locked.source, locked.source_files, folder_entries(source) if source.is_dir() else {})
+    fix = root / locked.fix["path"] if locked.fix else folder.parent / f"{folder.name}.fix.patch"
+    entry = file_entry(fix) if fix.is_file() else None
     if (locked.fix or {}).get("entry") != entry:
-        where = locked.fix["path"] if locked.fix else _rel(task.dir.parent / f"{task.dir.name}.fix.patch", root)
-        out.append(f"{name}: fix {where} {'changed' if locked.fix and entry else 'removed' if locked.fix else 'added'}")
+        what = "changed" if locked.fix and entry else "removed" if locked.fix else "added"
+        out.append(f"{name}: fix {_rel(fix, root)} {what}")
     return out
 
 

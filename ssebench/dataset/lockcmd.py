@@ -60,7 +60,10 @@ def lock(args: argparse.Namespace) -> int:
         record = locked_task(task, out.parent, cached)
         records.append(record)
         _line(record, hit)
-    lock_hash = write(out, verdicts.now(), records)
+    try:
+        lock_hash = write(out, verdicts.now(), records)
+    except OSError as exc:
+        raise DatasetError(f"{out}: cannot write the lock: {exc.strerror or exc}") from None
     unsound = [r.id for r in records if r.verify["verdict"] == "unsound"]
     ui.echo((f"Wrote {out}", "ok"), f": {len(records)} task{'s' if len(records) != 1 else ''}, {lock_hash}")
     if unsound:
