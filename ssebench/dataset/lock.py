@@ -168,3 +168,30 @@ def check_task(task: Task, read: Callable[[Path], Lock]) -> tuple[Lock | None, l
         if (lock.root / locked.task_file).resolve() == task.file.resolve():
             return lock, _task_changes(lock, i, locked)
     return lock, [f"task '{task.id}' ({task.file}) is not in the lock {path}"]
+
+
+SHOWN_CHANGES = 5  # changed files named per task in a refusal; the rest counted
+
+
+def preflight(task_files: list[Path], ignore: bool) -> tuple[dict[Path, str | None], list[str]]:
+    """``jobs run``'s check of each task against the lock beside it: the lock's hash per
+    task (None: no lock), and one message per task that differs (empty when *ignore*:
+    the run goes ahead and its record says so)."""
+    from ssebench.dataset.lockfile import read
+
+    hashes: dict[Path, str | None] = {}
+    refusals: list[str] = []
+    for file in task_files:
+        try:
+            lock, differs = check_task(load_task(file), read)
+        except TaskError:
+            hashes[file] = None  # the job's own loader names a bad task file
+            continue
+        hashes[file] = lock.hash if lock is not None else None
+        if differs and lock is not None and not ignore:
+            more = f"; and {len(differs) - SHOWN_CHANGES} more" if len(differs) > SHOWN_CHANGES else ""
+            refusals.append(
+                f"{file}: differs from the lock {lock.path}: {'; '.join(differs[:SHOWN_CHANGES])}{more} "
+                "(ssebench dataset verify names every change; lock again, or run with --ignore-lock)"
+            )
+    return hashes, refusals

@@ -54,6 +54,8 @@ class RunSpec:
     memory: int  # bytes
     folder: Path  # the run's results folder (created empty by the scheduler)
     phase_timeouts: Mapping[str, float] = field(default_factory=dict)  # e.g. {"run": 3600}
+    lock_hash: str | None = None  # the ssebench.lock the task was checked against (docs/datasets.md)
+    ignore_lock: bool = False  # --ignore-lock: the task's files may differ from that lock
 
     @property
     def resources(self) -> Resources:

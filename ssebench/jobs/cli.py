@@ -54,6 +54,11 @@ def _positive(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=_positive, dest="concurrency", metavar="N", help="at most N runs at once")
     p.add_argument("--backend", choices=("local", "docker", "kubernetes"), help="where runs execute (default: local)")
+    p.add_argument(
+        "--ignore-lock",
+        action="store_true",
+        help="run a task whose files differ from the ssebench.lock beside it (written into each run's spec)",
+    )
     from ssebench.jobs.backends import kube_setup
 
     kube_setup.add_arguments(p)
@@ -74,6 +79,22 @@ def make_backend(name: str, cwd: Path, args: argparse.Namespace | None = None) -
         return cls(cwd=cwd)
     except TypeError:
         return cls()
+
+
+def _lock_refusals(job: Any, args: argparse.Namespace) -> bool:
+    """Refuse (naming each) the tasks whose files differ from the ssebench.lock beside
+    them, unless --ignore-lock; keep each task's lock hash for its runs' specs."""
+    from ssebench.dataset.lock import preflight
+    from ssebench.dataset.lockfile import DatasetError
+
+    try:
+        args.lock_hashes, refusals = preflight(list(job.tasks), args.ignore_lock)
+    except DatasetError as error:
+        _fail(str(error))
+        return True
+    for message in refusals:
+        _fail(message)
+    return bool(refusals)
 
 
 def _fail(message: str) -> int:
@@ -98,6 +119,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             return _fail("give a job file, or at least one --task and one --agent")
         backend = args.backend or job.backend or "local"
+        if _lock_refusals(job, args):
+            return EXIT_USAGE
         where = Path(args.results) if args.results else jobfolder.default_folder(job)
         state = jobfolder.create(where, job, flags, backend)
     except (jobfile.JobFileError, StateError) as error:
@@ -114,6 +137,9 @@ def _resume(args: argparse.Namespace) -> int:
         job, state = jobfolder.reopen(Path(args.folder), args.force)
     except (jobfile.JobFileError, StateError) as error:
         return _fail(str(error))
+    if _lock_refusals(job, args):
+        state.close()
+        return EXIT_USAGE
     return _execute(job, state, args.backend or state.header.get("backend") or "local", args)
 
 
@@ -133,7 +159,8 @@ def _execute(job: Any, state: Any, backend_name: str, args: argparse.Namespace) 
     with _sigterm_as_interrupt():
         backend.sweep(state.job_id)  # what a killed ssebench jobs left of this job
         with Progress(total=len(state.runs), done=len(state.runs) - len(todo)) as progress:
-            scheduler = Scheduler(backend, state, jobfolder.specs(job, state), policy, progress.event)
+            specs = jobfolder.specs(job, state, args.lock_hashes, args.ignore_lock)
+            scheduler = Scheduler(backend, state, specs, policy, progress.event)
             finished = scheduler.run(todo)
         backend.sweep(state.job_id)
     state.close()

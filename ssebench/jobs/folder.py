@@ -88,8 +88,11 @@ def to_run(state: JobState) -> list[str]:
     return [r["run_id"] for r in state if r["state"] not in FINISHED or r["state"] == "infra"]
 
 
-def specs(job: Job, state: JobState) -> dict[str, RunSpec]:
-    """Every run's spec, in matrix order."""
+def specs(
+    job: Job, state: JobState, lock_hashes: dict[Path, str | None] | None = None, ignore_lock: bool = False
+) -> dict[str, RunSpec]:
+    """Every run's spec, in matrix order (with the hash of the lock its task was checked
+    against, and whether --ignore-lock let a task that differs from it run)."""
     agents = {a.name: a for a in job.agents}
     needs: dict[str, Resources] = {}
     result = {}
@@ -111,6 +114,8 @@ def specs(job: Job, state: JobState) -> dict[str, RunSpec]:
             memory=need.memory,
             folder=(state.folder / record["folder"]).resolve(),
             phase_timeouts=job.timeouts,
+            lock_hash=(lock_hashes or {}).get(Path(record["task"])),
+            ignore_lock=ignore_lock,
         )
     return result
 
