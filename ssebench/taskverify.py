@@ -219,7 +219,7 @@ def verify(
         if fix is not None:
             trees[FIXED] = fixed_tree(task, fix, holder / "fixed")
         runs: dict[Key, list[CheckResult]] = {}
-        for number in range(repeat):
+        for _ in range(repeat):
             for label, root in trees.items():
                 # Its own temporary folder, as grade's: the checks' uid must reach it.
                 workspace = Path(tempfile.mkdtemp(prefix=f"ssebench-verify-{label}-"))

@@ -79,7 +79,8 @@ def run_verify(args: argparse.Namespace) -> int:
     except (VerifyUsageError, ValueError, RunError, SandboxUnavailable) as exc:
         print(f"ssebench task verify: {exc}", file=sys.stderr)
         return 2
-    if args.docker or sandbox.enabled:  # this machine's verdict on these bytes (dataset lock reuses it)
+    # This machine's verdict on these bytes, sandboxed (dataset lock reuses it).
+    if args.docker or (sandbox is not None and sandbox.enabled):
         from ssebench.dataset import verdicts
         from ssebench.dataset.hashing import task_hash
 
@@ -94,8 +95,7 @@ def run_verify(args: argparse.Namespace) -> int:
 def rows(verdict: Verdict) -> list[tuple[str, ...]]:
     """The table's rows (no header): one per expectation."""
     return [
-        (e.tree, e.check.label, e.poc or "-", e.expected.value, _got(e), _time(e.seconds))
-        for e in verdict.expectations
+        (e.tree, e.check.label, e.poc or "-", e.expected.value, _got(e), _time(e.seconds)) for e in verdict.expectations
     ]
 
 

@@ -60,7 +60,7 @@ def test_import_writes_one_task_per_record_and_its_fix_beside_it(tmp_path: Path)
         "run = 'bash \"$SSE_TASK_DIR/build.sh\"'\n"
         "timeout = 3600\n\n"
         "[pocs]\n"
-        "run = '\"$SSE_TREE/sse-out/affdicfuzzer\" \"$SSE_POC\"'\n"
+        'run = \'"$SSE_TREE/sse-out/affdicfuzzer" "$SSE_POC"\'\n'
         'files = ["pocs/52258"]\n'
         "timeout = 300\n"
     )

@@ -20,9 +20,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "tasks"
 
 
 def dataset(*args: str | Path, cache: Path, cwd: Path | None = None) -> tuple[int, str, str]:
-    done = run_ssebench(
-        "dataset", *map(str, args), env={"SSEBENCH_CACHE": str(cache)}, timeout=300, cwd=cwd
-    )
+    done = run_ssebench("dataset", *map(str, args), env={"SSEBENCH_CACHE": str(cache)}, timeout=300, cwd=cwd)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -96,9 +94,7 @@ def test_bad_input_is_one_line_naming_file_and_key(tmp_path: Path) -> None:
     code, out, err = dataset("lock", ds, "--no-verify", cache=tmp_path / "cache")
     assert (code, out) == (2, "")
     first, second = ds / "copy" / "t" / "task.toml", ds / "more" / "t" / "task.toml"
-    assert err == (
-        f"ssebench dataset: {second}: key 'id': two tasks have the id 'small': {first} and {second}\n"
-    )
+    assert err == (f"ssebench dataset: {second}: key 'id': two tasks have the id 'small': {first} and {second}\n")
     assert not (ds / "ssebench.lock").exists()  # nothing written
 
     shutil.rmtree(ds / "copy")

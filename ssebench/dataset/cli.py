@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("dirs", nargs="+", metavar="DIR", help="a dataset folder or a task folder")
     p.add_argument(
-        "-o", "--output", metavar="LOCK", help="the lock file (default: ssebench.lock in DIR, or the DIRs' common folder)"
+        "-o",
+        "--output",
+        metavar="LOCK",
+        help="the lock file (default: ssebench.lock in DIR, or the DIRs' common folder)",
     )
     p.add_argument("--no-verify", action="store_true", help="do not verify; record only verdicts already cached")
     p.add_argument("--docker", action="store_true", help="verify in the task image and record its digest")
@@ -92,7 +95,10 @@ def _verify(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         return _fail(str(exc))
     if not changed:
-        ui.echo((f"{lock.path}: every file as locked", "ok"), f" ({len(lock.tasks)} task{'s' if len(lock.tasks) != 1 else ''}, locked {lock.created})")
+        ui.echo(
+            (f"{lock.path}: every file as locked", "ok"),
+            f" ({len(lock.tasks)} task{'s' if len(lock.tasks) != 1 else ''}, locked {lock.created})",
+        )
         return 0
     ui.echo((f"{lock.path}: {len(changed)} changed since it was locked", "fail"), f" ({lock.created}):")
     for line in changed:

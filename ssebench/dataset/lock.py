@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ssebench.dataset.hashing import LOCK_NAME, combine, file_entry, folder_entries, task_entries
 from ssebench.dataset.lockfile import DatasetError, Lock, LockedTask
@@ -69,7 +70,7 @@ def locked_task(task: Task, root: Path, cached: Cached | None) -> LockedTask:
     fix = fix_beside(task)
     fix_entry = file_entry(fix) if fix is not None else None
     if cached is None:
-        verify = {"verdict": "not verified", "at": None, "problems": []}
+        verify: dict[str, Any] = {"verdict": "not verified", "at": None, "problems": []}
     else:
         sound = cached.verdict.get("sound")
         verify = {"verdict": "sound" if sound else "unsound", "at": cached.at, "problems": cached.verdict["problems"]}

@@ -153,7 +153,7 @@ def task_toml(record: Record) -> str:
         "run = 'bash \"$SSE_TASK_DIR/build.sh\"'\n"
         "timeout = 3600\n\n"
         "[pocs]\n"
-        f"run = '\"$SSE_TREE/sse-out/{record.fuzz_target}\" \"$SSE_POC\"'\n"
+        f'run = \'"$SSE_TREE/sse-out/{record.fuzz_target}" "$SSE_POC"\'\n'
         f'files = ["pocs/{record.local_id}"]\n'
         "timeout = 300\n"
     )
