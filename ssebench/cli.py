@@ -24,7 +24,8 @@ COMMAND_MODULES = (
     "ssebench.agents.cli",  # agents install|uninstall|list|show|dockerfile
     "ssebench.container.cli",  # entrypoint, run
     "ssebench.dialog.cli",  # dialog show
-    "ssebench.taskcmd",  # task check|new
+    "ssebench.taskcmd",  # task check|new|verify
+    "ssebench.dataset.cli",  # dataset lock|verify|import
     "ssebench.completion",  # completion bash|zsh|fish
     "ssebench.doctor",  # doctor
     "ssebench.jobs.cli",  # jobs run|resume|report

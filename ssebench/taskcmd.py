@@ -23,8 +23,9 @@ from ssebench.tasknew import skeleton as skeleton
 def register(sub: argparse._SubParsersAction) -> None:
     task = sub.add_parser(
         "task",
-        help="check a task file, or start a new task from a skeleton",
-        description="Check a task file (task.toml) or write a new task skeleton. The format: docs/task-format.md.",
+        help="check or verify a task file, or start a new task from a skeleton",
+        description="Check a task file (task.toml), prove it sound (verify) or write a new task skeleton. "
+        "The format: docs/task-format.md.",
     )
     verbs = task.add_subparsers(dest="task_command", metavar="ACTION", required=True)
     p = verbs.add_parser(
@@ -46,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", metavar="DIR", help="the folder to create (or an empty one)")
     p.add_argument("--id", help="the task id (default: DIR's name, cleaned to [A-Za-z0-9._-])")
     p.set_defaults(func=_new)
+    from ssebench import taskverifycmd
+
+    taskverifycmd.register(verbs)
 
 
 # -- check ----------------------------------------------------------------------------------

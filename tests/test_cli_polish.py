@@ -148,7 +148,9 @@ def test_bash_completion_completes_commands_agents_and_choices(tmp_path: Path) -
     assert done.returncode == 0
     script.write_text(done.stdout)
     assert _complete(script, "ssebench", "ag") == ["agents"]
-    assert _complete(script, "ssebench", "task", "") == ["check", "new", "-h", "--help"]
+    assert _complete(script, "ssebench", "task", "") == ["check", "new", "verify", "-h", "--help"]
+    assert _complete(script, "ssebench", "dataset", "") == ["lock", "verify", "import", "-h", "--help"]
+    assert _complete(script, "ssebench", "dataset", "import", "") == ["arvo", "-h", "--help", "--id"]
     assert _complete(script, "ssebench", "agents", "install", "co") == ["codex", "continue", "copilot"]
     assert _complete(script, "ssebench", "agents", "install", "claude", "--scope", "") == ["user", "project"]
     assert _complete(script, "ssebench", "completion", "") == ["bash", "zsh", "fish", "-h", "--help"]

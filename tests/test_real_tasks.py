@@ -34,6 +34,7 @@ from ssebench.server.stack import running_stack
 from tests.helpers.daemon import run_ssebench
 from tests.helpers.debsrc import FetchError, orig_tarball
 from tests.helpers.realtasks import REAL_TASKS, TEMPLATES, apply_patch, fixed_tree, task_folder
+from tests.helpers.verified import verified
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -163,7 +164,26 @@ def _run_levels(name: str, folder: Path) -> Runs:
 @pytest.fixture(scope="module", params=sorted(REAL_TASKS))
 def real(request: pytest.FixtureRequest) -> Runs:
     name: str = request.param
-    return _run_levels(name, _folder(name))
+    folder = _folder(name)
+    _sound(name, folder)
+    return _run_levels(name, folder)
+
+
+def _sound(name: str, folder: Path) -> None:
+    """The task is sound with its fix (``task verify``, once per content hash): every
+    text below is only worth comparing on a task whose PoCs trigger and whose fix fixes."""
+    verdict = verified(folder, TEMPLATES / name / "fix.patch")
+    assert verdict.sound, f"{name}: task verify found: {verdict.verdict['problems']}"
+
+
+@pytest.mark.parametrize("name", sorted(REAL_TASKS))
+def test_the_real_task_is_sound_with_its_upstream_fix(name: str) -> None:
+    """Every PoC triggers on the upstream tree, the functional tests pass and the intent
+    tests fail there; with the upstream fix every check passes (tests/helpers/verified.py)."""
+    verdict = verified(_folder(name), TEMPLATES / name / "fix.patch")
+    assert verdict.verdict["problems"] == [] and verdict.verdict["warnings"] == []
+    pocs = [e["poc"] for e in verdict.verdict["expectations"] if e["check"] == "pocs" and e["tree"] == "unfixed"]
+    assert len(pocs) == POCS[name]
 
 
 # -- test_patch at every level ------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import DEMO_TASK
 from tests.helpers.daemon import run_ssebench
+from tests.helpers.realtasks import apply_patch
 from tests.helpers.tasks import make_task
 
 pytestmark = pytest.mark.timeout(120)
@@ -145,9 +146,11 @@ def test_new_writes_a_skeleton_that_checks_and_grades(tmp_path: Path) -> None:
         "  src/                    the tree the agent edits: app.c, Makefile, tests/run-tests.sh\n"
         "  pocs/no-equals          a PoC (hidden from the agent)\n"
         "  README.md               what to edit next\n"
+        f"and its reference fix beside it (outside the task folder): {target}.fix.patch\n"
         "Next:\n"
         f"  ssebench task check {task_file}\n"
         f"  ssebench grade --task {task_file}\n"
+        f"  ssebench task verify {target} --fix {target}.fix.patch\n"
     )
     assert _files(target) == [
         "README.md",
@@ -160,7 +163,8 @@ def test_new_writes_a_skeleton_that_checks_and_grades(tmp_path: Path) -> None:
         "src/tests/run-tests.sh",
         "task.toml",
     ]
-    assert _files(target.parent) == ["my task!"] + [f"my task!/{f}" for f in _files(target)]  # no staging left
+    # No staging left; the fix beside the folder, where no check can read it.
+    assert _files(target.parent) == ["my task!", "my task!.fix.patch"] + [f"my task!/{f}" for f in _files(target)]
 
     check = run_ssebench("task", "check", str(task_file))
     assert check.returncode == 0, check.stderr
@@ -177,13 +181,8 @@ def test_new_writes_a_skeleton_that_checks_and_grades(tmp_path: Path) -> None:
         "- PoCs: FAILED (passed 0 of 1; stopped at the first that still triggers the bug; T s)\n"
         "- functional tests: passed (T s)"
     )
-    # The fix the skeleton's comment describes makes every check pass.
-    app = target / "src" / "app.c"
-    app.write_text(
-        app.read_text().replace(
-            "        fputs(eq + 1, stdout);", "        if (eq != NULL)\n            fputs(eq + 1, stdout);"
-        )
-    )
+    # The fix written beside the folder makes every check pass.
+    apply_patch(target / "src", Path(f"{target}.fix.patch"))
     fixed = run_ssebench("grade", "--task", str(task_file))
     assert fixed.returncode == 0, fixed.stdout
     assert fixed.stdout.startswith(f"Grade of task 'my-task' on {target / 'src'}: every check passed\n")
@@ -206,6 +205,17 @@ def test_new_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     assert done.stderr == f"ssebench task new: {target} is not empty; give a new or empty folder\n"
     assert _files(target) == ["keep.txt"]
     assert _files(tmp_path) == ["busy", "busy/keep.txt"]
+
+
+def test_new_never_replaces_a_fix_beside_the_folder(tmp_path: Path) -> None:
+    fix = tmp_path / "t.fix.patch"
+    fix.write_text("mine\n")
+    done = run_ssebench("task", "new", str(tmp_path / "t"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench task new: {fix} exists; it would be the new task's reference fix (move it away)\n"
+    )
+    assert _files(tmp_path) == ["t.fix.patch"] and fix.read_text() == "mine\n"
 
 
 def test_new_refuses_a_file_and_a_bad_id(tmp_path: Path) -> None:

@@ -60,8 +60,29 @@ def _common(p: argparse.ArgumentParser) -> None:
     from ssebench.jobs.backends import BACKENDS, kube_setup
 
     p.add_argument("--backend", choices=tuple(BACKENDS), help="where runs execute (default: local)")
+    p.add_argument(
+        "--ignore-lock",
+        action="store_true",
+        help="run a task whose files differ from the ssebench.lock beside it (written into each run's spec)",
+    )
 
     kube_setup.add_arguments(p)
+
+
+def _lock_refusals(job: Any, args: argparse.Namespace) -> bool:
+    """Refuse (naming each) the tasks whose files differ from the ssebench.lock beside
+    them, unless --ignore-lock; keep each task's lock hash for its runs' specs."""
+    from ssebench.dataset.lock import preflight
+    from ssebench.dataset.lockfile import DatasetError
+
+    try:
+        args.lock_hashes, refusals = preflight(list(job.tasks), args.ignore_lock)
+    except DatasetError as error:
+        _fail(str(error))
+        return True
+    for message in refusals:
+        _fail(message)
+    return bool(refusals)
 
 
 def _fail(message: str) -> int:
@@ -86,6 +107,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             return _fail("give a job file, or at least one --task and one --agent")
         backend = args.backend or job.backend or "local"
+        if _lock_refusals(job, args):
+            return EXIT_USAGE
         where = Path(args.results) if args.results else jobfolder.default_folder(job)
         state = jobfolder.create(where, job, flags, backend)
     except (jobfile.JobFileError, StateError) as error:
@@ -102,6 +125,9 @@ def _resume(args: argparse.Namespace) -> int:
         job, state = jobfolder.reopen(Path(args.folder), args.force)
     except (jobfile.JobFileError, StateError) as error:
         return _fail(str(error))
+    if _lock_refusals(job, args):
+        state.close()
+        return EXIT_USAGE
     return _execute(job, state, args.backend or state.header.get("backend") or "local", args)
 
 
@@ -128,7 +154,7 @@ def _execute(job: Any, state: JobState, backend_name: str, args: argparse.Namesp
     with _sigterm_as_interrupt():
         backend.sweep(state.job_id)  # what a killed ssebench jobs left of this job
         with Progress(total=len(state.runs), done=len(state.runs) - len(todo)) as progress:
-            runs = jobfolder.runs(job, state, backend.runs_as)
+            runs = jobfolder.runs(job, state, backend.runs_as, args.lock_hashes, args.ignore_lock)
             scheduler = Scheduler(backend, state, runs, policy, progress.event)
             finished = scheduler.run(todo)
         backend.sweep(state.job_id)

@@ -110,8 +110,16 @@ def to_run(state: JobState, done: dict[str, Ending]) -> list[str]:
     return [r["run_id"] for r in state if r["run_id"] not in done or not done[r["run_id"]].outcome.final]
 
 
-def runs(job: Job, state: JobState, runs_as: runrecord.Backend) -> dict[str, JobRun]:
-    """Every run as the backend gets it (RUNS_AS: its ``runs_as``), in matrix order."""
+def runs(
+    job: Job,
+    state: JobState,
+    runs_as: runrecord.Backend,
+    lock_hashes: dict[Path, str | None] | None = None,
+    ignore_lock: bool = False,
+) -> dict[str, JobRun]:
+    """Every run as the backend gets it (RUNS_AS: its ``runs_as``), in matrix order, with
+    the hash of the lock its task was checked against and whether --ignore-lock let a task
+    that differs from it run (docs/datasets.md)."""
     agents = {a.name: a for a in job.agents}
     needs: dict[str, Capacity] = {}
     result = {}
@@ -132,6 +140,8 @@ def runs(job: Job, state: JobState, runs_as: runrecord.Backend) -> dict[str, Job
             job_id=state.job_id,
             run_id=record["run_id"],
             attempt=record["attempt"],
+            lock_hash=(lock_hashes or {}).get(Path(record["task"])),
+            ignore_lock=ignore_lock,
         )
         folder = (state.folder / record["folder"]).resolve()
         result[record["run_id"]] = JobRun(spec, agent.name, agent.env, need, folder)
