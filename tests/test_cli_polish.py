@@ -170,7 +170,7 @@ def test_zsh_and_fish_scripts() -> None:
     assert fish[1] == "complete -c ssebench -f"
     assert (
         "complete -c ssebench -n '__fish_seen_subcommand_from task; and not __fish_seen_subcommand_from "
-        "check new' -a check -d 'validate a task file and show what each difficulty level shows'"
+        "check new verify' -a check -d 'validate a task file and show what each difficulty level shows'"
     ) in fish
     done = run_ssebench("completion", "tcsh")
     assert done.returncode == 2

@@ -54,7 +54,7 @@ def test_ignore_lock_runs_it_and_the_specs_say_so(tmp_path: Path) -> None:
     assert (hashes, refusals) == ({task: lock_hash}, [])
     job, state = jobfolder.reopen(tmp_path / "out", False)
     try:
-        specs = jobfolder.specs(job, state, hashes, True)
+        runs = jobfolder.runs(job, state, "process", hashes, True)
     finally:
         state.close()
-    assert [(s.lock_hash, s.ignore_lock) for s in specs.values()] == [(lock_hash, True)]
+    assert [(r.spec.lock_hash, r.spec.ignore_lock) for r in runs.values()] == [(lock_hash, True)]
