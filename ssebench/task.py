@@ -101,7 +101,7 @@ _TABLE_KEYS = TASK_TABLE_KEYS  # one row per check kind: ssebench/checks.py
 _RESOURCE_KEYS = {"cpus", "memory"}  # ``[resources]``, not a check kind
 
 
-class _Reader:
+class _TaskReader:
     """Typed access to the parsed TOML that raises one precise TaskError per fault."""
 
     def __init__(self, file: Path) -> None:
@@ -186,7 +186,7 @@ class _Reader:
         return Command(run, self.timeout(table, prefix, default_timeout), network)
 
 
-def _no_control(reader: _Reader, key: str, value: str, *, path: bool) -> None:
+def _no_control(reader: _TaskReader, key: str, value: str, *, path: bool) -> None:
     match = (_PATH_CONTROL if path else _TEXT_CONTROL).search(value)
     if match is not None:
         char = match.group()
@@ -215,7 +215,7 @@ def load_task(path: str | Path) -> Task:
     """Read, validate and resolve a task file; raises :class:`TaskError`."""
     file = Path(normalize_path(Path(path)))
     data = _read_toml(file)
-    r = _Reader(file)
+    r = _TaskReader(file)
     r.unknown(data, _TOP_KEYS, "")
 
     task_id = r.string(data, "id", "", required=True)
@@ -253,7 +253,7 @@ def load_task(path: str | Path) -> Task:
     )
 
 
-def _resources(r: _Reader, data: dict[str, Any]) -> Resources | None:
+def _resources(r: _TaskReader, data: dict[str, Any]) -> Resources | None:
     """``[resources]``: ``cpus`` (a number > 0) and ``memory`` (bytes, or a size such as "4G")."""
     table = data.get("resources")
     if table is None:
@@ -316,7 +316,7 @@ def _read_toml(file: Path) -> dict[str, Any]:
     return data
 
 
-def _pocs(r: _Reader, data: dict[str, Any]) -> Pocs | None:
+def _pocs(r: _TaskReader, data: dict[str, Any]) -> Pocs | None:
     """The ``[pocs]`` table, its files resolved; None when the task has none."""
     if (t := r.table(data, "pocs", required=False)) is None:
         return None
@@ -335,7 +335,7 @@ def _pocs(r: _Reader, data: dict[str, Any]) -> Pocs | None:
     return Pocs(command, tuple(resolved))
 
 
-def _intent_files(r: _Reader, table: dict[str, Any]) -> tuple[Path, ...]:
+def _intent_files(r: _TaskReader, table: dict[str, Any]) -> tuple[Path, ...]:
     """``[intent] files``: files or folders inside the task folder (they are hidden from
     every other check, which only makes sense for a part of the folder checks see)."""
     files = table.get("files", [])

@@ -113,7 +113,7 @@ def read(path: Path) -> Lock:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: not a lock file: not valid JSON ({exc})") from None
-    r = _Reader(path)
+    r = _LockReader(path)
     if not isinstance(data, dict) or data.get("ssebench_lock") != VERSION:
         raise DatasetError(f"{path}: not an ssebench lock (version {VERSION}): key 'ssebench_lock' missing or other")
     created = r.text(data, "created", "created")
@@ -130,7 +130,7 @@ def read(path: Path) -> Lock:
 
 
 @dataclass(frozen=True)
-class _Reader:
+class _LockReader:
     path: Path
 
     def fail(self, key: str, what: str) -> DatasetError:
@@ -151,7 +151,7 @@ class _Reader:
         return value
 
 
-def _task(r: _Reader, item: Any, key: str) -> LockedTask:
+def _task(r: _LockReader, item: Any, key: str) -> LockedTask:
     if not isinstance(item, dict):
         raise r.fail(key, "must be an object")
     files = r.entries(item, "files", f"{key}.files")

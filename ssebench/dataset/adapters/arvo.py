@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
 
 
 @dataclass(frozen=True)
-class Record:
+class ArvoRecord:
     """The fields of one ARVO record that a task uses."""
 
     local_id: int
@@ -91,8 +91,8 @@ class Record:
         return f"arvo-{self.local_id}"
 
 
-def read_record(src: Path, local_id: str) -> Record:
-    """Record *local_id* of the ARVO-Meta checkout *src*; raises DatasetError naming file and key."""
+def read_record(src: Path, local_id: str) -> ArvoRecord:
+    """The record *local_id* of the ARVO-Meta checkout *src*; raises DatasetError naming file and key."""
     meta, patch = src / "meta" / f"{local_id}.json", src / "patches" / f"{local_id}.diff"
     try:
         data = json.loads(meta.read_text())
@@ -120,7 +120,7 @@ def read_record(src: Path, local_id: str) -> Record:
     start = text.find("diff --git ")
     if start < 0:
         raise DatasetError(f"{patch}: no 'diff --git' in it: not a fix")
-    return Record(
+    return ArvoRecord(
         int(fields["localId"]),
         str(fields["project"]),
         str(fields["crash_type"]),
@@ -137,7 +137,7 @@ def _first_comment(data: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-def task_toml(record: Record) -> str:
+def task_toml(record: ArvoRecord) -> str:
     """The task file of *record*: ARVO has no functional or intent tests (docs/datasets.md)."""
     description = (
         f"{record.project}: a {record.crash_type} that OSS-Fuzz found with "
@@ -165,7 +165,7 @@ def _sanitizer(name: str) -> str:
     )
 
 
-def _export(src: Path, record: Record) -> tuple[Path, Path, Path]:
+def _export(src: Path, record: ArvoRecord) -> tuple[Path, Path, Path]:
     """The tree, PoC and build script exported from the record's image; named when missing."""
     folder = src / "arvo" / str(record.local_id)
     image = f"n132/arvo:{record.local_id}-vul"
@@ -176,7 +176,7 @@ def _export(src: Path, record: Record) -> tuple[Path, Path, Path]:
     return tree, poc, build
 
 
-def write_task(src: Path, dest: Path, record: Record) -> Path:
+def write_task(src: Path, dest: Path, record: ArvoRecord) -> Path:
     """One task folder (and its fix beside it), whole or not at all."""
     tree, poc, build = _export(src, record)
     target, fix = dest / record.task_id, dest / f"{record.task_id}.fix.patch"
