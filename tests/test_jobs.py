@@ -15,7 +15,7 @@ from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix
 from ssebench.jobs.backend import Capacity
 from ssebench.jobs.jobfile import AgentSpec, Job
-from ssebench.jobs.state import STATES, JobState, new_run
+from ssebench.jobs.state import STATES, JobState, new_run, read
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
 from ssebench.runrecord import Outcome
 from ssebench.task import TaskError, load_task
@@ -97,18 +97,79 @@ def test_flags_without_a_file_need_a_task_and_an_agent(tmp_path: Path) -> None:
     )
 
 
-def test_resume_refuses_a_changed_job_file_unless_forced(tmp_path: Path) -> None:
+def test_resume_lists_what_changed_and_refuses_unless_use_stored(tmp_path: Path) -> None:
+    """The job as it started is stored in job.json; a changed job file is listed and refused
+    (nothing written), --use-stored runs the job as it started; a comment is no change."""
     job_file = tmp_path / "job.toml"
-    job_file.write_text(GOOD, encoding="utf-8")
-    job = jobfile.load(job_file)
-    jobfolder.create(tmp_path / "out", job, None, "local").close()
-    job_file.write_text("# one more attempt?\n" + GOOD, encoding="utf-8")
+    job_file.write_text(GOOD + 'env = { API_KEY = "s3cret", HOST = "a" }\n', encoding="utf-8")
+    jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local").close()
+    before = (tmp_path / "out" / "job.json").read_bytes()
+    assert b"s3cret" not in before  # a secret is stored as its digest only
+    changed = "attempts = 2\nlevels = [0, 2]\n" + GOOD + 'model = "m2"\nenv = { API_KEY = "other", HOST = "b" }\n'
+    job_file.write_text(changed, encoding="utf-8")
     done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench jobs: {job_file} changed since {tmp_path / 'out'} started:\n"
+        "  attempts: 1 → 2\n"
+        "  levels: [2] → [0, 2]\n"
+        "  agents noop: model: none → 'm2'\n"
+        "  agents noop: env API_KEY: (a secret) → (a secret)\n"
+        "  agents noop: env HOST: 'a' → 'b'\n"
+        "resume runs the job as it started: add --use-stored to run it so, or start a new job "
+        "from the changed file (ssebench jobs run JOB.toml)\n"
+    )
+    assert (tmp_path / "out" / "job.json").read_bytes() == before
+    job_file.write_text("# a comment\n" + GOOD + 'env = { API_KEY = "s3cret", HOST = "a" }\n', encoding="utf-8")
+    again = jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=False)
+    assert (again.attempts, again.agents[0].env) == (1, {"API_KEY": "s3cret", "HOST": "a"})
+
+
+def test_use_stored_needs_the_secret_the_job_started_with(tmp_path: Path) -> None:
+    job_file = tmp_path / "job.toml"
+    job_file.write_text(GOOD + 'env = { API_KEY = "s3cret" }\n', encoding="utf-8")
+    jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local").close()
+    job_file.write_text("attempts = 3\n" + GOOD + 'env = { API_KEY = "s3cret" }\n', encoding="utf-8")
+    stored = jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=True)
+    assert (stored.attempts, stored.agents[0].env) == (1, {"API_KEY": "s3cret"})
+    job_file.write_text("attempts = 3\n" + GOOD + 'env = { API_KEY = "new" }\n', encoding="utf-8")
+    with pytest.raises(jobfile.JobFileError) as error:
+        jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=True)
+    assert str(error.value) == (
+        "agents noop: env API_KEY: a secret, not kept in the job's folder, and the job file no longer holds "
+        "the value the job started with; put it back to resume as stored"
+    )
+
+
+def test_resume_force_is_gone_and_says_what_replaced_it(tmp_path: Path) -> None:
+    done = jobs("resume", tmp_path, "--force")
     assert (done.returncode, done.stderr) == (
         2,
-        f"ssebench jobs: {job_file}: the job file changed since {tmp_path / 'out'} was made; "
-        "resume with --force to run the changed job there\n",
+        "ssebench jobs: resume --force is gone: resume refuses a changed job file and lists what changed; "
+        "--use-stored runs the job as it started, a new job (ssebench jobs run) runs the changed one\n",
     )
+
+
+def test_resume_of_a_finished_job_says_so(tmp_path: Path) -> None:
+    job_file = tmp_path / "job.toml"
+    job_file.write_text("attempts = 2\n" + GOOD, encoding="utf-8")
+    state = jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local")
+    for row, outcome in zip(state, (Outcome.PASSED, Outcome.FAILED), strict=True):
+        (tmp_path / "out" / row["folder"]).mkdir(parents=True)
+        runrecord.write(tmp_path / "out" / row["folder"], record_of(outcome, row["run_id"]))
+        state.update(row["run_id"], state="ended")
+    state.close()
+    before = (tmp_path / "out" / "job.json").read_bytes()
+    done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"nothing to resume: 2/2 runs finished (report: ssebench jobs report {tmp_path / 'out'})\n"
+    job_file.write_text("attempts = 3\n" + GOOD, encoding="utf-8")
+    done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stderr.splitlines()[1]) == (
+        0,
+        f"({job_file} changed since; to run the changed job, start a new one: ssebench jobs run {job_file})",
+    )
+    assert (tmp_path / "out" / "job.json").read_bytes() == before  # nothing written
 
 
 # --- the matrix -------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ssebench.jobs.plural import count
 from ssebench.jobs.reportmodel import CALL_ENDINGS, GroupNumbers, JobComparison, JobReport
+from ssebench.plural import count
 from ssebench.runrecord import Outcome
 
 Document = JobReport | JobComparison

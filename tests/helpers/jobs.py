@@ -156,13 +156,16 @@ def jobs_env() -> dict[str, str]:
     return env
 
 
-def jobs(*args: str | Path, timeout: float = 900, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def jobs(
+    *args: str | Path, timeout: float = 900, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``ssebench jobs ARGS`` in a subprocess (ENV: variables set on top of jobs_env())."""
     return subprocess.run(
         [*JOBS, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=jobs_env(),
+        env={**jobs_env(), **(env or {})},
         cwd=cwd,
         check=False,
     )
@@ -237,8 +240,9 @@ def assert_report(job: Path) -> None:
         assert {o: n for o, n in c["outcomes"].items() if n} == ({"passed": 4} if fixer else {"failed": 4})
         assert c["not_run"] == 0
         assert c["never_called_run_ids"] == ([] if fixer else ids)  # noop never calls test_patch
+        demo, toggle = ids[:2], ids[2:]  # the demo's noop fails its intent tests too
         assert [(b["outcome"], b["reason"], b["run_ids"]) for b in c["failures"]] == (
-            [] if fixer else [("failed", "failed: PoCs", ids)]
+            [] if fixer else [("failed", "failed: PoCs", toggle), ("failed", "failed: PoCs, intent tests", demo)]
         )
         durations = sorted(runrecord.read(job / "runs" / run_id).duration for run_id in ids)
         assert c["duration_median"] == pytest.approx((durations[1] + durations[2]) / 2)
