@@ -13,7 +13,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 
 from ssebench import runrecord, supervise
 from ssebench.jobs.state import read
-from tests.helpers.jobs import JOBS, jobs, jobs_env, toggle_task
+from tests.helpers.jobs import JOBS, grading_job, jobs, jobs_env, nothing_left, start_until_grading, toggle_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 QUICK = ["toggle.quick.L2.a1", "toggle.quick.L2.a2"]
@@ -154,81 +153,27 @@ def test_ctrl_c_stops_cleanly_records_the_state_and_exits_130(tmp_path: Path) ->
 
 # --- Ctrl-C while a run's grading runs a check: nothing of it left, temporary folders included ---
 
-GRADING_SLEEP = "sleep 3141"  # the PoC check grading runs (a number no other test sleeps)
-
-
-def _grading_job(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """toggle with a PoC that sleeps; the agent does nothing, so grading starts at once and
-    hangs in the PoC check. TMPDIR: a folder of the test's, to see every temporary folder."""
-    from tests.helpers.tasks import make_task
-
-    for folder in (tmp_path, *list(tmp_path.parents)[:2]):  # the daemon's checks (uid 65534) traverse it
-        folder.chmod(folder.stat().st_mode | 0o011)
-    task = make_task(tmp_path / "slow", task_id="slow", pocs=["poc"], poc_run=GRADING_SLEEP, functional="true")
-    job = tmp_path / "job.toml"
-    job.write_text(f'tasks = ["{task.file}"]\nlevels = [0]\n[[agents]]\nname = "idle"\ncommand = ["true"]\n')
-    temp = Path(tempfile.mkdtemp(prefix="sj", dir="/tmp"))  # short: the runs' sockets live under it
-    temp.chmod(0o711)
-    return job, {**jobs_env(), "TMPDIR": str(temp)}
-
-
-def _sleeping() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if (
-                entry.name.isdigit()
-                and (entry / "cmdline").read_bytes() == GRADING_SLEEP.replace(" ", "\0").encode() + b"\0"
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _start_until_grading_checks(job: Path, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    proc = subprocess.Popen(
-        [*JOBS, "run", str(job), "--results", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )  # fmt: skip
-    deadline = time.monotonic() + 300
-    temp = Path(env["TMPDIR"])
-    while time.monotonic() < deadline:
-        if list(temp.glob("ssebench-j*/*/ssebench-grade-*")) and _sleeping():
-            return proc
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.3)
-    proc.kill()
-    raise AssertionError("grading never ran its PoC check")
-
-
-def _nothing_left(job_id: str, temp: Path, within: float) -> None:
-    deadline = time.monotonic() + within
-    while (supervise.marked("SSE_JOB_ID", job_id) or _sleeping()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert (supervise.marked("SSE_JOB_ID", job_id), _sleeping()) == ([], [])
-    assert sorted(p.name for p in temp.iterdir()) == []  # no ssebench-grade-*, -entry-*, -job-*...
-
 
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_during_grading_leaves_nothing(tmp_path: Path, presses: int) -> None:
     """The first Ctrl-C cancels the run (its entrypoint stops grading and cleans up); a second
     kills everything at once and the jobs layer removes the run's TMPDIR. Either way: exit
     130 within 15 s, no process, no temporary folder, the record ``cancelled``."""
-    job, env = _grading_job(tmp_path)
+    job, env = grading_job(tmp_path)
     out = tmp_path / "out"
-    proc = _start_until_grading_checks(job, out, env)
+    proc = start_until_grading(job, out, env)
     job_id = read(out)["job_id"]
     began = time.monotonic()
     proc.send_signal(signal.SIGINT)
     if presses == 2:
-        time.sleep(0.5)  # the first is being handled
+        time.sleep(0.1)  # the first is being handled (cancelling the run takes longer)
         proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     took = time.monotonic() - began
     assert proc.returncode == 130, stderr
     assert took < (15 if presses == 1 else 8), took
     try:
-        _nothing_left(job_id, Path(env["TMPDIR"]), within=2)
+        nothing_left(job_id, Path(env["TMPDIR"]), within=2)
     finally:
         shutil.rmtree(env["TMPDIR"], ignore_errors=True)
     record = runrecord.read(out / "runs" / "slow.idle.L0.a1")

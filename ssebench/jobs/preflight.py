@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from ssebench.jobs.backend import Backend
 
 
+_IN_CONTAINER = (
+    "command {0!r}: on the {1} backend it runs in the task container, in the task's tree, which has no {0} "
+    "(name a program the image has, e.g. sh -c '...')"
+)
 POD_ENV = "; on kubernetes, in the agent's env in the job file (a Pod gets no other variable)"
 
 
@@ -59,6 +63,10 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Verdict:
             verdict.problems += found
         elif local:
             verdict.problems += command_problems(agent.name, agent.command, job.base, env)
+        elif "/" in agent.command[0] and not agent.command[0].startswith("/"):
+            verdict.problems.append(
+                Problem(f"agent {agent.name}", _IN_CONTAINER.format(agent.command[0], backend_name))
+            )
     verdict.problems += _lock(job, args, verdict)
     bundled = [a.name for a in job.agents if a.command is None]
     if backend_name in ("docker", "kubernetes"):

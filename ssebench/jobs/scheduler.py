@@ -12,6 +12,7 @@ the record (:class:`Policy`), the one place that says how a run ended.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import shutil
 import threading
@@ -90,6 +91,7 @@ class Scheduler:
         self.endings: dict[str, Ending] = {}  # how each run that ended here ended
         self.capacity = self.backend.capacity()
         self._free = self.capacity
+        self._aborted = False  # a second Ctrl-C killed the runs: their deaths are cancellations
 
     def run(self, run_ids: list[str]) -> bool:
         """Run these runs to an end; False when cancelled (Ctrl-C) before all ended."""
@@ -102,8 +104,11 @@ class Scheduler:
         except KeyboardInterrupt:
             self.cancel.set()
         if self.cancel.is_set():
-            self.listener(RunEvent("cancelling", ""))
-            self._drain()
+            try:
+                self.listener(RunEvent("cancelling", ""))
+                self._drain()
+            except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+                self._abort()
         self.state.flush(force=True)
         return not self.cancel.is_set()
 
@@ -167,6 +172,8 @@ class Scheduler:
         slot = self._running.pop(run_id, None)
         if slot is None:
             return  # recorded already: a second Ctrl-C did not wait for it
+        if self._aborted and result.outcome is Outcome.INFRASTRUCTURE:  # killed by our abort, not broken
+            result = written(slot.run, CANCELLED, ABORTED, Clock(began=slot.started))
         Scratch.remove(slot.run.tmp)
         self._free = self._free + slot.need
         seconds = round(time.monotonic() - slot.started, 3)
@@ -181,20 +188,22 @@ class Scheduler:
         self.listener(RunEvent("ended", run_id, result, seconds))
 
     def _drain(self) -> None:
-        """After a cancel: wait until every backend run returned (nothing of them is left);
-        a second Ctrl-C stops them at once (:meth:`_abort`)."""
+        """After a cancel: wait until every backend run returned (nothing of them is left)."""
         while self._running:
-            try:
-                self._collect(deque(), timeout=0.5)
-            except KeyboardInterrupt:
-                self._abort()
-                return
+            self._collect(deque(), timeout=0.5)
 
     def _abort(self) -> None:
         """Kill every run of the job now; record as cancelled the runs whose backend has not
         returned within ABORT_WAIT (their worker threads are left to end on their own)."""
-        self.listener(RunEvent("aborting", ""))
-        self.backend.abort(self.state.job_id)
+        self._aborted = True
+        with contextlib.suppress(KeyboardInterrupt):
+            self.listener(RunEvent("aborting", ""))
+        while True:
+            try:
+                self.backend.abort(self.state.job_id)
+                break
+            except KeyboardInterrupt:
+                continue  # another Ctrl-C: the killing is what it asked for; finish it
         deadline = time.monotonic() + ABORT_WAIT
         while self._running and time.monotonic() < deadline:
             try:

@@ -253,3 +253,66 @@ def assert_report(job: Path) -> None:
     for t in tasks.values():
         assert (t["runs"], t["graded"], t["passed"], t["pass_rate"], t["test_patch_calls"]) == (8, 8, 4, 0.5, 4)
         assert t["pass_at_k"] == {"1": 0.5, "2": 0.5}  # the mean over its agent × level groups: 1, 1, 0, 0
+
+
+# --- a run stopped while grading runs a check (Ctrl-C tests: local and Docker backends) -----------
+
+GRADING_SLEEP = "sleep 3141"  # the PoC check grading runs (a number no other test sleeps)
+
+
+def grading_job(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A task whose PoC sleeps, and an agent that does nothing: grading starts at once and
+    hangs in the PoC check. The environment's TMPDIR is a (short) folder of the test's, to
+    see every temporary folder a run makes; the caller removes it."""
+    import tempfile
+
+    for folder in (tmp_path, *list(tmp_path.parents)[:2]):  # the daemon's checks (uid 65534) traverse it
+        folder.chmod(folder.stat().st_mode | 0o011)
+    task = make_task(tmp_path / "slow", task_id="slow", pocs=["poc"], poc_run=GRADING_SLEEP, functional="true")
+    job = tmp_path / "job.toml"
+    job.write_text(f'tasks = ["{task.file}"]\nlevels = [0]\n[[agents]]\nname = "idle"\ncommand = ["true"]\n')
+    temp = Path(tempfile.mkdtemp(prefix="sj", dir="/tmp"))  # short: the runs' sockets live under it
+    temp.chmod(0o711)
+    return job, {**jobs_env(), "TMPDIR": str(temp)}
+
+
+def sleeping() -> list[int]:
+    """The processes of GRADING_SLEEP on this machine (a container's too: same kernel)."""
+    wanted = GRADING_SLEEP.replace(" ", "\0").encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def start_until_grading(job: Path, out: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    """``jobs run JOB`` started, returned once grading runs its PoC check."""
+    import time
+
+    argv = [*JOBS, "run", str(job), "--results", str(out), *extra]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if sleeping():
+            return proc
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("grading never ran its PoC check")
+
+
+def nothing_left(job_id: str, temp: Path, within: float) -> None:
+    """No process of the job, no PoC check, nothing in TEMP (no ssebench-grade-*, -entry-*, -j*)."""
+    import time
+
+    from ssebench import supervise
+
+    deadline = time.monotonic() + within
+    while (supervise.marked("SSE_JOB_ID", job_id) or sleeping()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (supervise.marked("SSE_JOB_ID", job_id), sleeping()) == ([], [])
+    assert sorted(p.name for p in temp.iterdir()) == []
