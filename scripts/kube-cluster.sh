@@ -205,8 +205,10 @@ EOF
     wait_until "the node $NODE Ready" kubelet node_ready
 }
 
-node_ready() {
-    api "/api/v1/nodes/$NODE" | python3 -c 'import json, sys
+node_ready() {  # quiet when the API server does not answer (status: one line, no traceback)
+    local node
+    node=$(api "/api/v1/nodes/$NODE" 2>/dev/null) || return 1
+    printf '%s' "$node" | python3 -c 'import json, sys
 ready = [c for c in json.load(sys.stdin)["status"].get("conditions", []) if c["type"] == "Ready"]
 sys.exit(0 if ready and ready[0]["status"] == "True" else 1)'
 }

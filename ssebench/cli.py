@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -58,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         status = 141  # what a shell reports for a writer killed by SIGPIPE
     except KeyboardInterrupt:
         status = 130
+    if status == 130:  # interrupted and cleaned up: a late Ctrl-C must not turn the exit into a traceback
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(status)
 
 

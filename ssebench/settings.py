@@ -285,6 +285,16 @@ VARIABLES: tuple[Variable, ...] = (
         "the private Docker engine's root, socket and log (scripts/docker-engine.sh)",
         ("ssebench.container",),
     ),
+    # The local test cluster's (scripts/kube-cluster.sh, kube-build.sh); ssebench jobs hands them on to them.
+    *(
+        Variable(name, kind, default, f"the local test cluster's {what}", ("scripts", "ssebench.jobs"))
+        for name, kind, default, what in (
+            ("SSEBENCH_KUBE_DIR", "path", "/var/lib/ssebench/kube", "state: certificates, etcd, admin.kubeconfig"),
+            ("SSEBENCH_KUBE_API_PORT", "port", "16443", "API server port on 127.0.0.1"),
+            ("SSEBENCH_KUBE_START_TIMEOUT", "seconds", "120", "start-up limit for each of its parts"),
+            ("SSEBENCH_KUBE_CACHE", "path", "~/.cache/ssebench/kube", "Kubernetes source, build and binaries"),
+        )
+    ),
     Variable(
         "SSEBENCH_CACHE",
         "path",

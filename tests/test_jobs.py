@@ -4,7 +4,6 @@ records the backends write: tests/test_jobs_scheduler.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,10 @@ from hypothesis import strategies as st
 
 from ssebench import runrecord
 from ssebench.jobs import folder as jobfolder
-from ssebench.jobs import jobfile, matrix, report
+from ssebench.jobs import jobfile, matrix
 from ssebench.jobs.backend import Capacity
 from ssebench.jobs.jobfile import AgentSpec, Job
-from ssebench.jobs.state import STATES, JobState, new_run
+from ssebench.jobs.state import STATES, JobState, new_run, read
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
 from ssebench.runrecord import Outcome
 from ssebench.task import TaskError, load_task
@@ -98,18 +97,79 @@ def test_flags_without_a_file_need_a_task_and_an_agent(tmp_path: Path) -> None:
     )
 
 
-def test_resume_refuses_a_changed_job_file_unless_forced(tmp_path: Path) -> None:
+def test_resume_lists_what_changed_and_refuses_unless_use_stored(tmp_path: Path) -> None:
+    """The job as it started is stored in job.json; a changed job file is listed and refused
+    (nothing written), --use-stored runs the job as it started; a comment is no change."""
     job_file = tmp_path / "job.toml"
-    job_file.write_text(GOOD, encoding="utf-8")
-    job = jobfile.load(job_file)
-    jobfolder.create(tmp_path / "out", job, None, "local").close()
-    job_file.write_text("# one more attempt?\n" + GOOD, encoding="utf-8")
+    job_file.write_text(GOOD + 'env = { API_KEY = "s3cret", HOST = "a" }\n', encoding="utf-8")
+    jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local").close()
+    before = (tmp_path / "out" / "job.json").read_bytes()
+    assert b"s3cret" not in before  # a secret is stored as its digest only
+    changed = "attempts = 2\nlevels = [0, 2]\n" + GOOD + 'model = "m2"\nenv = { API_KEY = "other", HOST = "b" }\n'
+    job_file.write_text(changed, encoding="utf-8")
     done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench jobs: {job_file} changed since {tmp_path / 'out'} started:\n"
+        "  attempts: 1 → 2\n"
+        "  levels: [2] → [0, 2]\n"
+        "  agents noop: model: none → 'm2'\n"
+        "  agents noop: env API_KEY: (a secret) → (a secret)\n"
+        "  agents noop: env HOST: 'a' → 'b'\n"
+        "resume runs the job as it started: add --use-stored to run it so, or start a new job "
+        "from the changed file (ssebench jobs run JOB.toml)\n"
+    )
+    assert (tmp_path / "out" / "job.json").read_bytes() == before
+    job_file.write_text("# a comment\n" + GOOD + 'env = { API_KEY = "s3cret", HOST = "a" }\n', encoding="utf-8")
+    again = jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=False)
+    assert (again.attempts, again.agents[0].env) == (1, {"API_KEY": "s3cret", "HOST": "a"})
+
+
+def test_use_stored_needs_the_secret_the_job_started_with(tmp_path: Path) -> None:
+    job_file = tmp_path / "job.toml"
+    job_file.write_text(GOOD + 'env = { API_KEY = "s3cret" }\n', encoding="utf-8")
+    jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local").close()
+    job_file.write_text("attempts = 3\n" + GOOD + 'env = { API_KEY = "s3cret" }\n', encoding="utf-8")
+    stored = jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=True)
+    assert (stored.attempts, stored.agents[0].env) == (1, {"API_KEY": "s3cret"})
+    job_file.write_text("attempts = 3\n" + GOOD + 'env = { API_KEY = "new" }\n', encoding="utf-8")
+    with pytest.raises(jobfile.JobFileError) as error:
+        jobfolder.reopen(tmp_path / "out", read(tmp_path / "out"), use_stored=True)
+    assert str(error.value) == (
+        "agents noop: env API_KEY: a secret, not kept in the job's folder, and the job file no longer holds "
+        "the value the job started with; put it back to resume as stored"
+    )
+
+
+def test_resume_force_is_gone_and_says_what_replaced_it(tmp_path: Path) -> None:
+    done = jobs("resume", tmp_path, "--force")
     assert (done.returncode, done.stderr) == (
         2,
-        f"ssebench jobs: {job_file}: the job file changed since {tmp_path / 'out'} was made; "
-        "resume with --force to run the changed job there\n",
+        "ssebench jobs: resume --force is gone: resume refuses a changed job file and lists what changed; "
+        "--use-stored runs the job as it started, a new job (ssebench jobs run) runs the changed one\n",
     )
+
+
+def test_resume_of_a_finished_job_says_so(tmp_path: Path) -> None:
+    job_file = tmp_path / "job.toml"
+    job_file.write_text("attempts = 2\n" + GOOD, encoding="utf-8")
+    state = jobfolder.create(tmp_path / "out", jobfile.load(job_file), None, "local")
+    for row, outcome in zip(state, (Outcome.PASSED, Outcome.FAILED), strict=True):
+        (tmp_path / "out" / row["folder"]).mkdir(parents=True)
+        runrecord.write(tmp_path / "out" / row["folder"], record_of(outcome, row["run_id"]))
+        state.update(row["run_id"], state="ended")
+    state.close()
+    before = (tmp_path / "out" / "job.json").read_bytes()
+    done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"nothing to resume: 2/2 runs finished (report: ssebench jobs report {tmp_path / 'out'})\n"
+    job_file.write_text("attempts = 3\n" + GOOD, encoding="utf-8")
+    done = jobs("resume", tmp_path / "out")
+    assert (done.returncode, done.stderr.splitlines()[1]) == (
+        0,
+        f"({job_file} changed since; to run the changed job, start a new one: ssebench jobs run {job_file})",
+    )
+    assert (tmp_path / "out" / "job.json").read_bytes() == before  # nothing written
 
 
 # --- the matrix -------------------------------------------------------------------------------
@@ -202,83 +262,6 @@ def test_known_values() -> None:
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.9) == pytest.approx(3.7)
     assert quantile([], 0.5) is None
-
-
-# --- the report's formats, on a job folder written by hand ---------------------------------------
-
-
-def _job_folder(tmp_path: Path) -> Path:
-    """Two runs of one cell: one passed after 1 call, one lost to the infrastructure."""
-    rows = []
-    for attempt, outcome in enumerate([Outcome.PASSED, Outcome.INFRASTRUCTURE], 1):
-        row = {**new_run(f"t.a.L2.a{attempt}", "/t/task.toml", "t", "a", 2, attempt), "state": "ended"}
-        row.update(duration=9.0, tries=1)
-        rows.append(row)
-        folder = tmp_path / row["folder"]
-        folder.mkdir(parents=True)
-        calls = 1 if outcome is Outcome.PASSED else 0
-        runrecord.write(folder, record_of(outcome, row["run_id"], calls=calls, duration=12.5 if calls else 9.0))
-    (tmp_path / "job.json").write_text(json.dumps({"job_id": "j1", "runs": rows}))
-    return tmp_path
-
-
-def test_report_text_markdown_and_csv(tmp_path: Path) -> None:
-    data = [report.load(_job_folder(tmp_path))]
-    assert report.render(data, "text") == (
-        "job j1: 2 runs\n"
-        "agent  level  runs         pass rate (95% CI)     pass@2  median s  p90 s  calls/run  calls\n"
-        "a      2      2 (1 infra)  1/1 = 100% (21%-100%)  -       10.8      12.2   0.50       1 passed\n"
-        "\n"
-        "job j1: per task\n"
-        "task  runs  pass rate (95% CI)     pass@2  median s  calls/run  infra\n"
-        "t     2     1/1 = 100% (21%-100%)  -       10.8      0.50       1\n"
-    )
-    assert report.render(data, "markdown").splitlines()[:4] == [
-        "### job j1: 2 runs",
-        "",
-        "| agent | level | runs | pass rate (95% CI) | pass@2 | median s | p90 s | calls/run | calls |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    assert report.render(data, "csv").splitlines()[1] == (
-        "j1,a,2,2,1,1,1.0,0.2065,1.0,2,,10.75,12.15,0.5,1,0,0,0,0,0,0,1,0"
-    )
-    cell = json.loads(report.render(data, "json"))["cells"][0]
-    assert {k: cell[k] for k in ("agent", "level", "runs", "pass_rate", "pass_at_k", "never_called")} == {
-        "agent": "a",
-        "level": 2,
-        "runs": 2,
-        "pass_rate": 1.0,
-        "pass_at_k": None,
-        "never_called": 1,
-    }
-
-
-def test_report_counts_a_refused_run_as_usage_not_infra(tmp_path: Path) -> None:
-    """A run refused before it started (a missing API key: usage_error) is its own count."""
-    folder = _job_folder(tmp_path)
-    runrecord.write(folder / "runs" / "t.a.L2.a2", record_of(Outcome.USAGE, "t.a.L2.a2"))
-    [cell] = report.summarize(report.load(folder))["cells"]
-    assert (cell["infra_failures"], cell["usage_failures"], cell["not_run"]) == (0, 1, 0)
-    assert report.render([report.load(folder)], "text").splitlines()[2].startswith("a      2      2 (1 usage)  ")
-
-
-def test_report_names_a_record_it_cannot_read(tmp_path: Path) -> None:
-    folder = _job_folder(tmp_path)
-    (folder / "runs" / "t.a.L2.a1" / "results.json").write_text('{"version": 1, "status": "passed"}')
-    done = jobs("report", folder)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        f"ssebench jobs: {folder / 'runs' / 't.a.L2.a1' / 'results.json'}: run record schema version 1, "
-        "this ssebench reads version 2 (written by another ssebench; run it again with this one)\n"
-    )
-
-
-def test_report_compares_two_jobs(tmp_path: Path) -> None:
-    first = report.load(_job_folder(tmp_path / "one"))
-    text = report.render([first, first], "text")
-    assert text.endswith(
-        "j1 → j1\nagent  level  pass rate j1  pass rate j1  change\na      2      100%          100%          +0 pts\n"
-    )
 
 
 # --- resources ---------------------------------------------------------------------------------

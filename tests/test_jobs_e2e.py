@@ -43,4 +43,4 @@ def test_resume_of_a_finished_job_runs_nothing(job: Path) -> None:
     done = jobs("resume", job)
     assert done.returncode == 0, done.stderr
     assert (job / "runs" / "toggle.noop.L2.a1" / "results.json").read_bytes() == before
-    assert "[" not in done.stderr  # no run line: nothing ran
+    assert done.stderr == f"nothing to resume: 16/16 runs finished (report: ssebench jobs report {job})\n"

@@ -32,7 +32,8 @@ def test_a_task_that_differs_from_its_lock_is_refused(tmp_path: Path) -> None:
     done = jobs("run", job_file(tmp_path, task), "--results", tmp_path / "out")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        f"ssebench jobs: {task}: differs from the lock {tmp_path / 'ds' / 'ssebench.lock'}: "
+        "ssebench jobs: preflight found 1 problem; nothing was started:\n"
+        f"  lock: {task}: differs from the lock {tmp_path / 'ds' / 'ssebench.lock'}: "
         "task 'toggle': changed: toggle/src/README (ssebench dataset verify names every change; "
         "lock again, or run with --ignore-lock)\n"
     )
@@ -52,7 +53,11 @@ def test_ignore_lock_runs_it_and_the_specs_say_so(tmp_path: Path) -> None:
 
     hashes, refusals = preflight([task], ignore=True)
     assert (hashes, refusals) == ({task: lock_hash}, [])
-    job, state = jobfolder.reopen(tmp_path / "out", False)
+    from ssebench.jobs.state import read
+
+    document = read(tmp_path / "out")
+    job = jobfolder.reopen(tmp_path / "out", document, False)
+    state = jobfolder.continue_state(tmp_path / "out", document, job)
     try:
         runs = jobfolder.runs(job, state, "process", hashes, True)
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +20,7 @@ import pytest
 
 from ssebench import runrecord, supervise
 from ssebench.jobs.state import read
-from tests.helpers.jobs import JOBS, jobs, jobs_env, toggle_task
+from tests.helpers.jobs import JOBS, grading_job, jobs, jobs_env, nothing_left, start_until_grading, toggle_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 QUICK = ["toggle.quick.L2.a1", "toggle.quick.L2.a2"]
@@ -102,9 +103,9 @@ def test_kill_9_loses_only_the_run_in_flight_and_resume_runs_exactly_the_missing
     flag.unlink()
     done = jobs("resume", out)
     assert done.returncode == 0, done.stderr
-    line = r"\[{n}/4\] {run}: failed checks_failed \(\d+\.\d s\): failed: PoCs"
-    assert re.fullmatch(line.format(n=3, run=re.escape(SLEEPER[0])), done.stderr.splitlines()[0])
-    assert re.fullmatch(line.format(n=4, run=re.escape(SLEEPER[1])), done.stderr.splitlines()[1])
+    line = r"\[{n}/4\] toggle · sleeper · L2 · {attempt} · failed · \d+\.\d s · failed: PoCs"
+    assert re.fullmatch(line.format(n=3, attempt="a1"), done.stderr.splitlines()[0])
+    assert re.fullmatch(line.format(n=4, attempt="a2"), done.stderr.splitlines()[1])
     assert _states(out) == {
         QUICK[0]: ("ended", "checks_failed", 1),
         QUICK[1]: ("ended", "checks_failed", 1),
@@ -137,12 +138,45 @@ def test_ctrl_c_stops_cleanly_records_the_state_and_exits_130(tmp_path: Path) ->
     assert (cancelled.outcome, cancelled.spec.run_id) == (runrecord.Outcome.CANCELLED, SLEEPER[0])
     assert cancelled.reason == "stopped by ssebench jobs (Ctrl-C or SIGTERM); jobs resume runs it again"
     assert stderr.endswith(
-        f"job {out}: 4 runs: 1 cancelled, 2 checks_failed, 1 pending\nreport: ssebench jobs report {out}\n"
+        f"job {out}: 4 runs: 1 cancelled, 2 checks_failed, 1 pending\n"
+        "  1 cancelled: stopped by ssebench jobs (Ctrl-C or SIGTERM); jobs resume runs it again\n"
+        f"report: ssebench jobs report {out}\n"
     )
-    # The changed job file is refused, --force takes it; the cancelled run and the pending one run.
+    assert "stopping: no new run starts; 1 run is being cancelled (Ctrl-C again to stop at once)\n" in stderr
+    # A comment is no change of the job: the cancelled run and the pending one run.
     flag.unlink()
     job.write_text(job.read_text(encoding="utf-8") + "# changed\n", encoding="utf-8")
-    assert jobs("resume", out).returncode == 2
-    done = jobs("resume", out, "--force")
+    done = jobs("resume", out)
     assert done.returncode == 0, done.stderr
     assert [(s[0], s[1]) for s in _states(out).values()] == [("ended", "checks_failed")] * 4
+
+
+# --- Ctrl-C while a run's grading runs a check: nothing of it left, temporary folders included ---
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_during_grading_leaves_nothing(tmp_path: Path, presses: int) -> None:
+    """The first Ctrl-C cancels the run (its entrypoint stops grading and cleans up); a second
+    kills everything at once and the jobs layer removes the run's TMPDIR. Either way: exit
+    130 within 15 s, no process, no temporary folder, the record ``cancelled``."""
+    job, env = grading_job(tmp_path)
+    out = tmp_path / "out"
+    proc = start_until_grading(job, out, env)
+    job_id = read(out)["job_id"]
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    if presses == 2:
+        time.sleep(0.1)  # the first is being handled (cancelling the run takes longer)
+        proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - began
+    assert proc.returncode == 130, stderr
+    assert took < (15 if presses == 1 else 8), took
+    try:
+        nothing_left(job_id, Path(env["TMPDIR"]), within=2)
+    finally:
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+    record = runrecord.read(out / "runs" / "slow.idle.L0.a1")
+    assert (record.outcome, record.status) == (runrecord.Outcome.CANCELLED, "cancelled")
+    said = "stopping at once: every run of the job is killed" if presses == 2 else "is being cancelled"
+    assert said in stderr

@@ -232,7 +232,7 @@ def _run(tmp_path: Path, script: str, cancel_after: float | None = None, run_tim
             "usage_error",
             Outcome.USAGE,
             2,
-            "ssebench run refused to start: ssebench run: ANTHROPIC_API_KEY is not set (the claude agent needs it)",
+            "ssebench run refused to start: ANTHROPIC_API_KEY is not set (the claude agent needs it)",
         ),
         ("kill -9 $$", "killed", Outcome.INFRASTRUCTURE, None, "ssebench run died of signal 9 (SIGKILL)"),
         ("exit 3", "no_results", Outcome.INFRASTRUCTURE, 3, "ssebench run exited 3 without writing results.json"),

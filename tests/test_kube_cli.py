@@ -20,32 +20,58 @@ current-context: c
 """
 
 
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+#: the preflight's lines before the cluster's: the Pod gets only the agent's env (none here), no engine
+HEAD = (
+    "ssebench jobs: preflight found 3 problems; nothing was started:\n"
+    "  agent claude: no model API key: set ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or CLAUDE_CODE_OAUTH_TOKEN "
+    "(and ANTHROPIC_BASE_URL for another endpoint); on kubernetes, in the agent's env in the job file "
+    "(a Pod gets no other variable)\n"
+    "  docker: no Docker engine answers at unix:///nonexistent/docker.sock; start ssebench's own with "
+)
+
+
 def _run(tmp_path: Path, *flags: str):
     task = str(DEMO / "task.toml")
-    return jobs("run", "--task", task, "--agent", "claude", "--backend", "kubernetes", *flags, cwd=tmp_path)
+    argv = ("run", "--task", task, "--agent", "claude", "--backend", "kubernetes", "--registry", "r.example/sse")
+    return jobs(*argv, *flags, cwd=tmp_path, env=NO_ENGINE)
 
 
-def test_no_kubeconfig_is_one_line(tmp_path: Path) -> None:
+def test_no_kubeconfig_is_one_line_among_every_problem(tmp_path: Path) -> None:
     done = _run(tmp_path, "--kubeconfig", "nothere", "--results", "out")
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        "ssebench jobs: the kubernetes backend is not available: cannot reach the cluster: ConfigException:"
-        " Invalid kube-config file. No configuration found. (kubeconfig: --kubeconfig nothere)\n"
+    assert done.stderr.startswith(HEAD)
+    assert done.stderr.splitlines()[-1] == (
+        "  kubernetes: cannot reach the cluster: ConfigException:"
+        " Invalid kube-config file. No configuration found. (kubeconfig: --kubeconfig nothere)"
     )
+    assert not (tmp_path / "out").exists()  # nothing started, no job folder
 
 
-def test_a_cluster_that_does_not_answer_is_one_line_and_resume_takes_the_flags(tmp_path: Path) -> None:
+def test_a_cluster_that_does_not_answer_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "refused.kubeconfig").write_text(REFUSED)
     done = _run(tmp_path, "--kubeconfig", "refused.kubeconfig", "--namespace", "ns1", "--results", "out")
     assert done.returncode == 2
-    [line] = done.stderr.splitlines()
-    assert line.startswith(
-        "ssebench jobs: the kubernetes backend is not available: cannot reach the cluster: MaxRetryError: "
-    )
+    line = done.stderr.splitlines()[-1]
+    assert line.startswith("  kubernetes: cannot reach the cluster: MaxRetryError: ")
     assert line.endswith("Connection refused (kubeconfig: --kubeconfig refused.kubeconfig)")
-    again = jobs("resume", "out", "--backend", "kubernetes", "--kubeconfig", "nothere", cwd=tmp_path)
+    assert not (tmp_path / "out").exists()
+
+
+def test_resume_takes_the_flags_and_checks_first(tmp_path: Path) -> None:
+    """A job made elsewhere, resumed on kubernetes: the same preflight, job.json untouched."""
+    from ssebench.jobs import folder as jobfolder
+    from ssebench.jobs import jobfile
+
+    job = tmp_path / "job.toml"
+    job.write_text(f'tasks = ["{DEMO}"]\n[[agents]]\nname = "noop"\ncommand = ["true"]\n')
+    jobfolder.create(tmp_path / "out", jobfile.load(job), None, "local").close()
+    before = (tmp_path / "out" / "job.json").read_bytes()
+    flags = ("--backend", "kubernetes", "--registry", "r.example/sse", "--kubeconfig", "nothere")
+    again = jobs("resume", "out", *flags, cwd=tmp_path, env=NO_ENGINE)
     assert again.returncode == 2
     assert again.stderr.endswith("No configuration found. (kubeconfig: --kubeconfig nothere)\n")
+    assert (tmp_path / "out" / "job.json").read_bytes() == before
 
 
 def test_a_bad_model_cidr_is_a_usage_error(tmp_path: Path) -> None:

@@ -280,16 +280,21 @@ def _check_before_building(agent: str | None, network: str | None, env: Mapping[
     return network
 
 
+def missing_base_image(engine: DockerEngine, base: str) -> str:
+    """What to do when BASE is not in ENGINE (also ssebench/preflight.py's line)."""
+    return (
+        f"the base image {base} is not in the Docker engine at {engine.host}; "
+        f"build it with {script('docker-base-image.sh')} (offline, from Debian's packages) "
+        "or set SSEBENCH_BASE_IMAGE"
+    )
+
+
 def _images(agent: str | None, base: str, stage: Callable[[str], None]) -> tuple[DockerEngine, str, str]:
     """The engine, the task image and the image to run (AGENT's layer, else the task image)."""
     stage("engine")
     engine = DockerEngine.locate()
     if not engine.has_image(base):
-        raise DockerRunError(
-            f"the base image {base} is not in the Docker engine at {engine.host}; "
-            f"build it with {script('docker-base-image.sh')} (offline, from Debian's packages) "
-            "or set SSEBENCH_BASE_IMAGE"
-        )
+        raise DockerRunError(missing_base_image(engine, base))
     stage("task image")
     task_image = image = build_task_image(engine, base)
     if agent is not None:

@@ -49,6 +49,7 @@ class JobRun:
     env: Mapping[str, str]  # added to the run's environment (API keys: never written to a file)
     need: Capacity
     folder: Path  # the run's results folder (created empty by the scheduler)
+    tmp: Path | None = None  # this try's TMPDIR (ssebench/jobs/scratch.py; set by the scheduler at its start)
 
     @property
     def job_id(self) -> str:
@@ -81,4 +82,9 @@ class Backend(Protocol):
 
     def sweep(self, job_id: str) -> None:
         """Remove leftovers of a job (on resume, after Ctrl-C): containers, pods by label."""
+        ...
+
+    def abort(self, job_id: str) -> None:
+        """Stop every run of the job at once (a second Ctrl-C): kill, remove, do not wait.
+        The runs' ``run`` calls then return soon, with a ``cancelled`` record."""
         ...

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import __version__, runrecord
-from ssebench.jobs import jobfile, matrix
+from ssebench.jobs import jobfile, jobspec, matrix
 from ssebench.jobs.backend import Capacity, JobRun
 from ssebench.jobs.jobfile import Job, JobFileError
 from ssebench.jobs.outcome import Ending
-from ssebench.jobs.state import JOB_FILE, JobState, StateError, compact, new_run, read
+from ssebench.jobs.state import JOB_FILE, JobState, StateError, compact, new_run
 from ssebench.runrecord import RunSpec, now
 
 DEFAULT_JOBS_DIR = "ssebench-jobs"
@@ -51,6 +51,7 @@ def create(folder: Path, job: Job, flags: Mapping[str, Any] | None, backend: str
         **source(job, flags),
         "backend": backend,
         "ssebench": __version__,
+        "spec": jobspec.to_spec(job),  # the job as it started: what resume runs (jobspec.py)
     }
     runs = [new_run(r.run_id, str(r.task), r.task_id, r.agent.name, r.level, r.attempt) for r in matrix.expand(job)]
     state = JobState(folder, header, runs)
@@ -66,24 +67,74 @@ def reload_job(header: Mapping[str, Any]) -> Job:
     return jobfile.from_flags(flags["tasks"], flags["agents"], flags["levels"], flags["attempts"])
 
 
-def reopen(folder: Path, force: bool) -> tuple[Job, JobState]:
-    """A job folder to continue: its job (refused when the file changed, unless *force*)."""
-    document = read(folder)
+def reopen(folder: Path, document: Mapping[str, Any], use_stored: bool) -> Job:
+    """The job a folder holds, to continue: the job file as it is now when it is the job
+    that started there, else (with USE_STORED) the job as it started; JobFileError listing
+    what changed otherwise. Writes nothing."""
     header = {k: v for k, v in document.items() if k != "runs"}
-    job = reload_job(header)
-    if job.digest != header.get("job_file_sha256") and not force:
+    try:
+        current: Job | None = reload_job(header)
+        trouble = None
+    except JobFileError as error:
+        current, trouble = None, str(error)
+    stored = header.get("spec")
+    if stored is None:  # made by an ssebench that did not store the job
+        if current is not None and (current.digest == header.get("job_file_sha256") or use_stored):
+            return current
         raise JobFileError(
-            f"{header.get('job_file')}: the job file changed since {folder} was made; "
-            "resume with --force to run the changed job there"
+            trouble
+            or f"{header.get('job_file')}: the job file changed since {folder} started, and the folder "
+            "(of an older ssebench) does not hold the job as it started; start a new job"
         )
+    changes = [f"the job file: {trouble}"] if current is None else jobspec.differences(stored, jobspec.to_spec(current))
+    if not changes:
+        assert current is not None
+        return current
+    if use_stored:
+        return jobspec.from_spec(stored, current)
+    what = header.get("job_file") or "the job"
+    lines = [f"{what} changed since {folder} started:", *(f"  {c}" for c in changes)]
+    lines.append(
+        "resume runs the job as it started: add --use-stored to run it so, or start a new job "
+        "from the changed file (ssebench jobs run JOB.toml)"
+    )
+    raise JobFileError("\n".join(lines))
+
+
+def changed_file(folder: Path, document: Mapping[str, Any]) -> str | None:
+    """The job file, when it no longer says the job that started in FOLDER (else None)."""
+    header = {k: v for k, v in document.items() if k != "runs"}
+    if not header.get("job_file"):
+        return None
+    try:
+        reopen(folder, document, use_stored=False)
+    except JobFileError:
+        return str(header["job_file"])
+    return None
+
+
+def continue_state(folder: Path, document: Mapping[str, Any], job: Job) -> JobState:
+    """The job folder's state to run JOB on (new runs pending, the others as they are);
+    job.json compacted."""
+    header = {k: v for k, v in document.items() if k != "runs"}
     known = {r["run_id"]: r for r in document["runs"]}
     runs = []
     for r in matrix.expand(job):
         record = known.get(r.run_id) or new_run(r.run_id, str(r.task), r.task_id, r.agent.name, r.level, r.attempt)
         runs.append(record)
-    header.update(job_file_sha256=job.digest)
+    header.setdefault("spec", jobspec.to_spec(job))
+    header.update(job_file_sha256=header.get("job_file_sha256") or job.digest)
     compact(folder, {**header, "runs": runs})
-    return job, JobState(folder, header, runs)
+    return JobState(folder, header, runs)
+
+
+def progress_of(folder: Path, document: Mapping[str, Any]) -> tuple[int, int]:
+    """(runs with a final record, runs) of a job folder, read only (RecordError: one line)."""
+    final = 0
+    for row in document["runs"]:
+        record = runrecord.read_if_any(folder / row["folder"]) if row["state"] != "pending" else None
+        final += record is not None and record.outcome.final
+    return final, len(document["runs"])
 
 
 def endings(state: JobState) -> dict[str, Ending]:

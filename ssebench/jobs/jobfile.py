@@ -58,6 +58,9 @@ class Job:
     base: Path = Path(".")  # where relative paths of a custom command are taken from
     file: Path | None = None
     digest: str = ""  # sha256 of the job file's bytes (of the flags without a file)
+    #: task files that exist but do not load: (key, the loader's one line); the preflight
+    #: lists them with every other problem (they are not in ``tasks``)
+    broken: tuple[tuple[str, str], ...] = ()
 
 
 class _JobReader:
@@ -127,7 +130,7 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
             raise r.fail(key, f"unknown key (known keys: {', '.join(sorted(_TOP_KEYS))})")
     if "tasks" not in data:
         raise r.fail("tasks", "missing (required)")
-    tasks = _tasks(r, r.strings(data["tasks"], "tasks"), base)
+    tasks, broken = _tasks(r, r.strings(data["tasks"], "tasks"), base)
     agents = _agents(r, data.get("agents"))
     levels = _levels(r, data.get("levels", list(DEFAULT_LEVELS)))
     backend = data.get("backend")
@@ -147,36 +150,47 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
         max_tries=max_tries,
         timeouts=_timeouts(r, data.get("timeouts", {})),
         base=base,
+        broken=broken,
     )
 
 
-def _tasks(r: _JobReader, entries: list[str], base: Path) -> tuple[Path, ...]:
-    """Task files, folders holding task.toml, or globs of either; each task once."""
+def _tasks(r: _JobReader, entries: list[str], base: Path) -> tuple[tuple[Path, ...], tuple[tuple[str, str], ...]]:
+    """Task files, folders holding task.toml, or globs of either; each task once. A task
+    file that exists but does not load is kept aside (the preflight lists them all)."""
     from ssebench.task import TaskError, load_task
 
     if not entries:
         raise r.fail("tasks", "must name at least one task")
     found: dict[Path, None] = {}
     ids: dict[str, Path] = {}
+    broken: list[tuple[str, str]] = []
     for i, entry in enumerate(entries):
         key = f"tasks[{i}]"
-        pattern = entry if Path(entry).is_absolute() else str(base / entry)
-        matches = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(entry) else [pattern]
-        if not matches:
-            raise r.fail(key, f"'{entry}' matches no task")
-        for match in matches:
-            file = Path(match) / "task.toml" if Path(match).is_dir() else Path(match)
-            if not file.is_file():
-                raise r.fail(key, f"'{entry}': {file} does not exist")
+        for file in _task_files(r, key, entry, base):
             try:
                 task = load_task(file)
             except TaskError as error:
-                raise r.fail(key, str(error)) from None
+                broken.append((key, str(error)))
+                continue
             if task.id in ids and ids[task.id] != task.file:
                 raise r.fail(key, f"task id '{task.id}' is also the id of {ids[task.id]}")
             ids[task.id] = task.file
             found[task.file] = None
-    return tuple(found)
+    return tuple(found), tuple(dict.fromkeys(broken))
+
+
+def _task_files(r: _JobReader, key: str, entry: str, base: Path) -> list[Path]:
+    pattern = entry if Path(entry).is_absolute() else str(base / entry)
+    matches = sorted(glob.glob(pattern, recursive=True)) if glob.has_magic(entry) else [pattern]
+    if not matches:
+        raise r.fail(key, f"'{entry}' matches no task")
+    files = []
+    for match in matches:
+        file = Path(match) / "task.toml" if Path(match).is_dir() else Path(match)
+        if not file.is_file():
+            raise r.fail(key, f"'{entry}': {file} does not exist")
+        files.append(file)
+    return files
 
 
 def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:

@@ -42,10 +42,11 @@ class Ending:
 
     outcome: Outcome
     status: str
+    reason: str | None = None
 
     @classmethod
     def of(cls, record: RunResult) -> Ending:
-        return cls(record.outcome, record.status)
+        return cls(record.outcome, record.status, record.reason)
 
 
 @dataclass(frozen=True)
@@ -118,10 +119,27 @@ def settle(
     if exit_code is not None and exit_code < 0:
         return written(run, KILLED, f"ssebench run died of {_signal_name(-exit_code)}", clock, None, lines)
     if exit_code == 2:
-        last = lines.splitlines()[-1] if lines else "no message (see ssebench-run.log)"
-        return written(run, USAGE, f"ssebench run refused to start: {last}", clock, exit_code, lines)
+        return written(run, USAGE, f"ssebench run refused to start: {refusal(lines)}", clock, exit_code, lines)
     reason = f"ssebench run exited {exit_code} without writing results.json"
     return written(run, NO_RESULTS, reason, clock, exit_code, lines)
+
+
+def refusal(lines: str | None) -> str:
+    """``ssebench run``'s refusal in one line: its last ``ssebench run: ...`` message with the
+    ``  - ...`` items under it (a preflight lists every problem so), else its last line."""
+    if not lines:
+        return "no message (see ssebench-run.log)"
+    rows = lines.splitlines()
+    starts = [i for i, row in enumerate(rows) if row.startswith("ssebench run: ")]
+    if not starts:
+        return rows[-1].strip()
+    head = rows[starts[-1]].removeprefix("ssebench run: ").strip()
+    items = []
+    for row in rows[starts[-1] + 1 :]:
+        if not row.startswith("  - "):
+            break
+        items.append(row.removeprefix("  - ").strip())
+    return f"{head} {'; '.join(items)}" if items else head
 
 
 def restated(

@@ -12,18 +12,20 @@ the record (:class:`Policy`), the one place that says how a run ended.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import shutil
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from ssebench.jobs.backend import Backend, Capacity, JobRun
-from ssebench.jobs.outcome import BACKEND_ERROR, Clock, Ending, written
+from ssebench.jobs.outcome import BACKEND_ERROR, CANCELLED, Clock, Ending, written
+from ssebench.jobs.scratch import Scratch
 from ssebench.jobs.state import TRIES_DIR, JobState
 from ssebench.runrecord import Outcome, RunResult, now
 
@@ -32,13 +34,16 @@ from ssebench.runrecord import Outcome, RunResult, now
 class RunEvent:
     """What the scheduler tells its listener: a run started, ended, or will be tried again."""
 
-    kind: Literal["started", "ended", "retry"]
-    run_id: str
+    kind: Literal["started", "ended", "retry", "cancelling", "aborting"]
+    run_id: str  # "" for cancelling (first Ctrl-C) and aborting (second)
     result: RunResult | None = None  # the try's record (None when it started)
     seconds: float | None = None  # the try's wall time
 
 
 Listener = Callable[[RunEvent], None]
+#: seconds a second Ctrl-C waits for the killed runs' backends to return before recording them itself
+ABORT_WAIT = 5.0
+ABORTED = "stopped at once by a second Ctrl-C; jobs resume runs it again"
 #: outcomes never tried again in the same invocation (cancelled: ``jobs resume`` runs it)
 NEVER_RETRIED = (Outcome.PASSED, Outcome.FAILED, Outcome.USAGE, Outcome.CANCELLED)
 
@@ -77,6 +82,7 @@ class Scheduler:
     policy: Policy
     listener: Listener = lambda event: None
     cancel: threading.Event = field(default_factory=threading.Event)
+    scratch: Scratch | None = None  # each try's TMPDIR, removed once the try ended
 
     def __post_init__(self) -> None:
         self._done: queue.Queue[tuple[str, RunResult]] = queue.Queue()
@@ -85,6 +91,7 @@ class Scheduler:
         self.endings: dict[str, Ending] = {}  # how each run that ended here ended
         self.capacity = self.backend.capacity()
         self._free = self.capacity
+        self._aborted = False  # a second Ctrl-C killed the runs: their deaths are cancellations
 
     def run(self, run_ids: list[str]) -> bool:
         """Run these runs to an end; False when cancelled (Ctrl-C) before all ended."""
@@ -97,7 +104,11 @@ class Scheduler:
         except KeyboardInterrupt:
             self.cancel.set()
         if self.cancel.is_set():
-            self._drain()
+            try:
+                self.listener(RunEvent("cancelling", ""))
+                self._drain()
+            except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+                self._abort()
         self.state.flush(force=True)
         return not self.cancel.is_set()
 
@@ -125,6 +136,9 @@ class Scheduler:
         if run.folder.exists():  # a try that was in flight when ssebench jobs was killed, or ended
             retire(run.folder, self.state.folder, previous)
         run.folder.mkdir(parents=True)
+        if self.scratch is not None:
+            run = replace(run, tmp=self.scratch.for_try())
+            self._running[run.run_id].run = run
         # A new try: nothing of the last one's end stays in its row (its record is under tries/).
         self.state.update(run.run_id, state="running", started=now(), ended=None, duration=None, tries=previous + 1)
         self.listener(RunEvent("started", run.run_id))
@@ -155,7 +169,12 @@ class Scheduler:
                 item = None
 
     def _ended(self, run_id: str, result: RunResult, pending: deque[str]) -> None:
-        slot = self._running.pop(run_id)
+        slot = self._running.pop(run_id, None)
+        if slot is None:
+            return  # recorded already: a second Ctrl-C did not wait for it
+        if self._aborted and result.outcome is Outcome.INFRASTRUCTURE:  # killed by our abort, not broken
+            result = written(slot.run, CANCELLED, ABORTED, Clock(began=slot.started))
+        Scratch.remove(slot.run.tmp)
         self._free = self._free + slot.need
         seconds = round(time.monotonic() - slot.started, 3)
         row = self.state.update(run_id, state="ended", ended=now(), duration=seconds)
@@ -171,10 +190,28 @@ class Scheduler:
     def _drain(self) -> None:
         """After a cancel: wait until every backend run returned (nothing of them is left)."""
         while self._running:
+            self._collect(deque(), timeout=0.5)
+
+    def _abort(self) -> None:
+        """Kill every run of the job now; record as cancelled the runs whose backend has not
+        returned within ABORT_WAIT (their worker threads are left to end on their own)."""
+        self._aborted = True
+        with contextlib.suppress(KeyboardInterrupt):
+            self.listener(RunEvent("aborting", ""))
+        while True:
             try:
-                self._collect(deque(), timeout=0.5)
+                self.backend.abort(self.state.job_id)
+                break
             except KeyboardInterrupt:
-                continue  # a second Ctrl-C: the runs are being stopped already
+                continue  # another Ctrl-C: the killing is what it asked for; finish it
+        deadline = time.monotonic() + ABORT_WAIT
+        while self._running and time.monotonic() < deadline:
+            try:
+                self._collect(deque(), timeout=0.2)
+            except KeyboardInterrupt:
+                break  # a third: stop waiting
+        for run_id, slot in list(self._running.items()):
+            self._ended(run_id, written(slot.run, CANCELLED, ABORTED, Clock(began=slot.started)), deque())
 
 
 def retire(folder: Path, job_folder: Path, tries: int) -> None:

@@ -786,3 +786,39 @@ def test_jobs_docker_ctrl_c_removes_the_runs_containers(base_image: str, tmp_pat
     assert supervise.marked("SSE_JOB_ID", job_id) == []
     row = read(out)["runs"][0]  # job.json: the schedule; how the run ended: its record
     assert (row["state"], runrecord.read(out / row["folder"]).status) == ("ended", "cancelled")
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_jobs_docker_ctrl_c_during_grading_leaves_nothing(base_image: str, tmp_path: Path, presses: int) -> None:
+    """Ctrl-C (once, or twice: at once) while the sidecar grades a run in its PoC check: exit
+    130, no container, no process, nothing in TMPDIR (the run's task copies, the job's scratch
+    folder), the record ``cancelled``."""
+    import shutil
+    import signal
+
+    from ssebench import runrecord
+    from ssebench.jobs.state import read
+    from tests.helpers.jobs import grading_job, nothing_left, start_until_grading
+
+    job, env = grading_job(tmp_path)
+    out = tmp_path / "out"
+    try:
+        proc = start_until_grading(job, out, env, "--backend", "docker")
+        job_id = read(out)["job_id"]
+        began = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        if presses == 2:
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+        took = time.monotonic() - began
+        _timed(f"jobs --backend docker: Ctrl-C ×{presses} during grading to exit", began)
+        assert proc.returncode == 130, stderr
+        assert took < 20, took  # 15 s asked; docker rm on the shared engine may add a few
+        nothing_left(job_id, Path(env["TMPDIR"]), within=5)
+        left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+        assert (left.returncode, left.stdout) == (0, "")
+        record = runrecord.read(out / "runs" / "slow.idle.L0.a1")
+        assert (record.outcome, record.status) == (runrecord.Outcome.CANCELLED, "cancelled")
+    finally:
+        shutil.rmtree(env["TMPDIR"], ignore_errors=True)

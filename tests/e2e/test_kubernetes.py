@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -349,7 +350,11 @@ def test_jobs_kubernetes_retries_a_lost_pod(kube_cluster: Cluster, kube_images: 
         f"pod {name} was deleted before the run ended",
     )
     assert (lost.spec.run_id, lost.spec.attempt, lost.spec.backend) == (row["run_id"], 1, "kubernetes")
-    assert f"{row['run_id']}: infrastructure pod_lost " in stderr and "will be tried again" in stderr
+    [retried] = [line for line in stderr.splitlines() if line.endswith(" · will be tried again")]
+    assert re.fullmatch(
+        rf"\[0/1\] toggle · sleeper · L2 · a1 · infrastructure · \d+\.\d s · {re.escape(lost.reason)} · will be tried again",
+        retried,
+    ), retried
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
 
 

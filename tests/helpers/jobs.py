@@ -156,13 +156,16 @@ def jobs_env() -> dict[str, str]:
     return env
 
 
-def jobs(*args: str | Path, timeout: float = 900, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def jobs(
+    *args: str | Path, timeout: float = 900, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``ssebench jobs ARGS`` in a subprocess (ENV: variables set on top of jobs_env())."""
     return subprocess.run(
         [*JOBS, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=jobs_env(),
+        env={**jobs_env(), **(env or {})},
         cwd=cwd,
         check=False,
     )
@@ -219,30 +222,97 @@ def assert_report(job: Path) -> None:
     done = jobs("report", job, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert (report["runs"], report["attempts"]) == (16, 2)
     cells = {(c["agent"], c["level"]): c for c in report["cells"]}
     assert list(cells) == [("fixer", 0), ("fixer", 2), ("noop", 0), ("noop", 2)]
     for (agent, level), c in cells.items():
         fixer = agent == "fixer"
-        assert (c["runs"], c["graded"], c["passed"], c["k"]) == (4, 4, 4 if fixer else 0, 2)
+        ids = [f"{t}.{agent}.L{level}.a{a}" for t in ("demo-overflow", "toggle") for a in (1, 2)]
+        assert (c["runs"], c["graded"], c["passed"], c["run_ids"]) == (4, 4, 4 if fixer else 0, ids)
         assert c["pass_rate"] == (1.0 if fixer else 0.0)
         assert c["pass_rate_ci95"] == pytest.approx([0.5101, 1.0] if fixer else [0.0, 0.4899], abs=1e-4)
-        assert c["pass_at_k"] == (1.0 if fixer else 0.0)
+        assert c["pass_at_k"] == ({"1": 1.0, "2": 1.0} if fixer else {"1": 0.0, "2": 0.0})
         assert c["test_patch_calls"] == (4 if fixer else 0)
         assert c["test_patch_endings"] == {  # level 0 runs every check, level 2 withholds the PoCs
             e: (4 if fixer and e == "passed" else 0)
             for e in ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")
         }
-        assert (c["agent_failures"], c["infra_failures"], c["usage_failures"], c["not_run"]) == (0, 0, 0, 0)
-        assert c["never_called"] == (0 if fixer else 4)  # noop never calls test_patch
-        durations = sorted(
-            runrecord.read(job / "runs" / f"{t}.{agent}.L{level}.a{a}").duration
-            for t in ("demo-overflow", "toggle")
-            for a in (1, 2)
+        assert {o: n for o, n in c["outcomes"].items() if n} == ({"passed": 4} if fixer else {"failed": 4})
+        assert c["not_run"] == 0
+        assert c["never_called_run_ids"] == ([] if fixer else ids)  # noop never calls test_patch
+        demo, toggle = ids[:2], ids[2:]  # the demo's noop fails its intent tests too
+        assert [(b["outcome"], b["reason"], b["run_ids"]) for b in c["failures"]] == (
+            [] if fixer else [("failed", "failed: PoCs", toggle), ("failed", "failed: PoCs, intent tests", demo)]
         )
+        durations = sorted(runrecord.read(job / "runs" / run_id).duration for run_id in ids)
         assert c["duration_median"] == pytest.approx((durations[1] + durations[2]) / 2)
         assert c["duration_p90"] == pytest.approx(durations[2] + (durations[3] - durations[2]) * 0.7)
+    assert len(report["groups"]) == 8 and all(g["runs"] == 2 for g in report["groups"])
     tasks = {t["task"]: t for t in report["tasks"]}
     assert list(tasks) == ["demo-overflow", "toggle"]
     for t in tasks.values():
         assert (t["runs"], t["graded"], t["passed"], t["pass_rate"], t["test_patch_calls"]) == (8, 8, 4, 0.5, 4)
-        assert t["pass_at_k"] == 0.5  # the mean over its agent × level groups: 1, 1, 0, 0
+        assert t["pass_at_k"] == {"1": 0.5, "2": 0.5}  # the mean over its agent × level groups: 1, 1, 0, 0
+
+
+# --- a run stopped while grading runs a check (Ctrl-C tests: local and Docker backends) -----------
+
+GRADING_SLEEP = "sleep 3141"  # the PoC check grading runs (a number no other test sleeps)
+
+
+def grading_job(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A task whose PoC sleeps, and an agent that does nothing: grading starts at once and
+    hangs in the PoC check. The environment's TMPDIR is a (short) folder of the test's, to
+    see every temporary folder a run makes; the caller removes it."""
+    import tempfile
+
+    for folder in (tmp_path, *list(tmp_path.parents)[:2]):  # the daemon's checks (uid 65534) traverse it
+        folder.chmod(folder.stat().st_mode | 0o011)
+    task = make_task(tmp_path / "slow", task_id="slow", pocs=["poc"], poc_run=GRADING_SLEEP, functional="true")
+    job = tmp_path / "job.toml"
+    job.write_text(f'tasks = ["{task.file}"]\nlevels = [0]\n[[agents]]\nname = "idle"\ncommand = ["true"]\n')
+    temp = Path(tempfile.mkdtemp(prefix="sj", dir="/tmp"))  # short: the runs' sockets live under it
+    temp.chmod(0o711)
+    return job, {**jobs_env(), "TMPDIR": str(temp)}
+
+
+def sleeping() -> list[int]:
+    """The processes of GRADING_SLEEP on this machine (a container's too: same kernel)."""
+    wanted = GRADING_SLEEP.replace(" ", "\0").encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == wanted:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def start_until_grading(job: Path, out: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    """``jobs run JOB`` started, returned once grading runs its PoC check."""
+    import time
+
+    argv = [*JOBS, "run", str(job), "--results", str(out), *extra]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if sleeping():
+            return proc
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.3)
+    proc.kill()
+    raise AssertionError("grading never ran its PoC check")
+
+
+def nothing_left(job_id: str, temp: Path, within: float) -> None:
+    """No process of the job, no PoC check, nothing in TEMP (no ssebench-grade-*, -entry-*, -j*)."""
+    import time
+
+    from ssebench import supervise
+
+    deadline = time.monotonic() + within
+    while (supervise.marked("SSE_JOB_ID", job_id) or sleeping()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (supervise.marked("SSE_JOB_ID", job_id), sleeping()) == ([], [])
+    assert sorted(p.name for p in temp.iterdir()) == []

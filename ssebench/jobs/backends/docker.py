@@ -74,6 +74,10 @@ class DockerBackend(LocalBackend):
         super().sweep(job_id)
         remove_labelled(f"{LABELS[JOB_VAR]}={job_id}")
 
+    def abort(self, job_id: str) -> None:
+        super().abort(job_id)
+        remove_labelled(f"{LABELS[JOB_VAR]}={job_id}")
+
 
 def labelled(label: str) -> list[str]:
     """Ids of the containers (running or not) carrying LABEL (``key=value``)."""

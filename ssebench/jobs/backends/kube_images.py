@@ -11,7 +11,6 @@ the Pods then pull them, ``imagePullPolicy: IfNotPresent``) or, for a local clus
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tempfile
@@ -92,8 +91,10 @@ def ctr_loader(script: Path) -> Callable[[Path], None]:
     """LOAD for ssebench's own local cluster (scripts/kube-cluster.sh import)."""
 
     def load(archive: Path) -> None:
+        from ssebench.jobs.backends.kube_setup import cluster_env
+
         done = subprocess.run(
-            [str(script), "import", str(archive)], capture_output=True, text=True, check=False, env=dict(os.environ)
+            [str(script), "import", str(archive)], capture_output=True, text=True, check=False, env=cluster_env()
         )
         if done.returncode != 0:
             raise DockerRunError(f"importing {archive.name} into the cluster failed: {done.stderr.strip()}")

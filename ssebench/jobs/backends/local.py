@@ -47,7 +47,12 @@ def run_argv(run: JobRun, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def run_env(run: JobRun) -> dict[str, str]:
-    return {**os.environ, **run.env, JOB_VAR: run.job_id, RUN_VAR: f"{run.job_id}/{run.run_id}"}
+    """The run's environment: ours, the agent's ``env``, the run's marks and its own TMPDIR
+    (what its processes leave there goes with it: ssebench/jobs/scratch.py)."""
+    env = {**os.environ, **run.env, JOB_VAR: run.job_id, RUN_VAR: f"{run.job_id}/{run.run_id}"}
+    if run.tmp is not None:
+        env["TMPDIR"] = str(run.tmp)
+    return env
 
 
 def _log(run: JobRun) -> Path:
@@ -162,3 +167,6 @@ class LocalBackend:
 
     def sweep(self, job_id: str) -> None:
         supervise.kill_marked(JOB_VAR, job_id)
+
+    def abort(self, job_id: str) -> None:
+        supervise.kill_marked(JOB_VAR, job_id)  # SIGKILL: each run's wait sees its child gone
