@@ -4,7 +4,6 @@ records the backends write: tests/test_jobs_scheduler.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 
 from ssebench import runrecord
 from ssebench.jobs import folder as jobfolder
-from ssebench.jobs import jobfile, matrix, report
+from ssebench.jobs import jobfile, matrix
 from ssebench.jobs.backend import Capacity
 from ssebench.jobs.jobfile import AgentSpec, Job
 from ssebench.jobs.state import STATES, JobState, new_run
@@ -202,83 +201,6 @@ def test_known_values() -> None:
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.9) == pytest.approx(3.7)
     assert quantile([], 0.5) is None
-
-
-# --- the report's formats, on a job folder written by hand ---------------------------------------
-
-
-def _job_folder(tmp_path: Path) -> Path:
-    """Two runs of one cell: one passed after 1 call, one lost to the infrastructure."""
-    rows = []
-    for attempt, outcome in enumerate([Outcome.PASSED, Outcome.INFRASTRUCTURE], 1):
-        row = {**new_run(f"t.a.L2.a{attempt}", "/t/task.toml", "t", "a", 2, attempt), "state": "ended"}
-        row.update(duration=9.0, tries=1)
-        rows.append(row)
-        folder = tmp_path / row["folder"]
-        folder.mkdir(parents=True)
-        calls = 1 if outcome is Outcome.PASSED else 0
-        runrecord.write(folder, record_of(outcome, row["run_id"], calls=calls, duration=12.5 if calls else 9.0))
-    (tmp_path / "job.json").write_text(json.dumps({"job_id": "j1", "runs": rows}))
-    return tmp_path
-
-
-def test_report_text_markdown_and_csv(tmp_path: Path) -> None:
-    data = [report.load(_job_folder(tmp_path))]
-    assert report.render(data, "text") == (
-        "job j1: 2 runs\n"
-        "agent  level  runs         pass rate (95% CI)     pass@2  median s  p90 s  calls/run  calls\n"
-        "a      2      2 (1 infra)  1/1 = 100% (21%-100%)  -       10.8      12.2   0.50       1 passed\n"
-        "\n"
-        "job j1: per task\n"
-        "task  runs  pass rate (95% CI)     pass@2  median s  calls/run  infra\n"
-        "t     2     1/1 = 100% (21%-100%)  -       10.8      0.50       1\n"
-    )
-    assert report.render(data, "markdown").splitlines()[:4] == [
-        "### job j1: 2 runs",
-        "",
-        "| agent | level | runs | pass rate (95% CI) | pass@2 | median s | p90 s | calls/run | calls |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    assert report.render(data, "csv").splitlines()[1] == (
-        "j1,a,2,2,1,1,1.0,0.2065,1.0,2,,10.75,12.15,0.5,1,0,0,0,0,0,0,1,0"
-    )
-    cell = json.loads(report.render(data, "json"))["cells"][0]
-    assert {k: cell[k] for k in ("agent", "level", "runs", "pass_rate", "pass_at_k", "never_called")} == {
-        "agent": "a",
-        "level": 2,
-        "runs": 2,
-        "pass_rate": 1.0,
-        "pass_at_k": None,
-        "never_called": 1,
-    }
-
-
-def test_report_counts_a_refused_run_as_usage_not_infra(tmp_path: Path) -> None:
-    """A run refused before it started (a missing API key: usage_error) is its own count."""
-    folder = _job_folder(tmp_path)
-    runrecord.write(folder / "runs" / "t.a.L2.a2", record_of(Outcome.USAGE, "t.a.L2.a2"))
-    [cell] = report.summarize(report.load(folder))["cells"]
-    assert (cell["infra_failures"], cell["usage_failures"], cell["not_run"]) == (0, 1, 0)
-    assert report.render([report.load(folder)], "text").splitlines()[2].startswith("a      2      2 (1 usage)  ")
-
-
-def test_report_names_a_record_it_cannot_read(tmp_path: Path) -> None:
-    folder = _job_folder(tmp_path)
-    (folder / "runs" / "t.a.L2.a1" / "results.json").write_text('{"version": 1, "status": "passed"}')
-    done = jobs("report", folder)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (
-        f"ssebench jobs: {folder / 'runs' / 't.a.L2.a1' / 'results.json'}: run record schema version 1, "
-        "this ssebench reads version 2 (written by another ssebench; run it again with this one)\n"
-    )
-
-
-def test_report_compares_two_jobs(tmp_path: Path) -> None:
-    first = report.load(_job_folder(tmp_path / "one"))
-    text = report.render([first, first], "text")
-    assert text.endswith(
-        "j1 → j1\nagent  level  pass rate j1  pass rate j1  change\na      2      100%          100%          +0 pts\n"
-    )
 
 
 # --- resources ---------------------------------------------------------------------------------

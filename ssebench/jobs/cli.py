@@ -193,15 +193,19 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ssebench.jobs import report
+    from ssebench import ui
+    from ssebench.jobs import report, reportfmt
     from ssebench.jobs.state import StateError
     from ssebench.runrecord import RecordError
 
     if len(args.folders) > 2:
         return _fail("report: give one job folder, or two to compare")
     try:
-        jobs = [report.load(Path(f)) for f in args.folders]
+        document = report.build([Path(f) for f in args.folders])
     except (StateError, RecordError) as error:
         return _fail(str(error))
-    print(report.render(jobs, args.format), end="")
+    if args.format == "text" and ui.is_tty(sys.stdout):
+        reportfmt.show_rich(document, sys.stdout)
+    else:
+        print(reportfmt.render(document, args.format), end="")
     return EXIT_OK

@@ -219,30 +219,33 @@ def assert_report(job: Path) -> None:
     done = jobs("report", job, "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
+    assert (report["runs"], report["attempts"]) == (16, 2)
     cells = {(c["agent"], c["level"]): c for c in report["cells"]}
     assert list(cells) == [("fixer", 0), ("fixer", 2), ("noop", 0), ("noop", 2)]
     for (agent, level), c in cells.items():
         fixer = agent == "fixer"
-        assert (c["runs"], c["graded"], c["passed"], c["k"]) == (4, 4, 4 if fixer else 0, 2)
+        ids = [f"{t}.{agent}.L{level}.a{a}" for t in ("demo-overflow", "toggle") for a in (1, 2)]
+        assert (c["runs"], c["graded"], c["passed"], c["run_ids"]) == (4, 4, 4 if fixer else 0, ids)
         assert c["pass_rate"] == (1.0 if fixer else 0.0)
         assert c["pass_rate_ci95"] == pytest.approx([0.5101, 1.0] if fixer else [0.0, 0.4899], abs=1e-4)
-        assert c["pass_at_k"] == (1.0 if fixer else 0.0)
+        assert c["pass_at_k"] == ({"1": 1.0, "2": 1.0} if fixer else {"1": 0.0, "2": 0.0})
         assert c["test_patch_calls"] == (4 if fixer else 0)
         assert c["test_patch_endings"] == {  # level 0 runs every check, level 2 withholds the PoCs
             e: (4 if fixer and e == "passed" else 0)
             for e in ("passed", "failed", "no_checks", "internal_failure", "cancelled", "error")
         }
-        assert (c["agent_failures"], c["infra_failures"], c["usage_failures"], c["not_run"]) == (0, 0, 0, 0)
-        assert c["never_called"] == (0 if fixer else 4)  # noop never calls test_patch
-        durations = sorted(
-            runrecord.read(job / "runs" / f"{t}.{agent}.L{level}.a{a}").duration
-            for t in ("demo-overflow", "toggle")
-            for a in (1, 2)
+        assert {o: n for o, n in c["outcomes"].items() if n} == ({"passed": 4} if fixer else {"failed": 4})
+        assert c["not_run"] == 0
+        assert c["never_called_run_ids"] == ([] if fixer else ids)  # noop never calls test_patch
+        assert [(b["outcome"], b["reason"], b["run_ids"]) for b in c["failures"]] == (
+            [] if fixer else [("failed", "failed: PoCs", ids)]
         )
+        durations = sorted(runrecord.read(job / "runs" / run_id).duration for run_id in ids)
         assert c["duration_median"] == pytest.approx((durations[1] + durations[2]) / 2)
         assert c["duration_p90"] == pytest.approx(durations[2] + (durations[3] - durations[2]) * 0.7)
+    assert len(report["groups"]) == 8 and all(g["runs"] == 2 for g in report["groups"])
     tasks = {t["task"]: t for t in report["tasks"]}
     assert list(tasks) == ["demo-overflow", "toggle"]
     for t in tasks.values():
         assert (t["runs"], t["graded"], t["passed"], t["pass_rate"], t["test_patch_calls"]) == (8, 8, 4, 0.5, 4)
-        assert t["pass_at_k"] == 0.5  # the mean over its agent × level groups: 1, 1, 0, 0
+        assert t["pass_at_k"] == {"1": 0.5, "2": 0.5}  # the mean over its agent × level groups: 1, 1, 0, 0
