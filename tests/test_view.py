@@ -112,7 +112,7 @@ def test_the_run_page_shows_every_event_kind_grade_calls_and_diff(url: str) -> N
     assert "tool · Bash · error" in page and "make: *** Error 2" in page
     assert "success · 4 turns · 8.3 s · exit 0 · tokens in 5120, out 210, cached 0" in page
     call = page.split('<li id="call-2">', 1)[1].split("</li>", 1)[0]
-    assert "call 2 · level 1 · <span class=\"call passed\">every check that ran passed [build: passed]</span>" in call
+    assert 'call 2 · level 1 · <span class="call passed">every check that ran passed [build: passed]</span>' in call
     assert f'<pre class="body test-patch call-text">{esc(PASSED_TEXT)}</pre>' in call
     assert 'the text the agent was shown, <a href="/files/0/runs/run-0001/calls/2.txt">calls/2.txt</a>' in call
     assert '<a href="/files/0/runs/run-0001/agent-stdout.log">whole file</a>' in page

@@ -101,13 +101,13 @@ def rewrite(page: str, url: str, roots: list[Path], found: list[str]) -> str:
 
 async def _crawl(app: object, roots: list[Path], out: Path, site: Site) -> None:
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    todo, seen = ["/", "/jobs", "/static/view.css"], set()
+    todo, seen = ["/", "/jobs", "/static/view.css"], set[str]()
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         while todo:
             url = todo.pop()
-            if url in seen:
+            if target(url, roots) in seen:  # one file per page, however it is linked
                 continue
-            seen.add(url)
+            seen.add(target(url, roots))
             if len(seen) > MAX_PAGES:
                 raise ExportError(f"more than {MAX_PAGES:,} pages: stopped")
             await _one(client, url, roots, out, site, todo)

@@ -96,10 +96,11 @@ def _walk(root: Path, folder: str, depth: int, cache: JobCache, found: list[Foun
         if entry.name.startswith(".") or entry.name in NOT_RUNS or not entry.is_dir(follow_symlinks=False):
             continue
         rel = entry.path[prefix:]
-        job = cache.read(root, rel) if is_job_folder(entry.path) else None
         if is_run_folder(entry.path):
             found.append(Found(rel))
-        elif job is not None:
+            continue
+        job = cache.read(root, rel) if is_job_folder(entry.path) else None
+        if job is not None:
             _job_runs(root, job, found, jobs)
         elif depth + 1 < MAX_DEPTH:
             _walk(root, entry.path, depth + 1, cache, found, jobs)

@@ -77,16 +77,19 @@ def _ended(base: RunResult, how: str, ids: tuple[str, str], model: str, attempt:
     record = base.model_copy(update={"spec": spec})
     assert record.agent is not None
     if how == "agent_error":
-        agent = record.agent.model_copy(update={"exit_code": 1, "calls": 0, "error": "Error: 401 invalid x-api-key"})
-        return record.model_copy(update={"outcome": Outcome.AGENT_ERROR, "status": "agent_failed", "exit_code": 6,
-                                         "reason": "Error: 401 invalid x-api-key", "agent": agent, "calls": ()})  # fmt: skip
-    if how == "agent_timeout":
+        error = "Error: 401 invalid x-api-key"
+        agent = record.agent.model_copy(update={"exit_code": 1, "calls": 0, "error": error})
+        changes: dict[str, Any] = {"outcome": Outcome.AGENT_ERROR, "status": "agent_failed", "exit_code": 6}
+        changes |= {"reason": error, "agent": agent, "calls": ()}
+    elif how == "agent_timeout":
         agent = record.agent.model_copy(update={"exit_code": None, "signal": "SIGTERM", "timed_out": True})
-        return record.model_copy(update={"outcome": Outcome.AGENT_TIMEOUT, "status": "agent_timeout", "exit_code": 5,
-                                         "reason": "the agent did not finish within 3600 s", "agent": agent})  # fmt: skip
-    if how == "infrastructure":
-        error = f"the daemon did not come up: {DAEMON_ERROR}\nLast lines of its log:\n  {DAEMON_ERROR}"
-        return record.model_copy(update={"outcome": Outcome.INFRASTRUCTURE, "status": "daemon_failed", "exit_code": 3,
-                                         "reason": f"the daemon did not come up: {DAEMON_ERROR}", "error": error,
-                                         "agent": None, "grading": None, "calls": (), "passed": None})  # fmt: skip
-    return record
+        changes = {"outcome": Outcome.AGENT_TIMEOUT, "status": "agent_timeout", "exit_code": 5, "agent": agent}
+        changes |= {"reason": "the agent did not finish within 3600 s"}
+    elif how == "infrastructure":
+        said = f"the daemon did not come up: {DAEMON_ERROR}"
+        changes = {"outcome": Outcome.INFRASTRUCTURE, "status": "daemon_failed", "exit_code": 3, "reason": said}
+        changes |= {"error": f"{said}\nLast lines of its log:\n  {DAEMON_ERROR}", "agent": None, "grading": None}
+        changes |= {"calls": (), "passed": None}
+    else:
+        changes = {}
+    return record.model_copy(update=changes)
