@@ -239,4 +239,4 @@ class Index:
         folder = (self.root / rel).resolve()
         if not inside(self.root, folder) or not is_job_folder(folder):
             return None
-        return self._jobs_cache.read(self.root, folder.relative_to(self.root).as_posix() if rel else "")
+        return self._jobs_cache.read(self.root, folder.relative_to(self.root).as_posix() if folder != self.root else "")
