@@ -6,6 +6,7 @@ keys, install.log, the tree) is in it; a folder that is not empty is refused who
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import subprocess
@@ -19,12 +20,16 @@ from ssebench.view.sample import write_run, write_runs, write_task
 from ssebench.view.samplejob import write_job
 from tests.helpers.view import HOSTILE_SCRIPT, write_hostile_dialog
 
-SECRETS = ("sk-ant-SECRET-in-home", "TOKEN-in-install-log")
+SECRETS = ("sk-ant-SECRET-in-home", "TOKEN-in-install-log", "http://user:pass@gateway-in-job-json")
 
 
 def results(root: Path) -> Path:
-    """A job, loose runs, and a run whose HOME, install.log and tree hold secrets."""
-    write_job(root)
+    """A job whose job.json holds an environment, loose runs, and a run whose HOME,
+    install.log and tree hold secrets."""
+    job = write_job(root)
+    stored = json.loads((job / "job.json").read_text())
+    stored["spec"] = {"agents": [{"name": "claude", "env": {"ANTHROPIC_BASE_URL": SECRETS[2]}}]}
+    (job / "job.json").write_text(json.dumps(stored))
     write_runs(root / "loose", 3)
     run = root / "loose" / "runs" / "run-0001"
     (run / "home" / ".claude").mkdir(parents=True)
@@ -84,7 +89,7 @@ def test_nothing_private_is_exported(site: Path) -> None:
     for path in site.rglob("*"):
         parts = path.relative_to(site).parts
         assert not {"home", "tree", "tries"} & set(parts) and not any(p.startswith(".") for p in parts), path
-        assert path.name not in ("install.log.txt", "page.html.txt"), path
+        assert path.name not in ("install.log.txt", "page.html.txt", "job.json.txt", "journal.jsonl.txt"), path
         if path.is_file():
             data = path.read_bytes()
             assert not any(s.encode() in data for s in SECRETS), path

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 CHUNK = 64 << 10
-#: the files of a run or job folder an exported site may hold (``ssebench view --export``):
-#: the record, the dialog, the logs, the call texts; never the agent's HOME (its keys and
-#: configuration), install.log (what was written there), the tree or a dot-file
+#: the files of a run folder an exported site may hold (``ssebench view --export``): the
+#: record, the dialog, the logs, the call texts; never the agent's HOME (its keys and
+#: configuration), install.log (what was written there), the tree, a dot-file, or a job's
+#: job.json (its stored job holds the agents' environments; the job page shows the rest)
 EXPORTED_FILES = frozenset(
     {
         "results.json",
@@ -29,7 +30,6 @@ EXPORTED_FILES = frozenset(
         "grading.log",
         "container.log",
         "ssebench-run.log",
-        "job.json",
     }
 )
 NEVER_EXPORTED = frozenset({"home", "tree", "tries", "node_modules"})
