@@ -3,9 +3,10 @@
 
     python scripts/view_screenshots.py [--out docs]
 
-Makes a folder of synthetic runs (ssebench.view.sample), starts a real ``ssebench view``
-on a free port of 127.0.0.1, and saves the runs list, a run page, the comparison and the
-list on a narrow window. Needs Debian's chromium and chromium-driver and PyPI's selenium
+Makes a folder of synthetic runs and a job (ssebench.view.sample, .samplejob), starts a
+real ``ssebench view`` on a free port of 127.0.0.1, and saves the runs list, the job page,
+a failed run's page, the page of a run whose agent failed without calling test_patch, the
+comparison and the list on a narrow window. Needs Debian's chromium and chromium-driver and PyPI's selenium
 (the Makefile's test-deps and the test extra install them); tests/test_view_browser.py runs
 this script too, into a temporary folder.
 """
@@ -36,9 +37,12 @@ FLAGS = (
     "--disable-sync",
     "--disable-dev-shm-usage",
 )
+JOB_RUNS = "/run/0/demo-job/runs/"
 PAGES = (
     ("view-list.png", "/", (1280, 900)),
-    ("view-run.png", "/run/0/runs/run-0001", (1280, 1400)),
+    ("view-job.png", "/job/0/demo-job", (1280, 1300)),
+    ("view-run.png", JOB_RUNS + "toy-overflow.claude.L2.a2", (1280, 1500)),
+    ("view-run-agent-error.png", JOB_RUNS + "toy-overflow.codex.L2.a1", (1280, 1000)),
     ("view-compare.png", "/compare?run=0/runs/run-0000&run=0/runs/run-0004&run=0/runs/run-0008", (1280, 1000)),
     ("view-narrow.png", "/", (420, 900)),
 )
@@ -104,11 +108,13 @@ def _env() -> dict[str, str]:
 def shoot(out: Path) -> list[Path]:
     """Every page of :data:`PAGES` as a PNG in OUT."""
     from ssebench.view.sample import write_runs
+    from ssebench.view.samplejob import write_job
 
     out.mkdir(parents=True, exist_ok=True)
     made = []
     with tempfile.TemporaryDirectory(prefix="ssebench-view-sample-") as tmp:
         write_runs(Path(tmp), 12)
+        write_job(Path(tmp))
         with viewer(Path(tmp)) as url:
             for name, path, size in PAGES:
                 with browser(size) as driver:

@@ -188,6 +188,7 @@ class CallRecord(_Model):
     ended: str  # the call log's summary: "passed", "FAILED [build: FAILED]", "cancelled"...
     outcome: CallOutcome
     seconds: float
+    text: str | None = None  # the result text the agent was shown, a file of the run folder ("calls/1.txt")
 
 
 class TaskRef(_Model):

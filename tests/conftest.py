@@ -127,6 +127,8 @@ INTEGRATION = {
     "tests/test_task_cmd.py": "task new/check/grade as processes",
     "tests/test_task_verify.py": "task verify through the real runner",
     "tests/test_view.py": "the view's HTTP server over real run folders",
+    "tests/test_view_export.py": "ssebench view --export as a process over a job and runs",
+    "tests/test_view_jobs.py": "the view's HTTP server over job folders",
 }
 
 

@@ -91,19 +91,17 @@ def test_sorting_and_filters_come_from_the_query(url: str) -> None:
     assert "No runs match these filters." in get(url, "/?agent=nobody").text
 
 
-def test_the_summary_counts_passes_by_agent_and_level(url: str) -> None:
+def test_the_list_counts_its_rows_by_outcome_and_each_count_links_to_them(url: str) -> None:
+    """No pass rate pooled across jobs on the list (a job's page has its report): only a tally
+    of the rows shown, each count a link to the filter that lists exactly those rows."""
     page = get(url, "/?task=toy-overflow").text
-    table = page.split('<table id="summary">', 1)[1].split("</table>", 1)[0]
-    claude = table.split("<tr><th>claude</th>", 1)[1].split("</tr>", 1)[0]
-    cells = re.findall(r"<td>(.*?)</td>", claude)
-    assert cells == [
-        '<span class="rate">0%</span> <small>0/1</small>',
-        "—",
-        "—",
-        '<span class="rate">100%</span> <small>1/1</small>',
-        '<span class="rate">100%</span> <small>1/1</small>',
-        '<span class="rate">67%</span> <small>2/3</small>',
-    ]
+    assert '<table id="summary">' not in page and "Pass rate by agent" not in page
+    tally = page.split('<p class="tally" id="tally">', 1)[1].split("</p>", 1)[0]
+    links = re.findall(r'<a href="([^"]+)"><span class="badge ([^"]+)">[^<]+</span> (\d+)</a>', tally)
+    assert [(outcome, int(n)) for _, outcome, n in links] == [("passed", 4), ("failed", 2)]
+    for href, outcome, n in links:
+        listed = rows(get(url, markupsafe.Markup(href).unescape()).text)
+        assert len(listed) == int(n), (outcome, listed)
 
 
 def test_the_run_page_shows_every_event_kind_grade_calls_and_diff(url: str) -> None:
@@ -113,7 +111,11 @@ def test_the_run_page_shows_every_event_kind_grade_calls_and_diff(url: str) -> N
     assert f'<pre class="body output test-patch">{esc(PASSED_TEXT)}</pre>' in page
     assert "tool · Bash · error" in page and "make: *** Error 2" in page
     assert "success · 4 turns · 8.3 s · exit 0 · tokens in 5120, out 210, cached 0" in page
-    assert "<li>every check that ran passed [build: passed] <small>in 1.2 s</small></li>" in page
+    call = page.split('<li id="call-2">', 1)[1].split("</li>", 1)[0]
+    assert 'call 2 · level 1 · <span class="call passed">every check that ran passed [build: passed]</span>' in call
+    assert f'<pre class="body test-patch call-text">{esc(PASSED_TEXT)}</pre>' in call
+    assert 'the text the agent was shown, <a href="/files/0/runs/run-0001/calls/2.txt">calls/2.txt</a>' in call
+    assert '<a href="/files/0/runs/run-0001/agent-stdout.log">whole file</a>' in page
     assert "1 file(s) differ." in page
     assert '<span class="add">+  strncpy(name, s, sizeof name - 1);\n</span>' in page
     assert '<span class="del">-  strcpy(name, s);\n</span>' in page
@@ -402,9 +404,8 @@ def test_a_thousand_runs_are_listed_and_counted(tmp_path: Path) -> None:
         sorted_ = rows(get(address, "/?sort=calls&order=desc&agent=claude").text)
     assert "Runs <small>(1000 shown of 1000)</small>" in first and first == again
     assert rows(first) == [f"0/run-{n:04d}" for n in range(1000)]
-    claude = first.split('<table id="summary">', 1)[1].split("<tr><th>claude</th>", 1)[1].split("</tr>", 1)[0]
-    passed = sum(1 for n in range(0, 1000, 4) if n % 3)
-    assert claude.endswith(f'<span class="rate">{100 * passed / 250:.0f}%</span> <small>{passed}/250</small></td>')
+    passed = sum(1 for n in range(1000) if n % 3)
+    assert f'<span class="badge passed">passed</span> {passed}</a>' in first
     assert len(sorted_) == 250 and sorted_[:2] == [
         "0/run-0000",
         "0/run-0004",
@@ -432,9 +433,15 @@ def test_a_real_run_folder_viewed_on_its_own(task_factory, tmp_path: Path) -> No
     row = listing.split('data-run="0/"', 1)[1].split("</tr>", 1)[0]
     assert '<a href="/run/0/">test-task</a>' in row and '<span class="badge passed">passed</span>' in row
     assert '<td>1: <span class="call">every check that ran passed</span></td>' in row
-    assert "<li>every check that ran passed [build: passed, PoCs: passed, functional tests: passed] <small>in " in page
+    ended = "every check that ran passed [build: passed, PoCs: passed, functional tests: passed]"
+    assert f'call 1 · level 1 · <span class="call passed">{ended}</span> <small>in ' in page
+    shown = (results / "agent-stdout.log").read_text()  # the agent prints the text it got
+    assert (results / "calls" / "1.txt").read_text() + "\n" == shown
+    assert f'<pre class="body test-patch call-text">{esc(shown.rstrip(chr(10)))}</pre>' in page
+    assert 'the text the agent was shown, <a href="/files/0/calls/1.txt">calls/1.txt</a>' in page
     assert "1 file(s) differ." in page and '<code>fixed</code> <span class="status">added</span>' in page
     assert '<span class="add">+yes\n</span>' in page
+    assert '<a href="/files/0/calls">calls/</a>' in files
     for name in ("results.json", "server.log", "daemon.log", "grading.json"):
         assert f'<a href="/files/0/{name}">{name}</a>' in files
 

@@ -65,14 +65,16 @@ def test_the_list_filters_and_sorts_in_the_browser(site: tuple[str, Path], drive
     Select(driver.find_element(By.ID, "filter-agent")).select_by_visible_text("gemini")
     driver.find_element(By.CSS_SELECTOR, ".filters button").click()
     wait(lambda: "agent=gemini" in driver.current_url)
-    assert texts(driver, "#runs tbody td:nth-child(3)") == ["gemini", "gemini", "gemini"]
+    assert texts(driver, "#runs tbody td:nth-child(4)") == ["gemini", "gemini", "gemini"]
     driver.find_element(By.CSS_SELECTOR, 'a[data-sort="duration"]').click()
     driver.find_element(By.CSS_SELECTOR, 'a[data-sort="duration"]').click()  # again: descending
     wait(lambda: "order=desc" in driver.current_url)
-    assert texts(driver, "#runs tbody td:nth-child(7)") == ["20.0 s", "16.0 s", "12.0 s"]
+    assert texts(driver, "#runs tbody td:nth-child(8)") == ["20.0 s", "16.0 s", "12.0 s"]
     assert driver.find_element(By.CSS_SELECTOR, 'a[data-sort="duration"]').text == "Duration ▼"
-    assert texts(driver, "#summary thead th") == ["Agent", "level 0", "level 1", "level 2", "all levels"]
-    assert texts(driver, "#summary tbody tr") == ["gemini 100% 1/1 0% 0/1 100% 1/1 67% 2/3"]
+    assert texts(driver, "#tally a") == ["passed 2", "failed 1"]
+    driver.find_element(By.CSS_SELECTOR, "#tally a").click()  # a count leads to its runs
+    wait(lambda: "outcome=passed" in driver.current_url)
+    assert texts(driver, "#runs tbody .badge") == ["passed", "passed"]
 
 
 def test_a_run_page_shows_every_event_kind(site: tuple[str, Path], driver: Any) -> None:
@@ -188,7 +190,7 @@ def test_everything_but_the_live_update_works_with_javascript_off(site: tuple[st
         wait(lambda: "level=4" in plain.current_url)
         plain.find_element(By.CSS_SELECTOR, 'a[data-sort="agent"]').click()
         wait(lambda: "sort=agent" in plain.current_url)
-        assert texts(plain, "#runs tbody td:nth-child(3)") == ["claude", "codex"]
+        assert texts(plain, "#runs tbody td:nth-child(4)") == ["claude", "codex"]
         for box in plain.find_elements(By.CSS_SELECTOR, 'input[name="run"]'):
             box.click()
         plain.find_element(By.CSS_SELECTOR, "#runs thead button").click()

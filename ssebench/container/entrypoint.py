@@ -101,7 +101,7 @@ class Entrypoint(SignalHandling):
         agent = AgentRun(command=list(self.agent_command), timeout=self.settings.agent_timeout)
         try:
             exit_code, error, grading, grade_error = self._stages_run(task, tree, workdir, agent)
-            calls, count = read_calls(workdir / CALLS_FILE)
+            calls, count = read_calls(workdir / CALLS_FILE, texts_to=self.settings.results_dir)
         finally:
             stop_all(self._children, self._grace(STOP_GRACE_SECONDS, floor=SIGNAL_FLOOR_SECONDS))
             kill_strays(self._keep)

@@ -1,4 +1,5 @@
-"""``ssebench view [DIR ...] [--host 127.0.0.1] [--port N] [--open]``: the local web page."""
+"""``ssebench view [DIR ...] [--host 127.0.0.1] [--port N] [--open]``: the local web page;
+``ssebench view --export OUT [DIR ...]``: the same pages as a static site."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT}; 0: a free one)")
     p.add_argument("--open", action="store_true", help="open the page in the web browser")
+    p.add_argument(
+        "--export",
+        metavar="OUT",
+        type=Path,
+        help="write the pages as a static site into the new folder OUT (opens from file://; "
+        "no agent HOME, keys or tree in it) instead of serving them",
+    )
     p.set_defaults(func=run_view)
 
 
@@ -47,6 +55,8 @@ def run_view(args: argparse.Namespace) -> int:
     if isinstance(roots, str):
         print(f"ssebench view: {roots}", file=sys.stderr)
         return 2
+    if args.export is not None:
+        return run_export(roots, args.export)
     from ssebench.server.cli import BindError, bind
 
     try:
@@ -77,4 +87,18 @@ def serve(roots: list[Path], host: str, sock: socket.socket) -> int:
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
     sys.stdout.flush()
+    return 0
+
+
+def run_export(roots: list[Path], out: Path) -> int:
+    """Write the static site; one line naming it, or the one line saying why not (exit 2)."""
+    from ssebench.runrecord import now
+    from ssebench.view.export import ExportError, export
+
+    try:
+        site = export(roots, out, now())
+    except (ExportError, OSError) as exc:
+        print(f"ssebench view: --export {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"ssebench view: wrote {site.pages} pages and {site.files} files to {out}; open {out / 'index.html'}")
     return 0

@@ -14,6 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 CHUNK = 64 << 10
+#: the files of a run folder an exported site may hold (``ssebench view --export``): the
+#: record, the dialog, the logs, the call texts; never the agent's HOME (its keys and
+#: configuration), install.log (what was written there), the tree, a dot-file, or a job's
+#: job.json (its stored job holds the agents' environments; the job page shows the rest)
+EXPORTED_FILES = frozenset(
+    {
+        "results.json",
+        "dialog.jsonl",
+        "agent-stdout.log",
+        "agent-stderr.log",
+        "daemon.log",
+        "server.log",
+        "grading.json",
+        "grading.log",
+        "container.log",
+        "ssebench-run.log",
+    }
+)
+NEVER_EXPORTED = frozenset({"home", "tree", "tries", "node_modules"})
 
 
 @dataclass
@@ -22,6 +41,18 @@ class FileEntry:
     rel: str
     folder: bool
     size: int
+
+
+def exportable(rel: str, folder: bool) -> bool:
+    """Whether the entry REL (a file, or a FOLDER) may be in an exported site."""
+    parts = PurePosixPath(rel).parts
+    if any(part.startswith(".") or part in NEVER_EXPORTED for part in parts):
+        return False
+    if folder or not parts:
+        return True
+    name = parts[-1]
+    in_calls = len(parts) > 1 and parts[-2] == "calls" and name.endswith(".txt") and name[:-4].isdigit()
+    return name in EXPORTED_FILES or in_calls
 
 
 def resolve(root: Path, rel: str) -> Path | None:
@@ -60,8 +91,9 @@ def chunks(fd: int, size: int) -> Iterator[bytes]:
             yield chunk
 
 
-def listing(root: Path, rel: str) -> list[FileEntry] | None:
-    """The entries of the folder ROOT/REL (folders first), or None if it is not one inside ROOT."""
+def listing(root: Path, rel: str, only_exportable: bool = False) -> list[FileEntry] | None:
+    """The entries of the folder ROOT/REL (folders first), or None if it is not one inside ROOT
+    (ONLY_EXPORTABLE: only what an exported site may hold)."""
     path = resolve(root, rel)
     if path is None or not path.is_dir():
         return None
@@ -76,5 +108,7 @@ def listing(root: Path, rel: str) -> list[FileEntry] | None:
             continue
         if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             continue
-        entries.append(FileEntry(entry.name, f"{base}/{entry.name}".lstrip("/"), stat.S_ISDIR(st.st_mode), st.st_size))
+        found = FileEntry(entry.name, f"{base}/{entry.name}".lstrip("/"), stat.S_ISDIR(st.st_mode), st.st_size)
+        if not only_exportable or exportable(found.rel, found.folder):
+            entries.append(found)
     return sorted(entries, key=lambda e: (not e.folder, e.name))

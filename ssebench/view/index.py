@@ -16,17 +16,18 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ssebench import settings
-from ssebench.view.runs import DIALOG, JOB, RESULTS, WATCHED, RunRow, read_json, read_run
+from ssebench.view.jobs import JobCache, JobFolder, is_job_folder
+from ssebench.view.runs import DIALOG, RESULTS, WATCHED, RunRow, read_run
 
 log = logging.getLogger("ssebench.view")
 INDEX_FILE = ".ssebench-view.sqlite"
-SCHEMA = 2  # the index keeps RunRow's JSON: another version is read again
+SCHEMA = 3  # the index keeps RunRow's JSON: another version is read again
 #: how deep below a folder the walk looks for run folders (job/agent/run is 3)
 MAX_DEPTH = 4
 #: folders a run keeps that are never runs themselves (the agent's tree and HOME)
@@ -52,28 +53,40 @@ def inside(root: Path, path: Path) -> bool:
     return path == root or root in path.parents
 
 
-def find_runs(root: Path) -> Iterator[tuple[str, dict[str, Any] | None]]:
-    """``(relative folder, job.json row or None)`` of every run under ROOT."""
+@dataclass(frozen=True)
+class Found:
+    """A run found under a root: its folder (relative), its job.json row and job, if any."""
+
+    rel: str
+    row: dict[str, Any] | None = None
+    job: JobFolder | None = None
+
+
+def find_runs(root: Path, cache: JobCache | None = None) -> tuple[list[Found], list[JobFolder]]:
+    """Every run under ROOT, and every job folder the walk met (a job's runs are its rows)."""
+    cache = cache or JobCache()
     if is_run_folder(root):
-        yield "", None
-        return
-    job = read_json(root / JOB, []) if os.path.lexists(root / JOB) else None
-    if isinstance(job, dict) and isinstance(job.get("runs"), list):
-        yield from _job_runs(root, job["runs"])
-        return
-    yield from _walk(root, str(root), 0)
+        return [Found("")], []
+    found: list[Found] = []
+    jobs: list[JobFolder] = []
+    job = cache.read(root, "") if is_job_folder(root) else None
+    if job is not None:
+        _job_runs(root, job, found, jobs)
+    else:
+        _walk(root, str(root), 0, cache, found, jobs)
+    return found, jobs
 
 
-def _job_runs(root: Path, rows: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for row in rows:
-        if not isinstance(row, dict) or not isinstance(row.get("folder"), str):
-            continue
-        folder = (root / row["folder"]).resolve()
-        if inside(root, folder) and folder != root:
-            yield folder.relative_to(root).as_posix(), row
+def _job_runs(root: Path, job: JobFolder, found: list[Found], jobs: list[JobFolder]) -> None:
+    jobs.append(job)
+    base = (root / job.rel).resolve() if job.rel else root
+    for row in job.rows:
+        folder = (base / row["folder"]).resolve()
+        if inside(base, folder) and folder != base:
+            found.append(Found(folder.relative_to(root).as_posix(), row, job))
 
 
-def _walk(root: Path, folder: str, depth: int) -> Iterator[tuple[str, None]]:
+def _walk(root: Path, folder: str, depth: int, cache: JobCache, found: list[Found], jobs: list[JobFolder]) -> None:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
@@ -82,15 +95,20 @@ def _walk(root: Path, folder: str, depth: int) -> Iterator[tuple[str, None]]:
     for entry in entries:
         if entry.name.startswith(".") or entry.name in NOT_RUNS or not entry.is_dir(follow_symlinks=False):
             continue
+        rel = entry.path[prefix:]
         if is_run_folder(entry.path):
-            yield entry.path[prefix:], None
+            found.append(Found(rel))
+            continue
+        job = cache.read(root, rel) if is_job_folder(entry.path) else None
+        if job is not None:
+            _job_runs(root, job, found, jobs)
         elif depth + 1 < MAX_DEPTH:
-            yield from _walk(root, entry.path, depth + 1)
+            _walk(root, entry.path, depth + 1, cache, found, jobs)
 
 
-def signature(folder: Path, row: dict[str, Any] | None) -> str:
+def signature(folder: Path, found: Found) -> str:
     """Sizes and mtimes of the files a run is read from (and its job row): changed → read again."""
-    parts: list[Any] = [SCHEMA, row]
+    parts: list[Any] = [SCHEMA, found.row, found.job.job_id if found.job else None]
     base = str(folder)
     for name in WATCHED:
         try:
@@ -110,6 +128,9 @@ class Index:
         self.path = index_path(root)
         self._lock = threading.Lock()
         self._memory: dict[str, tuple[str, RunRow]] | None = None
+        self._jobs_cache = JobCache()
+        self.jobs: list[JobFolder] = []  # the jobs the last listing found
+        self.generation = 0  # goes up when a page would show something else
 
     def _connect(self) -> sqlite3.Connection:
         """The index, made if missing; a file that is not one is replaced (a busy one is not)."""
@@ -128,27 +149,42 @@ class Index:
     def runs(self) -> list[RunRow]:
         """Every run of the folder, re-reading those whose files changed (blocking: call in a thread).
 
-        The runs read are kept in memory too, so a listing decodes nothing that did not change."""
+        The runs read are kept in memory too, so a listing decodes nothing that did not change;
+        :attr:`generation` goes up whenever what a page shows of a run (or the set of runs or
+        jobs) changed, which is what the live pages poll."""
         with self._lock:
             if self._memory is None:
                 self._memory = self._load()
-            found, changed, seen = [], [], set()
-            for rel, row in find_runs(self.root):
-                seen.add(rel)
-                folder = self.root / rel if rel else self.root
-                sig = signature(folder, row)
-                known = self._memory.get(rel)
-                if known is None or known[0] != sig:
-                    known = (sig, read_run(folder, self.number, rel, row))
-                    self._memory[rel] = known
-                    changed.append((rel, sig, json.dumps(known[1].as_json())))
-                found.append(known[1])
+            result, changed, seen = [], [], set()
+            found, jobs = find_runs(self.root, self._jobs_cache)
+            for item in found:
+                seen.add(item.rel)
+                known = self._memory.get(item.rel)
+                fresh = self._fresh(item, known)
+                if fresh is not known:
+                    data = json.dumps(fresh[1].as_json())
+                    if known is None or data != json.dumps(known[1].as_json()):
+                        self.generation += 1
+                    self._memory[item.rel] = fresh
+                    changed.append((item.rel, fresh[0], data))
+                result.append(fresh[1])
             gone = [rel for rel in self._memory if rel not in seen]
             for rel in gone:
                 del self._memory[rel]
+            if gone or [j.job_id for j in jobs] != [j.job_id for j in self.jobs]:
+                self.generation += 1
+            self.jobs = jobs
             if changed or gone:
                 self._store(changed, gone)
-        return found
+        return result
+
+    def _fresh(self, item: Found, known: tuple[str, RunRow] | None) -> tuple[str, RunRow]:
+        """KNOWN if the run's files did not change, else the run read again."""
+        folder = self.root / item.rel if item.rel else self.root
+        sig = signature(folder, item)
+        if known is not None and known[0] == sig:
+            return known
+        return sig, read_run(folder, self.number, item.rel, item.row, item.job)
 
     def _load(self) -> dict[str, tuple[str, RunRow]]:
         try:
@@ -175,25 +211,32 @@ class Index:
         except (sqlite3.Error, OSError) as exc:  # a full or read-only disk: the memory copy still serves
             log.warning("ssebench view: the index %s cannot be written (%s)", self.path, exc)
 
-    def locate(self, rel: str) -> tuple[Path, dict[str, Any] | None] | None:
-        """ROOT/REL resolved, with its job row, if it is a run of this root: a run folder, or
-        a run job.json lists (which may have no folder yet). None otherwise."""
+    def locate(self, rel: str) -> Found | None:
+        """ROOT/REL if it is a run of this root: a run folder, or a run a job.json lists (which
+        may have no folder yet), with its row and job. None otherwise."""
         folder = (self.root / rel).resolve()
         if not inside(self.root, folder):
             return None
-        found = folder.relative_to(self.root).as_posix() if folder != self.root else ""
-        for known, row in find_runs(self.root) if found else ():
-            if known == found and row is not None:
-                return folder, row
-        if folder.is_dir() and is_run_folder(folder):
-            return folder, None
+        wanted = folder.relative_to(self.root).as_posix() if folder != self.root else ""
+        found, _ = find_runs(self.root, self._jobs_cache)
+        for item in found:
+            if item.rel == wanted:
+                return item
         return None
+
+    def folder(self, found: Found) -> Path:
+        return self.root / found.rel if found.rel else self.root
 
     def run(self, rel: str) -> RunRow | None:
         """The run at REL, read afresh, if REL is a run of this root (else None)."""
-        located = self.locate(rel)
-        if located is None:
+        found = self.locate(rel)
+        if found is None:
             return None
-        folder, row = located
-        rel = folder.relative_to(self.root).as_posix() if folder != self.root else ""
-        return read_run(folder, self.number, rel, row)
+        return read_run(self.folder(found), self.number, found.rel, found.row, found.job)
+
+    def job(self, rel: str) -> JobFolder | None:
+        """The job at REL of this root (read afresh), or None."""
+        folder = (self.root / rel).resolve()
+        if not inside(self.root, folder) or not is_job_folder(folder):
+            return None
+        return self._jobs_cache.read(self.root, folder.relative_to(self.root).as_posix() if folder != self.root else "")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.runrecord import RunResult
-from ssebench.view import dialog, diff
+from ssebench.view import dialog, diff, runpage
 from ssebench.view.index import Index
 from ssebench.view.runs import DIALOG, RunRow, read_record
 
@@ -50,6 +50,11 @@ def run_context(index: Index, rel: str, offset: int) -> dict[str, Any] | None:
         "rid": run_id(run),
         "has_folder": folder.is_dir(),
         "grade": grade_rows(record),
+        "graded_files": [n for n in ("grading.log", "grading.json") if (folder / n).is_file()],
+        "calls": runpage.calls(folder, record),
+        "outputs": runpage.outputs(folder),
+        "stages": runpage.stages(record),
+        "record": record,
         "page": page,
         "last_offset": dialog.last_page_offset(folder / DIALOG),
         "diff": run_diff(folder, record),

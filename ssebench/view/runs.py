@@ -14,10 +14,13 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ssebench import runrecord
 from ssebench.runrecord import CallRecord, RecordError, RunResult
+
+if TYPE_CHECKING:
+    from ssebench.view.jobs import JobFolder
 
 RESULTS = runrecord.RESULTS_FILE
 DIALOG = "dialog.jsonl"
@@ -36,6 +39,10 @@ class RunRow:
 
     root: int
     rel: str
+    job: str | None = None  # the job's folder (relative to the root; "" the root itself), if in one
+    job_id: str | None = None
+    run_id: str | None = None  # the job's name of the run
+    attempt: int | None = None
     task: str | None = None
     agent: str | None = None
     model: str | None = None
@@ -118,9 +125,13 @@ def read_record(folder: Path, problems: list[str]) -> RunResult | None:
         return None
 
 
-def read_run(folder: Path, root: int, rel: str, job_row: dict[str, Any] | None = None) -> RunRow:
+def read_run(
+    folder: Path, root: int, rel: str, job_row: dict[str, Any] | None = None, job: JobFolder | None = None
+) -> RunRow:
     """Everything the list needs from FOLDER (which may not exist yet: a pending run); never raises."""
     run = RunRow(root=root, rel=rel)
+    if job is not None:
+        run.job, run.job_id = job.rel, job.job_id
     scheduled = _from_job(run, job_row or {})
     unreadable = len(run.problems)
     record = read_record(folder, run.problems)
@@ -143,6 +154,7 @@ def read_run(folder: Path, root: int, rel: str, job_row: dict[str, Any] | None =
 def _from_job(run: RunRow, row: dict[str, Any]) -> str | None:
     """The job row's facts; its scheduling state (pending, running, ended), if any."""
     run.task = _str(row.get("task_id")) or _str(row.get("task"))
+    run.run_id, run.attempt = _str(row.get("run_id")), _int(row.get("attempt"))
     run.agent = _str(row.get("agent"))
     run.level = _int(row.get("level"))
     run.started = _str(row.get("started"))
@@ -164,6 +176,8 @@ def _from_record(run: RunRow, record: RunResult) -> None:
             run.agent = os.path.basename(record.agent.command[0])
     run.agent = run.agent or record.spec.agent
     run.model = run.model or record.spec.model
+    run.run_id, run.attempt = run.run_id or record.spec.run_id, run.attempt or record.spec.attempt
+    run.job_id = run.job_id or record.spec.job_id
     run.checks = [(c.check, c.state) for c in record.grading.checks] if record.grading else []
 
 

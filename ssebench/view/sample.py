@@ -13,7 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import runrecord
-from ssebench.runrecord import AgentFacts, CallRecord, CheckGrade, DifficultyRef, Grading, Outcome, RunResult, RunSpec
+from ssebench.runrecord import (
+    AgentFacts,
+    CallOutcome,
+    CallRecord,
+    CheckGrade,
+    DifficultyRef,
+    Grading,
+    Outcome,
+    RunResult,
+    RunSpec,
+    Stage,
+)
 
 SOURCE = {"greet.c": "#include <string.h>\nvoid parse(const char *s) {\n  char name[16];\n  strcpy(name, s);\n}\n"}
 FIXED = {
@@ -100,8 +111,19 @@ def write_run(
             (folder / "tree" / name).write_text(text)
     write_dialog(folder / "dialog.jsonl", dialog_lines(agent, model, passed, calls))
     _write_server_log(folder, level, passed, calls)
+    _write_call_texts(folder, passed, calls)
+    (folder / "agent-stdout.log").write_text(f"{agent}: session s-1\n{agent}: The copy is bounded.\n")
+    (folder / "agent-stderr.log").write_text("")
     runrecord.write(folder, record(folder, task_file, agent, level, passed, duration, started, calls))
     return folder
+
+
+def _write_call_texts(folder: Path, passed: bool, calls: int) -> None:
+    """calls/<n>.txt: the text each test_patch call returned, as the server keeps it."""
+    if calls:
+        (folder / "calls").mkdir()
+    for n in range(1, calls + 1):
+        (folder / "calls" / f"{n}.txt").write_text(PASSED_TEXT if passed and n == calls else FAILED_TEXT)
 
 
 def _ended(calls: int, passed: bool) -> list[str]:
@@ -113,9 +135,9 @@ def _ended(calls: int, passed: bool) -> list[str]:
 
 
 def _call(number: int, level: int, ended: str) -> CallRecord:
-    if ended.startswith("FAILED"):
-        return CallRecord(number=number, level=level, ended=ended, outcome="failed", seconds=1 + number / 10)
-    return CallRecord(number=number, level=level, ended=ended, outcome="passed", seconds=1 + number / 10)
+    how: CallOutcome = "failed" if ended.startswith("FAILED") else "passed"
+    text = f"calls/{number}.txt"
+    return CallRecord(number=number, level=level, ended=ended, outcome=how, seconds=1 + number / 10, text=text)
 
 
 def _write_server_log(folder: Path, level: int, passed: bool, calls: int) -> None:
@@ -160,11 +182,23 @@ def record(
         started_at=started,
         finished_at=started,
         duration=duration,
+        stages=_stages(duration, passed),
         agent=AgentFacts(command=(agent, "-p"), exit_code=0, duration=duration, timeout=3600, calls=calls),
         grading=Grading(task=task_id, tree=tree, passed=passed, checks=tuple(checks)),
         calls=call_records,
         dialog="dialog.jsonl",
     )
+
+
+def _stages(duration: float, passed: bool) -> dict[str, Stage]:
+    """The stages as ``ssebench run`` records them (the agent takes most of the run)."""
+    agent = round(duration - 4.5, 1)
+    return {
+        "daemon": Stage(state="done", detail="ready in 0.4 s", seconds=0.4),
+        "server": Stage(state="done", detail="answered initialize in 1.1 s", seconds=1.1),
+        "agent": Stage(state="done", detail=f"exited 0 after {agent} s", seconds=agent),
+        "grading": Stage(state="done", detail="every check passed" if passed else "a check failed", passed=passed),
+    }
 
 
 def write_runs(root: Path, count: int, tree: bool = True) -> list[Path]:

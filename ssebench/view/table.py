@@ -1,19 +1,24 @@
-"""The runs list's sorting, filters and the summary by agent × level (pure, no I/O).
+"""The runs list's sorting, filters and its tally of outcomes (pure, no I/O).
 
 Everything is done from the query string, server-side, so the list sorts and filters
-with JavaScript off: a column header is a link, the filters a GET form.
+with JavaScript off: a column header is a link, the filters a GET form. Pass rates are
+not computed here: they are a job's (its report, ssebench/jobs/report.py, on the job page),
+never pooled across jobs; the list only counts its own rows by outcome, each count a link
+to the same filter.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from ssebench.view.runs import RunRow
+from ssebench.runrecord import Outcome
+from ssebench.view.runs import NO_RECORD, PENDING, RUNNING, UNREADABLE, RunRow
 
 #: column key → (heading, sort key)
 COLUMNS: dict[str, tuple[str, Callable[[RunRow], Any]]] = {
+    "job": ("Job", lambda r: r.job_id or ""),
     "task": ("Task", lambda r: r.task or ""),
     "agent": ("Agent", lambda r: r.agent or ""),
     "model": ("Model", lambda r: r.model or ""),
@@ -26,12 +31,18 @@ COLUMNS: dict[str, tuple[str, Callable[[RunRow], Any]]] = {
     "folder": ("Folder", lambda r: (r.root, r.rel)),
 }
 #: the columns the filter form offers (a value must match exactly)
-FILTERS = ("task", "agent", "model", "level", "outcome", "calls", "exit")
+FILTERS = ("job", "task", "agent", "model", "level", "outcome", "reason", "calls", "exit")
+#: filters that are no column (their value's key)
+EXTRA: dict[str, tuple[str, Callable[[RunRow], Any]]] = {"reason": ("Reason", lambda r: r.reason)}
+#: each filter's label in the form
+LABELS = {c: (COLUMNS.get(c) or EXTRA[c])[0] for c in FILTERS}
+#: the order outcomes are counted in (the record's, then the states of runs without one)
+OUTCOME_ORDER = (*(o.value for o in Outcome), PENDING, RUNNING, NO_RECORD, UNREADABLE)
 
 
 def value(run: RunRow, column: str) -> str:
     """A run's value in COLUMN as the filter form shows it."""
-    raw = COLUMNS[column][1](run)
+    raw = (COLUMNS.get(column) or EXTRA[column])[1](run)
     return "" if raw is None else str(raw)
 
 
@@ -57,26 +68,7 @@ def select(runs: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
     return present + missing
 
 
-@dataclass
-class Cell:
-    passed: int = 0
-    total: int = 0
-
-    @property
-    def rate(self) -> str:
-        return f"{100 * self.passed / self.total:.0f}%" if self.total else "—"
-
-
-def summary(runs: list[RunRow]) -> tuple[list[str], list[str], dict[tuple[str, str], Cell]]:
-    """Agents, levels and the pass count of each (agent, level) pair (a run counts once)."""
-    cells: dict[tuple[str, str], Cell] = {}
-    for run in runs:
-        agent = run.agent or "?"
-        level = "?" if run.level is None else str(run.level)
-        for key in ((agent, level), (agent, "all")):
-            cell = cells.setdefault(key, Cell())
-            cell.total += 1
-            cell.passed += run.passed is True
-    agents = sorted({a for a, _ in cells})
-    levels = sorted({lv for _, lv in cells} - {"all"}, key=_natural) + ["all"]
-    return agents, levels, cells
+def outcomes(runs: list[RunRow]) -> list[tuple[str, int]]:
+    """How many of RUNS ended each way (and how many have no record yet), in a fixed order."""
+    counts = Counter(r.outcome for r in runs)
+    return [(o, counts[o]) for o in OUTCOME_ORDER if counts[o]]
