@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 
 from ssebench.agents import files, installs
 from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, Client, Env, Scope, ServerSettings
-from ssebench.agents.cli import invalid_choice
 from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.registry import CLIENTS
+from ssebench.choices import invalid_choice
 
 
 class EntryError(Exception):

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from ssebench.choices import invalid_choice
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -26,11 +28,6 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
     return value
-
-
-def invalid_choice(text: str, choices: tuple[str, ...]) -> str:
-    """argparse's words for a value that is not one of *choices*."""
-    return f"invalid choice: {text!r} (choose from {', '.join(map(repr, choices))})"
 
 
 class _OneOf:
@@ -57,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="register the ssebench MCP server with an agent / MCP client",
         description="Register the ssebench MCP server with an agent or MCP client.",
     )
-    verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+    verbs = agents.add_subparsers(dest="agents_command", metavar="COMMAND", required=True)
 
     p = verbs.add_parser("install", help="add or update the server entry (several agents, or --all)")
     _common(p, names, entry=True, several=True)
@@ -305,7 +302,12 @@ def _dockerfile(args: argparse.Namespace) -> int:
     try:
         text = render_agent_dockerfile(args.agent)
     except DockerfileError as exc:
-        _error(str(exc))
+        from ssebench.agents.registry import AGENTS, CLIENTS
+        from ssebench.choices import closest
+
+        # a client without a layer (vscode) is no typo of an agent
+        best = None if args.agent in CLIENTS else closest(args.agent, AGENTS)
+        _error(str(exc) + ("" if best is None else f"; maybe you meant {best!r}?"))
         return 2
     print(text, end="" if text.endswith("\n") else "\n")
     return 0
