@@ -98,7 +98,11 @@ def _common(p: argparse.ArgumentParser, names: tuple[str, ...], *, entry: bool, 
         )
     else:
         p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
-    p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
+    p.add_argument(
+        "--name",
+        default=DEFAULT_NAME,
+        help=f"server name in the config: letters, digits, '-' or '_' (default {DEFAULT_NAME})",
+    )
     if entry:
         p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
         p.add_argument(
@@ -129,6 +133,20 @@ def _error(message: str) -> None:
     ui.echo(("ssebench agents:", "fail"), f" {message}", stream=sys.stderr)
 
 
+def _bad_entry(args: argparse.Namespace) -> bool:
+    """A ``--url`` or ``--name`` no entry can have: said in one line (nothing is written)."""
+    from ssebench.agents import actions
+
+    for flag, value, problem in (
+        ("--url", args.url, actions.check_url(args.url)),
+        ("--name", args.name, actions.check_name(args.name)),
+    ):
+        if problem is not None:
+            _error(f"{flag} {value!r} {problem}")
+            return True
+    return False
+
+
 def _settings(args: argparse.Namespace):
     from ssebench.agents.base import ServerSettings
 
@@ -144,8 +162,7 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     from ssebench.agents import actions
     from ssebench.agents.base import Env
 
-    if install and (problem := actions.check_url(args.url)) is not None:
-        _error(f"--url {args.url!r} {problem}")
+    if install and _bad_entry(args):
         return 2
     env = Env.current()
     names = list(dict.fromkeys(args.agent))  # in order, once each
@@ -237,11 +254,10 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ssebench.agents import actions, render
+    from ssebench.agents import render
     from ssebench.agents.registry import get
 
-    if (problem := actions.check_url(args.url)) is not None:
-        _error(f"--url {args.url!r} {problem}")
+    if _bad_entry(args):
         return 2
     client = get(args.agent)
     settings = _settings(args)
