@@ -118,7 +118,9 @@ def grade(
 
     hide_host_paths(sandbox, task.dir)  # raises ValueError: a bind that would show them
     procs.enable_subreaper()
-    workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
+    from ssebench.daemon.reach import temp_base
+
+    workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-", dir=temp_base(sandbox.check_user)))
     try:
         runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits, trace=False)
         return asyncio.run(_unless_stopped(_run_all(runner, task.id, root, on_event), stop))

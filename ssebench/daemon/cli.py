@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -120,6 +121,7 @@ def log_budget_from(flag: str | None) -> int:
 
 def run_daemon(args: argparse.Namespace) -> int:
     from ssebench.daemon import paths, procs, stale
+    from ssebench.daemon.reach import temp_base
     from ssebench.difficulty import DifficultyError, level_from_env
     from ssebench.task import TaskError, load_task
 
@@ -162,9 +164,11 @@ def run_daemon(args: argparse.Namespace) -> int:
     inode = paths.socket_inode(socket_path)
 
     procs.enable_subreaper()
-    for prefix in (stale.PREFIX, "ssebench-etc-", "ssebench-bwrap-"):  # what daemons killed with SIGKILL left on disk
-        stale.sweep_dead_workspaces(prefix=prefix)
-    workspace = stale.create_workspace()
+    base = temp_base(sandbox.check_user)  # the temp folder, or one the checks' uid can reach
+    for folder in dict.fromkeys((tempfile.gettempdir(), str(base))):
+        for prefix in (stale.PREFIX, "ssebench-etc-", "ssebench-bwrap-"):  # what daemons killed with SIGKILL left
+            stale.sweep_dead_workspaces(folder, prefix)
+    workspace = stale.create_workspace(base=base)
     try:
         try:
             sandbox.hide("the daemon's workspace", workspace)
