@@ -90,6 +90,46 @@ def demo_task() -> Path:
     return DEMO_TASK
 
 
+# The unit tier (`make test-fast`: under a minute on 2 cores, no Docker, npm or browser) is every
+# test that is neither slow, e2e nor "integration"; these modules are integration as a whole:
+# each of their tests starts the real daemon, server, sandbox or a build, or a batch of real
+# CLI processes, which is what they are for, and `make test` runs them all.
+INTEGRATION = {
+    "tests/test_agents_cli.py": "a real ssebench CLI process per install/uninstall",
+    "tests/test_agents_install_entry.py": "real installs into private HOMEs, concurrent processes",
+    "tests/test_agents_roundtrip.py": "real CLI round trips per client",
+    "tests/test_cli_polish.py": "the CLI as a process, on a pty",
+    "tests/test_daemon.py": "a real daemon on a socket per test",
+    "tests/test_daemon_lifecycle.py": "a real daemon per test: signals, queue, timeouts",
+    "tests/test_daemon_fs_attacks.py": "a real daemon against a hostile tree",
+    "tests/test_dataset_lock.py": "task verify through the real runner",
+    "tests/test_doctor.py": "doctor probes the machine",
+    "tests/test_entrypoint.py": "the entrypoint with a daemon, a server and an agent",
+    "tests/test_equivalence.py": "real builds, incremental against fresh",
+    "tests/test_grade.py": "grading builds and runs every check",
+    "tests/test_incremental.py": "real traced builds",
+    "tests/test_jobs.py": "jobs of real runs",
+    "tests/test_jobs_lock.py": "a job of real runs",
+    "tests/test_kube_cli.py": "the CLI against an unreachable cluster (timeouts)",
+    "tests/test_preflight.py": "the CLI as a process per agent",
+    "tests/test_reliability_daemon.py": "a real daemon under faults",
+    "tests/test_reliability_inputs.py": "bad input to every command, as processes",
+    "tests/test_reliability_server.py": "a real server under faults",
+    "tests/test_run.py": "ssebench run end to end",
+    "tests/test_sandbox.py": "the bwrap sandbox",
+    "tests/test_sandbox_attacks.py": "attacks on the sandbox",
+    "tests/test_server.py": "a real server and daemon",
+    "tests/test_server_cli.py": "serve/up as processes",
+    "tests/test_server_levels.py": "real calls at each level",
+    "tests/test_server_resume.py": "real streams dropped and resumed",
+    "tests/test_server_tasks.py": "real tasks over HTTP",
+    "tests/test_support_files.py": "checks reading support files in the sandbox",
+    "tests/test_task_cmd.py": "task new/check/grade as processes",
+    "tests/test_task_verify.py": "task verify through the real runner",
+    "tests/test_view.py": "the view's HTTP server over real run folders",
+}
+
+
 # tryfirst: pytest-xdist's own hook reads the xdist_group marks into the node ids; its plugin is
 # registered after this conftest, so it runs first unless this one says so, and the groups
 # added here were never seen (a real task's five-level build ran once per worker).
@@ -105,6 +145,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     being installed in the background go last.
     """
     for item in items:
+        if item.nodeid.split("::")[0] in INTEGRATION:
+            item.add_marker(pytest.mark.integration)
         if item.get_closest_marker("xdist_group") is not None:
             continue
         info = getattr(item, "_fixtureinfo", None)
