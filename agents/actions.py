@@ -22,6 +22,7 @@ be edited: the file is then unchanged). ``done.lines()`` are the lines the comma
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,9 @@ from urllib.parse import urlsplit
 
 from ssebench.agents import files, installs
 from ssebench.agents.base import DEFAULT_NAME, DEFAULT_TIMEOUT, Client, Env, Scope, ServerSettings
-from ssebench.agents.cli import invalid_choice
 from ssebench.agents.formats import EDITORS, Editor, FormatError
 from ssebench.agents.registry import CLIENTS
+from ssebench.choices import invalid_choice
 
 
 class EntryError(Exception):
@@ -111,6 +112,23 @@ def report(edit: ConfigEdit, install: bool) -> list[list[str | Styled]]:
     return lines
 
 
+# The server name is a config key and the prefix of the tool's name (Claude Code's
+# ``mcp__NAME__test_patch``): Claude Code accepts only letters, digits, '-' and '_' in it, and
+# the model APIs take a tool name of at most 64 of those, so NAME has at most 64 - 17 of them.
+NAME_MAX = 64 - len("mcp____test_patch")
+_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{NAME_MAX}}}")
+
+
+def check_name(name: str) -> str | None:
+    """Why *name* cannot be the server's name in a client's config, or None when it can."""
+    if _NAME.fullmatch(name):
+        return None
+    return (
+        f"must be 1 to {NAME_MAX} letters, digits, '-' or '_' "
+        "(it becomes a config key and the tool's name, mcp__NAME__test_patch)"
+    )
+
+
 def check_url(url: str) -> str | None:
     """Why *url* cannot be an MCP server's URL, or None when it can (http/https, host, port, path)."""
     if any(c.isspace() for c in url):
@@ -147,6 +165,8 @@ def install_entry(
     the project scope: the current folder). EntryError with the command's message otherwise."""
     if (problem := check_url(url)) is not None:
         raise EntryError(f"--url {url!r} {problem}", 2)
+    if (problem := check_name(name)) is not None:
+        raise EntryError(f"--name {name!r} {problem}", 2)
     client = CLIENTS.get(agent)
     if client is None:
         raise EntryError(f"argument AGENT: {invalid_choice(agent, tuple(CLIENTS))}", 2)

@@ -17,6 +17,8 @@ import json
 import sys
 from pathlib import Path
 
+from ssebench.choices import invalid_choice
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -26,11 +28,6 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
     return value
-
-
-def invalid_choice(text: str, choices: tuple[str, ...]) -> str:
-    """argparse's words for a value that is not one of *choices*."""
-    return f"invalid choice: {text!r} (choose from {', '.join(map(repr, choices))})"
 
 
 class _OneOf:
@@ -57,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="register the ssebench MCP server with an agent / MCP client",
         description="Register the ssebench MCP server with an agent or MCP client.",
     )
-    verbs = agents.add_subparsers(dest="agents_command", metavar="ACTION", required=True)
+    verbs = agents.add_subparsers(dest="agents_command", metavar="COMMAND", required=True)
 
     p = verbs.add_parser("install", help="add or update the server entry (several agents, or --all)")
     _common(p, names, entry=True, several=True)
@@ -101,7 +98,11 @@ def _common(p: argparse.ArgumentParser, names: tuple[str, ...], *, entry: bool, 
         )
     else:
         p.add_argument("agent", metavar="AGENT", choices=names, help=" | ".join(names))
-    p.add_argument("--name", default=DEFAULT_NAME, help=f"server name in the config (default {DEFAULT_NAME})")
+    p.add_argument(
+        "--name",
+        default=DEFAULT_NAME,
+        help=f"server name in the config: letters, digits, '-' or '_' (default {DEFAULT_NAME})",
+    )
     if entry:
         p.add_argument("--url", default=DEFAULT_URL, help=f"server URL (default {DEFAULT_URL})")
         p.add_argument(
@@ -132,6 +133,20 @@ def _error(message: str) -> None:
     ui.echo(("ssebench agents:", "fail"), f" {message}", stream=sys.stderr)
 
 
+def _bad_entry(args: argparse.Namespace) -> bool:
+    """A ``--url`` or ``--name`` no entry can have: said in one line (nothing is written)."""
+    from ssebench.agents import actions
+
+    for flag, value, problem in (
+        ("--url", args.url, actions.check_url(args.url)),
+        ("--name", args.name, actions.check_name(args.name)),
+    ):
+        if problem is not None:
+            _error(f"{flag} {value!r} {problem}")
+            return True
+    return False
+
+
 def _settings(args: argparse.Namespace):
     from ssebench.agents.base import ServerSettings
 
@@ -147,8 +162,7 @@ def _several(args: argparse.Namespace, install: bool) -> int:
     from ssebench.agents import actions
     from ssebench.agents.base import Env
 
-    if install and (problem := actions.check_url(args.url)) is not None:
-        _error(f"--url {args.url!r} {problem}")
+    if install and _bad_entry(args):
         return 2
     env = Env.current()
     names = list(dict.fromkeys(args.agent))  # in order, once each
@@ -240,11 +254,10 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ssebench.agents import actions, render
+    from ssebench.agents import render
     from ssebench.agents.registry import get
 
-    if (problem := actions.check_url(args.url)) is not None:
-        _error(f"--url {args.url!r} {problem}")
+    if _bad_entry(args):
         return 2
     client = get(args.agent)
     settings = _settings(args)
@@ -305,7 +318,12 @@ def _dockerfile(args: argparse.Namespace) -> int:
     try:
         text = render_agent_dockerfile(args.agent)
     except DockerfileError as exc:
-        _error(str(exc))
+        from ssebench.agents.registry import AGENTS, CLIENTS
+        from ssebench.choices import closest
+
+        # a client without a layer (vscode) is no typo of an agent
+        best = None if args.agent in CLIENTS else closest(args.agent, AGENTS)
+        _error(str(exc) + ("" if best is None else f"; maybe you meant {best!r}?"))
         return 2
     print(text, end="" if text.endswith("\n") else "\n")
     return 0

@@ -175,6 +175,10 @@ CLIENT = CodexCli(
     timeout_behaviour="Codex does not extend it on progress, so it must cover the whole call.",
     path_note="(or $CODEX_HOME/config.toml)",
     binaries=(BINARY,),
+    extra_notes=(
+        'The entry also sets default_tools_approval_mode = "approve": Codex runs this server\'s '
+        "tools (test_patch) without asking; without it codex exec refuses the call.",
+    ),
 )
 
 AGENT = Agent(

@@ -153,7 +153,8 @@ AGENT = Agent(
     prepare=prepare,
     config_vars=("CONTINUE_GLOBAL_DIR",),
     model_api=model_api,
-    model_vars="`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API)",
+    model_vars="`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API, with "
+    "`SSE_AGENT_MODEL` naming its model: without it Continue asks for `gpt-5` through `/v1/responses`)",
     stream_format="continue-json",  # cn -p --format json
     reader=ContinueAnswer,
 )

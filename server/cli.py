@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ssebench import settings
-from ssebench.difficulty import DifficultyError, Level, level_from_env, parse_level
+from ssebench.difficulty import ENV_VAR, DifficultyError, Level, level_from_env, parse_level
 
 if TYPE_CHECKING:
     from .calllog import CallsFile
@@ -56,10 +57,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     up = sub.add_parser(
         "up",
         help="start a daemon and the MCP server together, until Ctrl-C",
-        description="Start the SDK daemon (private socket) and the test_patch server on one task.",
+        description="Start the SDK daemon (private socket) and the test_patch server on one task, "
+        "at the difficulty level --difficulty or SSE_DIFFICULTY says (default 2).",
     )
     up.add_argument("--task", required=True, metavar="FILE", help="the task.toml")
     up.add_argument("--tree", metavar="DIR", help="the source tree under test (default: the task's source)")
+    up.add_argument(
+        "--difficulty",
+        metavar="N",
+        help="SSE_DIFFICULTY for the daemon and the server, 0-4 (default: $SSE_DIFFICULTY, else 2)",
+    )
     _server_options(up)
     up.set_defaults(func=_up)
 
@@ -117,11 +124,11 @@ def _positive_seconds(raw: str) -> float:
     return value
 
 
-def _level_or_exit() -> Level | None:
+def _level_or_exit(env: dict[str, str] | None = None, prefix: str = "") -> Level | None:
     try:
-        level = level_from_env()
+        level = level_from_env(env)
     except DifficultyError as exc:
-        print(exc, file=sys.stderr)
+        print(f"{prefix}{exc}", file=sys.stderr)
         return None
     from .limits import ServerLimits
 
@@ -274,7 +281,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    level = _level_or_exit()
+    # --difficulty is SSE_DIFFICULTY for both children, read by the one rule (as run's)
+    env = None if args.difficulty is None else {**os.environ, ENV_VAR: args.difficulty}
+    level = _level_or_exit(env, prefix="ssebench up: " if env is not None else "")
     if level is None:
         return 2
     from ssebench.supervise import HeldOutput
@@ -285,7 +294,7 @@ def _up(args: argparse.Namespace) -> int:
     if sock is None:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="ssebench-up-"))  # 0700, ours
-    stack = Stack(workdir / "daemon.sock", args.port)  # the daemon only: the server runs here
+    stack = Stack(workdir / "daemon.sock", args.port, env=env)  # the daemon only: the server runs here
     daemon = stack.spawn_daemon(args.task, args.tree, stderr=subprocess.PIPE)
     assert daemon.proc.stderr is not None
     output = HeldOutput(daemon.proc.stderr)

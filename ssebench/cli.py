@@ -13,8 +13,10 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ssebench import __version__
+from ssebench.choices import invalid_choice
 
 # Modules that define ``register(subparsers)``; each handler is stored as ``func``
 # and returns the process exit status.
@@ -34,13 +36,42 @@ COMMAND_MODULES = (
 )
 
 
+METAVAR = "COMMAND"  # the one word every level of the tree shows for its sub-commands
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every parser of the tree (sub-parsers take their parent's class): a mistyped choice
+    or sub-command gets the closest valid one (ssebench/choices.py), and a sub-command
+    without a description shows its help line as one (``ssebench agents install --help``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Commands)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and isinstance(value, str) and value not in choices:
+            raise argparse.ArgumentError(action, invalid_choice(value, choices))
+        super()._check_value(action, value)
+
+
+class _Commands(argparse._SubParsersAction):
+    """Sub-commands whose description defaults to their help line, as a sentence."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        line = kwargs.get("help")
+        if line and not kwargs.get("description"):
+            kwargs["description"] = line[0].upper() + line[1:] + ("" if line.endswith(".") else ".")
+        return super().add_parser(name, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="ssebench",
         description="Let a coding agent check its own vulnerability fix while it works.",
     )
     parser.add_argument("--version", action="version", version=f"ssebench {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar=METAVAR, required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser

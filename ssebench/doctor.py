@@ -4,7 +4,8 @@ One line per part a run depends on, each with a fix where there is one: Python, 
 each bundled agent CLI against its pin (configs/agent-clis/package.json) and its model
 API variables, the server's port, the Docker engine and base image, the check sandbox,
 and every client registered with ``ssebench agents install`` — whether its URL reaches a
-running ssebench server (a real MCP ``initialize`` with a short timeout).
+running ssebench server (a real MCP ``initialize`` with a short timeout); last, where the
+bundled demo job is (inside the package, for a wheel).
 
 Three states: ``ok``; ``warn`` for an optional part that is missing (a CLI not
 installed, no Docker engine, a registered URL nothing serves right now); ``fail`` for
@@ -75,6 +76,7 @@ def run_checks(port: int = DEFAULT_PORT, name: str = "ssebench", env: Mapping[st
     findings.append(check_sandbox(env))
     findings.append(check_build_trace(env))
     findings += check_registrations(name)
+    findings.append(check_examples())
     return findings
 
 
@@ -209,8 +211,6 @@ def check_sandbox(env: Mapping[str, str]) -> Finding:
 
 def check_build_trace(env: Mapping[str, str]) -> Finding:
     """The daemon reuses a build only where strace's trace shows it equals a clean one."""
-    import shutil
-
     strace = shutil.which("strace", path=env.get("PATH", os.defpath))
     if strace is None:
         return Finding(
@@ -267,17 +267,19 @@ def check_registrations(name: str) -> list[Finding]:
         elif server is not None:
             findings.append(Finding(label, WARN, f"{where}: {row.url} answers as {server!r}, not ssebench"))
         else:
-            findings.append(
-                Finding(
-                    label,
-                    WARN,
-                    f"{where}: no server answers at {row.url}",
-                    "start one: ssebench up --task FILE (the agent cannot call test_patch until then)",
-                )
-            )
+            fix = "start one: ssebench up --task FILE (the agent cannot call test_patch until then)"
+            findings.append(Finding(label, WARN, f"{where}: no server answers at {row.url}", fix))
     if not any(f.check.endswith(" config") for f in findings):
         findings.append(Finding("clients", WARN, f"no client has the {name} server registered", _install_hint()))
     return findings
+
+
+def check_examples() -> Finding:
+    """The bundled demo task and job: a wheel keeps them inside the package, so say where."""
+    from ssebench.resources import demo_job
+
+    job = demo_job()
+    return Finding("examples", OK if job.is_file() else WARN, f"the demo job: ssebench jobs run {job}")
 
 
 def _install_hint() -> str:

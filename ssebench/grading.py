@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task", required=True, metavar="FILE", help="the task file (task.toml)")
     p.add_argument("--tree", metavar="DIR", help="the tree to grade (default: the task's source)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--logs",
+        type=Path,
+        metavar="DIR",
+        help=f"save every check's whole log in DIR (new or empty) as CHECK.log; "
+        f"the summary shows the last {TAIL_LINES} lines of a failed one",
+    )
     from ssebench.daemon.cli import add_sandbox_args
 
     add_sandbox_args(p)
@@ -62,6 +71,7 @@ class Grade:
     tree: Path
     results: tuple[CheckResult, ...]
     log_tails: dict[Check, str] = field(default_factory=dict)  # the failed checks' log tails
+    log_files: dict[Check, Path] = field(default_factory=dict)  # whole logs saved (grade --logs DIR)
 
     @property
     def passed(self) -> bool:
@@ -91,6 +101,7 @@ def grade(
     sandbox: Any = None,
     limits: Any = None,
     stop: threading.Event | None = None,
+    logs: Path | None = None,
 ) -> Grade:
     """Run every check of the task (a file, or a loaded Task) on *tree*; raises TaskError /
     RunError / ValueError.
@@ -101,6 +112,7 @@ def grade(
     environment sets; raises SandboxUnavailable where namespaces are not permitted.
     *stop*: set from another thread, the checks are cancelled and GradingStopped is raised
     once their processes and copies are gone (the entrypoint grades in a worker thread).
+    *logs*: a folder (made if missing) to keep each check's whole log in, as ``CHECK.log``.
     """
     from ssebench.daemon import procs
     from ssebench.daemon.runner import Runner
@@ -118,10 +130,12 @@ def grade(
 
     hide_host_paths(sandbox, task.dir)  # raises ValueError: a bind that would show them
     procs.enable_subreaper()
-    workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-"))
+    from ssebench.daemon.reach import temp_base
+
+    workspace = Path(tempfile.mkdtemp(prefix="ssebench-grade-", dir=temp_base(sandbox.check_user)))
     try:
         runner = Runner(task, root, workspace, heartbeat=3600, sandbox=sandbox, limits=limits, trace=False)
-        return asyncio.run(_unless_stopped(_run_all(runner, task.id, root, on_event), stop))
+        return asyncio.run(_unless_stopped(_run_all(runner, task.id, root, on_event, logs), stop))
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
@@ -143,8 +157,11 @@ async def _unless_stopped(work: Coroutine[Any, Any, T], stop: threading.Event | 
     return task.result()
 
 
-async def _run_all(runner: Any, task_id: str, root: Path, on_event: Callable[[contract.Event], None] | None) -> Grade:
-    """Every check through the runner, its typed events (ssebench/contract.py) as they come."""
+async def _run_all(
+    runner: Any, task_id: str, root: Path, on_event: Callable[[contract.Event], None] | None, logs: Path | None
+) -> Grade:
+    """Every check through the runner, its typed events (ssebench/contract.py) as they come;
+    with *logs*, each check's whole log copied there before the workspace goes."""
     run = await runner.prepare()
     results: tuple[CheckResult, ...] = ()
     async for event in runner.execute(run, GRADING.enabled):
@@ -157,7 +174,32 @@ async def _run_all(runner: Any, task_id: str, root: Path, on_event: Callable[[co
         for r in results
         if r.state is State.FAILED and (log := run.results[r.check].log) is not None
     }
-    return Grade(task_id, root, results, tails)
+    saved = {} if logs is None else await asyncio.to_thread(save_logs, run.results, logs)
+    return Grade(task_id, root, results, tails, saved)
+
+
+def save_logs(checks: Mapping[Check, Any], folder: Path) -> dict[Check, Path]:
+    """Each check's log (stdout, then stderr, as the daemon serves it) streamed into
+    ``folder/CHECK.log`` (made if missing), each written whole or not at all; the files."""
+    folder = folder.absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    for check, run in checks.items():
+        if run.log is None:
+            continue
+        target = folder / f"{check.value}.log"
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for chunk in run.log.chunks():
+                    out.write(chunk)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        saved[check] = target
+    return saved
 
 
 def _tail_lines(data: bytes) -> str:
@@ -186,7 +228,13 @@ def _summary(result: Grade) -> str:
     lines += [describe_check(r) for r in result.results]
     for r in failed:
         if r.check in result.log_tails:
-            lines += ["", f"Log ({r.check.label}), last {TAIL_LINES} lines at most:", result.log_tails[r.check]]
+            whole = result.log_files.get(r.check)
+            where = f"all of it: {whole}" if whole else "--logs DIR saves all of it"
+            head = f"Log ({r.check.label}), last {TAIL_LINES} lines at most ({where}):"
+            lines += ["", head, result.log_tails[r.check]]
+    if result.log_files:
+        folder = next(iter(result.log_files.values())).parent
+        lines += ["", f"Whole logs in {folder}: {', '.join(p.name for p in result.log_files.values())}"]
     return "\n".join(lines)
 
 
@@ -196,10 +244,13 @@ def run_grade(args: argparse.Namespace) -> int:
     from ssebench.daemon.sandbox import SandboxUnavailable
     from ssebench.task import TaskError
 
+    if args.logs is not None and (problem := _not_empty(args.logs)):
+        print(f"ssebench grade: --logs {args.logs}: {problem}", file=sys.stderr)
+        return 2
     try:
         sandbox, limits = sandbox_from_args(args)
         with _progress() as on_event, _term_as_interrupt():
-            result = grade(args.task, args.tree, on_event, sandbox=sandbox, limits=limits)
+            result = grade(args.task, args.tree, on_event, sandbox=sandbox, limits=limits, logs=args.logs)
     except _Terminated:
         return 128 + signal.SIGTERM
     except TaskError as exc:
@@ -218,6 +269,15 @@ def run_grade(args: argparse.Namespace) -> int:
     else:
         _print_summary(_summary(result))
     return 0 if result.passed else 1
+
+
+def _not_empty(folder: Path) -> str | None:
+    """Why *folder* cannot take the logs (it must be new or an empty folder), or None."""
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    if not folder.is_dir():
+        return "is not a folder"
+    return "is not empty (give a new or empty folder)" if any(folder.iterdir()) else None
 
 
 class _Terminated(KeyboardInterrupt):

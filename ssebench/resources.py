@@ -1,7 +1,7 @@
 """Where the data files the commands read at run time live, in a wheel or a checkout.
 
 A wheel carries ``configs/`` (templates and the agent CLI pins), ``examples/`` (the demo
-task) and ``scripts/`` (the private Docker engine and the offline base image) inside the
+task and the demo job) and ``scripts/`` (the private Docker engine and the offline base image) inside the
 package; a source checkout reaches the same names through the committed symlinks
 ``ssebench/configs`` etc. (docs/ARCHITECTURE.md, "Layout"), and has the real folders beside
 it. One lookup serves both so no command guesses at paths of its own.
@@ -28,6 +28,16 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate.resolve()  # a checkout's link ssebench/NAME: the folder it names
     raise FileNotFoundError(f"ssebench's {name}/ folder was not found beside {_PACKAGE}")
+
+
+def demo_job() -> Path:
+    """The bundled demo job (``examples/jobs/demo.toml``: the demo task, a fixer and a do-nothing
+    agent). In a wheel it sits inside the package, where ``ssebench doctor`` shows it (the
+    README's ``ssebench jobs run examples/jobs/demo.toml`` assumes a checkout)."""
+    try:
+        return data_dir("examples") / "jobs" / "demo.toml"
+    except FileNotFoundError:
+        return _PACKAGE / "examples" / "jobs" / "demo.toml"  # missing: doctor says so
 
 
 def checkout() -> Path | None:

@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Check a task file (task.toml), prove it sound (verify) or write a new task skeleton. "
         "The format: docs/task-format.md.",
     )
-    verbs = task.add_subparsers(dest="task_command", metavar="ACTION", required=True)
+    verbs = task.add_subparsers(dest="task_command", metavar="COMMAND", required=True)
     p = verbs.add_parser(
         "check",
         help="validate a task file and show what each difficulty level shows",

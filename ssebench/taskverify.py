@@ -213,7 +213,10 @@ def verify(
         sandbox = detect()
     hide_host_paths(sandbox, task.dir)
     procs.enable_subreaper()
-    holder = Path(tempfile.mkdtemp(prefix="ssebench-verify-"))
+    from ssebench.daemon.reach import temp_base
+
+    base = temp_base(sandbox.check_user)  # the checks' uid must reach the workspaces (as grade's)
+    holder = Path(tempfile.mkdtemp(prefix="ssebench-verify-", dir=base))
     try:
         trees = {UNFIXED: task.source.resolve()}
         if fix is not None:
@@ -222,7 +225,7 @@ def verify(
         for _ in range(repeat):
             for label, root in trees.items():
                 # Its own temporary folder, as grade's: the checks' uid must reach it.
-                workspace = Path(tempfile.mkdtemp(prefix=f"ssebench-verify-{label}-"))
+                workspace = Path(tempfile.mkdtemp(prefix=f"ssebench-verify-{label}-", dir=base))
                 try:
                     got = asyncio.run(_one_tree(task, root, workspace, sandbox, limits, label, on_check))
                 finally:

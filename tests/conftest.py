@@ -118,6 +118,7 @@ INTEGRATION = {
     "tests/test_run.py": "ssebench run end to end",
     "tests/test_sandbox.py": "the bwrap sandbox",
     "tests/test_sandbox_attacks.py": "attacks on the sandbox",
+    "tests/test_sandbox_tmpdir.py": "root commands in a private mount namespace, a real daemon",
     "tests/test_server.py": "a real server and daemon",
     "tests/test_server_cli.py": "serve/up as processes",
     "tests/test_server_levels.py": "real calls at each level",

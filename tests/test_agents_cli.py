@@ -112,6 +112,23 @@ def test_codex_install_changes_only_its_table_and_uninstall_restores_bytes(user:
     assert config.read_bytes() == CODEX_CONFIG.encode()
 
 
+def test_codex_install_says_it_sets_the_approval_mode(user: Home) -> None:
+    """Issue 31: the entry's default_tools_approval_mode = "approve" is said, not silent."""
+    done = user.run("install", "codex")
+    assert done.returncode == 0, done.stderr
+    config = user.home / ".codex" / "config.toml"
+    assert done.stdout == (
+        f"Registered ssebench at http://localhost:3000/mcp in {config} (Codex CLI, user scope).\n"
+        "Note: Tool timeout: tool_timeout_sec = 3600 (seconds). Codex does not extend it on progress, "
+        "so it must cover the whole call.\n"
+        'Note: The entry also sets default_tools_approval_mode = "approve": Codex runs this server\'s tools '
+        "(test_patch) without asking; without it codex exec refuses the call.\n"
+    )
+    assert 'default_tools_approval_mode = "approve"\n' in config.read_text()
+    notes = json.loads(user.run("show", "codex", "--json").stdout)["notes"]
+    assert any("default_tools_approval_mode" in note for note in notes)
+
+
 def test_codex_home_is_honoured(user: Home, tmp_path: Path) -> None:
     codex_home = tmp_path / "codex-home"
     done = user.run("install", "codex", "--timeout", "120", CODEX_HOME=str(codex_home))
@@ -477,6 +494,31 @@ def test_a_bad_url_is_one_line_and_exit_2(user: Home, url: str, problem: str, ac
     assert done.stdout == ""
     assert done.stderr == f"ssebench agents: --url {url!r} {problem}\n"
     assert list(user.home.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["bad name", "a.b", "", "ü", "x" * 48, "srv/1"])
+@pytest.mark.parametrize("action", ["install", "show"])
+def test_a_bad_server_name_is_one_line_and_nothing_is_written(user: Home, name: str, action: str) -> None:
+    """Issue 31: the name is a config key and the tool's prefix (mcp__NAME__test_patch): Claude Code's
+    characters, 47 at most (model APIs take 64 for a tool name)."""
+    done = (
+        user.run(action, "claude", "codex", "--name", name)
+        if action == "install"
+        else user.run(action, "codex", "--name", name)
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"ssebench agents: --name {name!r} must be 1 to 47 letters, digits, '-' or '_' "
+        "(it becomes a config key and the tool's name, mcp__NAME__test_patch)\n"
+    )
+    assert list(user.home.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["my-server_2", "X" * 47])
+def test_a_good_server_name_is_the_entrys_key(user: Home, name: str) -> None:
+    done = user.run("install", "codex", "--name", name)
+    assert done.returncode == 0, done.stderr
+    assert name in tomlkit.parse((user.home / ".codex" / "config.toml").read_text()).unwrap()["mcp_servers"]
 
 
 def test_install_needs_an_agent_or_all(user: Home) -> None:

@@ -92,3 +92,14 @@ def test_a_malformed_config_is_named_and_left_alone(tmp_path: Path) -> None:
     assert broken.value.status == 1 and str(broken.value).startswith(f"{config}, line 1: ")
     assert str(broken.value).endswith("The file was not changed.")
     assert config.read_text() == '{"mcpServers": {,}}\n'
+
+
+def test_a_bad_server_name_is_refused_in_process_too(tmp_path: Path) -> None:
+    with pytest.raises(EntryError) as caught:
+        install_entry("claude", "http://127.0.0.1:3000/mcp", {"HOME": str(tmp_path)}, name="my server")
+    assert (str(caught.value), caught.value.status) == (
+        "--name 'my server' must be 1 to 47 letters, digits, '-' or '_' "
+        "(it becomes a config key and the tool's name, mcp__NAME__test_patch)",
+        2,
+    )
+    assert list(tmp_path.iterdir()) == []

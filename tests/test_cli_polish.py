@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import DEMO_TASK
 from tests.helpers.daemon import SSEBENCH, run_ssebench
@@ -248,3 +250,126 @@ def test_a_skipped_stage_shows_no_negative_time(tmp_path: Path) -> None:
     grading = next(line for line in shown.splitlines() if "grading" in line and "skipped" in line)
     assert "0.0 s" in grading
     assert "-0.0" not in shown
+
+
+# -- issue 31: "maybe you meant", one word for sub-commands, a description on every one ----------
+
+
+def _choices(*path: str) -> str:
+    """argparse's list of the sub-commands under *path*, as the error shows it."""
+    import argparse
+
+    from ssebench.cli import build_parser
+
+    parser = build_parser()
+    for name in path:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = sub.choices[name]
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return ", ".join(map(repr, sub.choices))
+
+
+def _names(which: str) -> str:
+    from ssebench.agents.registry import AGENTS, CLIENTS
+
+    return ", ".join(map(repr, AGENTS if which == "agents" else CLIENTS))
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["agnets"], "ssebench: error: argument COMMAND: invalid choice: 'agnets', maybe you meant 'agents'? ({top})"),
+        (
+            ["task", "chek"],
+            "ssebench task: error: argument COMMAND: invalid choice: 'chek', maybe you meant 'check'? ({task})",
+        ),
+        (
+            ["agents", "install", "cluade"],
+            "ssebench agents install: error: argument AGENT: invalid choice: 'cluade', maybe you meant 'claude'? ({clients})",
+        ),
+        (
+            ["agents", "show", "Codex"],
+            "ssebench agents show: error: argument AGENT: invalid choice: 'Codex', maybe you meant 'codex'? ({clients})",
+        ),
+        (
+            ["run", "--task", "t.toml", "--agent", "gemni"],
+            "ssebench run: error: argument --agent: invalid choice: 'gemni', maybe you meant 'gemini'? ({agents})",
+        ),
+        (
+            ["jobs", "run", "--backend", "dokcer"],
+            "ssebench jobs run: error: argument --backend: invalid choice: 'dokcer', maybe you meant 'docker'? "
+            "(choose from 'local', 'docker', 'kubernetes')",
+        ),
+        # nothing close: no guess
+        (
+            ["agents", "install", "zzz"],
+            "ssebench agents install: error: argument AGENT: invalid choice: 'zzz' ({clients})",
+        ),
+    ],
+)
+def test_a_mistyped_name_gets_the_closest_one(args: list[str], line: str) -> None:
+    done = run_ssebench(*args)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[-1] == line.format(
+        top=f"choose from {_choices()}",
+        task=f"choose from {_choices('task')}",
+        clients=f"choose from {_names('clients')}",
+        agents=f"choose from {_names('agents')}",
+    )
+
+
+def test_a_mistyped_agent_without_argparse_gets_the_same_words(tmp_path: Path) -> None:
+    from ssebench.agents.actions import EntryError, install_entry
+
+    with pytest.raises(EntryError) as caught:
+        install_entry("cluade", "http://127.0.0.1:3000/mcp", {"HOME": str(tmp_path)})
+    assert str(caught.value) == (
+        f"argument AGENT: invalid choice: 'cluade', maybe you meant 'claude'? (choose from {_names('clients')})"
+    )
+    assert list(tmp_path.iterdir()) == []
+    done = run_ssebench("agents", "dockerfile", "cluade")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "ssebench agents: no agent layer for 'cluade': the bundled agents are "
+        f"{_names('agents').replace(chr(39), '')}; maybe you meant 'claude'?\n",
+    )
+
+
+@given(st.data())
+def test_any_casing_of_a_name_suggests_that_name(data: st.DataObject) -> None:
+    from ssebench.agents.registry import CLIENTS
+    from ssebench.choices import closest
+
+    name = data.draw(st.sampled_from(sorted(CLIENTS)))
+    typed = "".join(c.upper() if data.draw(st.booleans()) else c for c in name)
+    assert closest(typed, CLIENTS) == name
+
+
+def test_every_level_of_the_tree_says_command_and_every_command_has_help_and_a_description() -> None:
+    """Walks the argparse tree: one metavar word for sub-commands, a help line for each (the
+    parent's list) and a description (its own --help)."""
+    import argparse
+
+    from ssebench.cli import build_parser
+
+    seen = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if not isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.metavar == "COMMAND", path
+            helps = {c.dest: c.help for c in action._choices_actions}
+            for name, sub in action.choices.items():
+                assert helps.get(name), f"{path} {name}: no help line"
+                assert sub.description, f"{path} {name}: no description"
+                seen.append(f"{path} {name}")
+                walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "ssebench")
+    assert {"ssebench agents install", "ssebench jobs report", "ssebench dialog show", "ssebench task new"} <= set(seen)
+    for group in ("agents", "task", "dataset", "dialog", "jobs"):
+        assert run_ssebench(group, "--help").stdout.startswith(f"usage: ssebench {group} [-h] COMMAND ...\n")
+    assert run_ssebench("agents", "install", "--help").stdout.split("\n\n")[1] == (
+        "Add or update the server entry (several agents, or --all)."
+    )

@@ -97,6 +97,14 @@ def test_clis_against_their_pins_and_a_busy_port(home: Path, tmp_path: Path) -> 
         "detail": "no client has the ssebench server registered",
         "fix": "ssebench agents install claude (or codex, gemini, ...)",
     }
+    # where the bundled demo job is (issue 31: a wheel keeps it inside the package)
+    demo = Path(__file__).resolve().parent.parent / "examples" / "jobs" / "demo.toml"
+    assert found["examples"] == {
+        "check": "examples",
+        "status": "ok",
+        "detail": f"the demo job: ssebench jobs run {demo}",
+        "fix": "",
+    }
 
 
 def test_plain_text_lines_without_colour(home: Path) -> None:

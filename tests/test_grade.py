@@ -49,7 +49,7 @@ def test_demo_unfixed_fails(tmp_path):
         "- functional tests: passed (T s)"
     )
     assert "\nSUMMARY: AddressSanitizer: stack-buffer-overflow " in proc.stdout
-    assert "Log (intent tests), last 40 lines at most:\n" in proc.stdout
+    assert "Log (intent tests), last 40 lines at most (--logs DIR saves all of it):\n" in proc.stdout
     assert "FAIL tests/cases/long-name.in" in proc.stdout
     assert tree_hash(DEMO / "src") == before
     assert not (DEMO / "src" / "greet").exists()
@@ -107,8 +107,36 @@ def test_failed_build(task_factory):
         f"Grade of task 'test-task' on {t.tree}: FAILED (1 of 3 checks failed)\n\nChecks:\n"
         "- build: FAILED (T s)\n- PoCs: not run (the build failed)\n"
         "- functional tests: not run (the build failed)\n\n"
-        "Log (build), last 40 lines at most:\n\nnope\n"
+        "Log (build), last 40 lines at most (--logs DIR saves all of it):\n\nnope\n"
     )
+
+
+def test_logs_keeps_every_checks_whole_log(task_factory, tmp_path):
+    """Issue 31: the summary shows 40 lines; ``--logs DIR`` keeps each check's whole log."""
+    t = task_factory(build="seq 1 100; echo to-stderr >&2", pocs=None, functional="seq 1 70; exit 3")
+    logs = tmp_path / "logs" / "new"  # made, parents too
+    proc = run_ssebench("grade", "--task", str(t.file), "--logs", str(logs))
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert sorted(p.name for p in logs.iterdir()) == ["build.log", "functional.log"]  # no PoCs: no log
+    assert (logs / "build.log").read_text() == "".join(f"{i}\n" for i in range(1, 101)) + "\nto-stderr\n"
+    assert (logs / "functional.log").read_text() == "".join(f"{i}\n" for i in range(1, 71)) + "\n"
+    tail = "\n".join(str(i) for i in range(32, 71)) + "\n"  # 39 lines + the blank one before stderr
+    assert proc.stdout.endswith(
+        f"Log (functional tests), last 40 lines at most (all of it: {logs / 'functional.log'}):\n{tail}\n\n"
+        f"Whole logs in {logs}: build.log, functional.log\n"
+    )
+
+
+def test_logs_refuses_a_folder_with_files_before_grading(task_factory, tmp_path):
+    t = task_factory()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine\n")
+    (tmp_path / "file").write_text("")
+    for where, problem in (("full", "is not empty (give a new or empty folder)"), ("file", "is not a folder")):
+        proc = run_ssebench("grade", "--task", str(t.file), "--logs", str(tmp_path / where))
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == f"ssebench grade: --logs {tmp_path / where}: {problem}\n"
+    assert (tmp_path / "full" / "keep.txt").read_text() == "mine\n"
 
 
 def test_task_without_pocs_and_timeouts(task_factory):

@@ -743,7 +743,7 @@ def test_no_host_path_in_a_checks_environment(task_factory, tmp_path):
     env.update(SSE_TASK=str(g.file), PWD=str(g.dir), KEEP=f"{g.dir}/bin:/usr/bin", TASKVAR=f"{g.dir}/x")
     graded = run_ssebench("grade", "--task", str(g.file), env=env, cwd=g.dir, timeout=120)
     assert graded.returncode == 1, graded.stderr
-    tail = graded.stdout.split("lines at most:", 1)[1]
+    tail = graded.stdout.split("lines at most (--logs DIR saves all of it):", 1)[1]
     _env_ok("\n" + tail, [str(g.dir), str(logs)])
 
 

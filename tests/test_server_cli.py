@@ -19,6 +19,7 @@ from test_server_support import VULN_P2, call_sync, set_markers, write_task
 from ssebench.difficulty import Check
 from ssebench.server.cli import _default_demo_task
 from ssebench.server.stack import free_port, ssebench_argv, stop, wait_server
+from tests.conftest import DEMO_TASK
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -84,6 +85,65 @@ def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} ssebench.server.calls INFO test_patch call 1 \(level 2\): "
         r"every check that ran passed \[build: passed, functional tests: passed\] in \d+\.\d s",
         calls[0],
+    )
+
+
+def test_up_difficulty_sets_the_level_of_the_daemon_and_the_server(tmp_path: Path) -> None:
+    """Issue 31: ``up --difficulty N`` is SSE_DIFFICULTY for both (the flag wins over the
+    variable); level 0 asks the daemon for every check, which a daemon at 2 would refuse."""
+    task = write_task(tmp_path / "task")
+    port = free_port()
+    proc = subprocess.Popen(
+        ssebench_argv("up", "--task", str(task), "--port", str(port), "--difficulty", "0"),
+        env={**os.environ, "SSE_DIFFICULTY": "2", "MCP_LOG_DIR": str(tmp_path / "logs")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_server(f"http://127.0.0.1:{port}/healthz", proc)
+        assert call_sync(f"http://127.0.0.1:{port}/mcp").text == SPEC_LEVEL_0
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(15) == 0
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == (
+            f"ssebench: serving test_patch at http://localhost:{port}/mcp (difficulty 0, FULL_ASSISTANCE); "
+            "Ctrl-C stops.\n"
+        )
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("raw", ["7", "two", "", "02"])
+def test_up_refuses_a_bad_difficulty_as_run_does(raw: str) -> None:
+    port = free_port()
+    up = subprocess.run(
+        ssebench_argv("up", "--task", "none.toml", "--port", str(port), "--difficulty", raw),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    run = subprocess.run(
+        ssebench_argv("run", "--task", str(DEMO_TASK), "--difficulty", raw, "--", "true"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (up.returncode, up.stdout) == (2, "")
+    assert up.stderr == f"ssebench up: SSE_DIFFICULTY must be an integer from 0 to 4, got '{raw}'\n"
+    assert run.stderr.replace("ssebench run:", "ssebench up:") == up.stderr
+
+
+def test_up_help_names_the_variable() -> None:
+    shown = subprocess.run(ssebench_argv("up", "--help"), capture_output=True, text=True, timeout=60).stdout
+    words = " ".join(shown.split())
+    assert (
+        "Start the SDK daemon (private socket) and the test_patch server on one task, at the difficulty level "
+        "--difficulty or SSE_DIFFICULTY says (default 2)." in words
+    )
+    assert (
+        "--difficulty N SSE_DIFFICULTY for the daemon and the server, 0-4 (default: $SSE_DIFFICULTY, else 2)" in words
     )
 
 

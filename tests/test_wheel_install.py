@@ -303,6 +303,30 @@ def test_daemon_and_serve_each_on_their_own(installed: Install, tmp_path: Path) 
     assert checks[f"port {port}"]["status"] == "ok"
     assert checks[f"port {port}"]["detail"].startswith("in use by a running ssebench server")
     assert "sandbox" in checks and "claude" in checks
+    # issue 31: the demo job ships in the package, and doctor says how to run it
+    job = installed.site_packages() / "ssebench" / "examples" / "jobs" / "demo.toml"
+    assert checks["examples"] == {
+        "check": "examples",
+        "status": "ok",
+        "detail": f"the demo job: ssebench jobs run {job}",
+        "fix": "",
+    }
+    loaded = subprocess.run(
+        [
+            str(installed.venv / "bin" / "python"),
+            "-c",
+            "import sys; from pathlib import Path; from ssebench.jobs import jobfile; "
+            "job = jobfile.load(Path(sys.argv[1])); print(len(job.tasks), [a.name for a in job.agents])",
+            str(job),
+        ],
+        cwd=installed.work,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (loaded.returncode, loaded.stdout) == (0, "1 ['fixer', 'noop']\n"), loaded.stderr
+    assert os.access(job.parent / "apply-fix.sh", os.X_OK)  # the fixer's command, run from the package
 
 
 def test_view_serves_its_pages_and_assets_from_the_wheel(installed: Install, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import NoReturn
 
@@ -119,7 +120,7 @@ def log_budget_from(flag: str | None) -> int:
 
 
 def run_daemon(args: argparse.Namespace) -> int:
-    from ssebench.daemon import paths, procs, stale
+    from ssebench.daemon import paths, procs
     from ssebench.difficulty import DifficultyError, level_from_env
     from ssebench.task import TaskError, load_task
 
@@ -162,9 +163,7 @@ def run_daemon(args: argparse.Namespace) -> int:
     inode = paths.socket_inode(socket_path)
 
     procs.enable_subreaper()
-    for prefix in (stale.PREFIX, "ssebench-etc-", "ssebench-bwrap-"):  # what daemons killed with SIGKILL left on disk
-        stale.sweep_dead_workspaces(prefix=prefix)
-    workspace = stale.create_workspace()
+    workspace = _fresh_workspace(sandbox.check_user)
     try:
         try:
             sandbox.hide("the daemon's workspace", workspace)
@@ -177,6 +176,19 @@ def run_daemon(args: argparse.Namespace) -> int:
         procs.sweep_sync("")
         shutil.rmtree(workspace, ignore_errors=True)
     _exit_now(code)
+
+
+def _fresh_workspace(user: tuple[int, int] | None) -> Path:
+    """A new workspace where the checks' uid (*user*) reaches it, after sweeping what daemons
+    killed with SIGKILL left there and in the temp folder."""
+    from ssebench.daemon import stale
+    from ssebench.daemon.reach import temp_base
+
+    base = temp_base(user)  # the temp folder, or a system one that uid can reach
+    for folder in dict.fromkeys((tempfile.gettempdir(), str(base))):
+        for prefix in (stale.PREFIX, "ssebench-etc-", "ssebench-bwrap-"):
+            stale.sweep_dead_workspaces(folder, prefix)
+    return stale.create_workspace(base=base)
 
 
 def _exit_now(code: int) -> NoReturn:

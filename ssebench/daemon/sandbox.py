@@ -290,7 +290,7 @@ class Sandbox:
         if not self.seccomp:
             return None
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            self._etc = minimal_etc()
+            self._etc = minimal_etc(self.check_user)
         path = self._etc.parent / "seccomp.bpf"
         if not path.exists():
             program = seccomp_program()
@@ -326,7 +326,7 @@ class Sandbox:
     def _etc_args(self, network: bool) -> list[str]:
         """One read-only bind of the minimal /etc (35 separate binds cost ~30 ms a check)."""
         if self._etc is None or not self._etc.is_dir():  # a tmp cleaner may have removed it
-            self._etc = minimal_etc()
+            self._etc = minimal_etc(self.check_user)
         args = ["--ro-bind", str(self._etc), "/etc"]
         return args + (["--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"] if network else [])
 

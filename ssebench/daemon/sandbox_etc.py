@@ -55,14 +55,15 @@ _ETC_GLOBS = ("java-*",)
 ETC_PREFIX = "ssebench-etc-"
 
 
-def minimal_etc() -> Path:
+def minimal_etc(user: tuple[int, int] | None = None) -> Path:
     """A private copy of the host /etc entries a toolchain needs (``_ETC``), made once
     per process and removed at exit; symlinks stay links. It is a snapshot: /etc changes
     after the daemon started are not seen by checks."""
     from ssebench.daemon import stale
+    from ssebench.daemon.reach import temp_base
 
     # In a holder that records its owner: after a kill -9 the next daemon sweeps it.
-    holder = stale.create_workspace(ETC_PREFIX)
+    holder = stale.create_workspace(ETC_PREFIX, base=temp_base(user))  # where *user*, the checks', reaches
     atexit.register(shutil.rmtree, holder, True)
     os.chmod(holder, 0o711)  # bwrap may run as the check's uid: it must reach etc/
     root = holder / "etc"

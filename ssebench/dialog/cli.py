@@ -19,7 +19,7 @@ POLL_SECONDS = 0.2
 
 def register(sub: argparse._SubParsersAction) -> None:
     dialog = sub.add_parser("dialog", help="read an agent session's dialog.jsonl")
-    actions = dialog.add_subparsers(dest="dialog_command", metavar="ACTION", required=True)
+    actions = dialog.add_subparsers(dest="dialog_command", metavar="COMMAND", required=True)
     show = actions.add_parser("show", help="render a dialog.jsonl readably")
     show.add_argument("file", type=Path, metavar="FILE")
     show.add_argument(
