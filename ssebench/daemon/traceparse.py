@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 import re
 import sys
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ _TMP = re.compile(r"(^|[=,:])(/tmp|/var/tmp)/[^/\s]+")
 _WRITE_FLAGS = ("O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND")
 _FORKS = {"clone", "clone3", "fork", "vfork"}
 _OPENS = {"open", "openat", "openat2", "creat"}
+_HELD_LIMIT = 64 << 20  # bytes of events held for processes whose fork has not returned yet
 
 
 def _unhex(text: str) -> str:
@@ -63,11 +65,9 @@ class Step:
 
 @dataclass
 class _Proc:
-    step: Step
+    step: Step  # its program's step; before it runs one, its parent's (a fork is its parent)
     cwd: str
-    execd: bool = False
-    parent: Step | None = None
-    early: Step | None = None  # what it did before its parent's fork returned and it ran a program
+    parent: Step | None = None  # the step whose fork made it (None: the first process)
 
 
 @dataclass
@@ -90,11 +90,17 @@ class TraceParser:
         self._pending: dict[int, str] = {}  # pid -> the start of an unfinished call
         self._last: int | None = None  # the pid of the line before, if it was unfinished
         self._lines = 0
+        self._at = 0  # the line of the event being applied (a held one's is earlier)
+        self._first: int | None = None
+        # Events of processes whose fork has not returned in their parent yet, in order.
+        self._held: dict[int, list[tuple[int, str]]] = {}
+        self._held_bytes = 0
+        self._ready: deque[tuple[int, int, str]] = deque()
 
     def _fail(self, why: str) -> None:
         if self.record.complete:
             self.record.complete = False
-            self.record.problem = f"trace line {self._lines}: {why}"
+            self.record.problem = f"trace line {self._at or self._lines}: {why}"
 
     def _rel(self, path: str) -> str | None:
         if path.startswith(self.tree + "/"):
@@ -102,12 +108,6 @@ class TraceParser:
             # Interned: a graph holds each header once, however many steps read it.
             return None if rel.startswith("..") else sys.intern(rel)
         return None
-
-    def _proc(self, pid: int) -> _Proc:
-        proc = self._procs.get(pid)
-        if proc is None:  # the first process, or a child whose fork has not returned yet
-            proc = self._procs[pid] = _Proc(Step(f"?{pid}"), self.cwd)
-        return proc
 
     def feed(self, raw: bytes) -> None:
         """One line of the trace (with or without its newline)."""
@@ -128,8 +128,8 @@ class TraceParser:
             return
         self._last = None
         if body.startswith("+++"):  # exited or killed: its pid may be reused
-            self._procs.pop(pid, None)
             self._pending.pop(pid, None)  # a call that failed (-z prints no end for it)
+            self._event(pid, body)
             return
         if body.startswith("---"):
             return
@@ -144,6 +144,51 @@ class TraceParser:
                 self._fail("a resumed call that was not started")
                 return
             body = head + resumed.group(2)
+        self._event(pid, body)
+
+    def _event(self, pid: int, body: str) -> None:
+        """One whole event (a call or an exit), applied in the order the processes made them.
+
+        strace prints a child's first calls (its ``execve``) before its parent's fork
+        returns whenever the child runs first (``vfork``, ``posix_spawn``, two cores). Until
+        then neither its working folder nor its parent is known, and a step's key is its
+        argv *and* cwd: so its events wait, and are applied right after that fork, as
+        the child's. (Keyed at once with a guessed cwd, one compile was two steps, one
+        per ordering, and the next build's check saw a step that 'did not run again'.)
+        """
+        self._ready.append((self._lines, pid, body))
+        while self._ready:
+            line, pid, body = self._ready.popleft()
+            if pid not in self._procs and self._first is not None:
+                self._hold(line, pid, body)
+                continue
+            if self._first is None:
+                self._first = pid
+                self._procs[pid] = _Proc(Step(f"?{pid}"), self.cwd)
+            self._at = line
+            self._apply(pid, body)
+        self._at = 0
+
+    def _hold(self, line: int, pid: int, body: str) -> None:
+        self._held_bytes += len(body)
+        if self._held_bytes > _HELD_LIMIT:
+            self._fail("too many calls of processes whose fork has not returned")
+            return
+        self._held.setdefault(pid, []).append((line, body))
+
+    def _release(self, child: int) -> None:
+        """Apply next what *child* did before its fork returned (up to its exit: a later
+        process with its pid is another one, whose own fork is still to come)."""
+        events = self._held.pop(child, [])
+        end = next((i + 1 for i, (_, body) in enumerate(events) if body.startswith("+++")), len(events))
+        if events[end:]:
+            self._held[child] = events[end:]
+        self._ready.extendleft((line, child, body) for line, body in reversed(events[:end]))
+
+    def _apply(self, pid: int, body: str) -> None:
+        if body.startswith("+++"):
+            self._procs.pop(pid, None)
+            return
         call = _CALL.match(body)
         if call is None:
             self._fail("unreadable call")
@@ -164,7 +209,7 @@ class TraceParser:
     def _call(self, pid: int, name: str, args: str, ret: int, fd_path: str | None) -> None:
         if ret < 0:
             return
-        proc = self._proc(pid)
+        proc = self._procs[pid]
         at = _FD_PATH.search(args)
         if at is not None and at.group(2) is not None and args.startswith("AT_FDCWD<"):
             proc.cwd = _unhex(at.group(2))
@@ -186,24 +231,9 @@ class TraceParser:
             proc.cwd = _unhex(fd.group(1))
 
     def _fork(self, proc: _Proc, args: str, child: int) -> None:
-        early = self._procs.get(child)  # its first lines came before its parent's fork returned
-        if "CLONE_THREAD" in args:
-            if early is not None and early is not proc:
-                proc.step.merge(early.step)
-            self._procs[child] = proc  # a thread: the same process
-            return
-        if early is None:
-            self._procs[child] = _Proc(proc.step, proc.cwd, parent=proc.step)
-        elif early.execd:  # it already runs its own program: link it; the fork's part is the parent's
-            early.parent = proc.step
-            early.step.parents.add(proc.step.key)
-            proc.step.orchestrator = True
-            if early.early is not None:
-                proc.step.merge(early.early)
-                early.early = None
-        else:  # what it did before we knew is its parent's, as a fork's is
-            proc.step.merge(early.step)
-            early.step, early.parent = proc.step, proc.step
+        # A thread is the same process; a process starts in its parent's step and folder.
+        self._procs[child] = proc if "CLONE_THREAD" in args else _Proc(proc.step, proc.cwd, parent=proc.step)
+        self._release(child)
 
     def _exec(self, pid: int, proc: _Proc, name: str, args: str) -> None:
         strings = _STR.findall(args)
@@ -223,9 +253,7 @@ class TraceParser:
         if parent is not None:
             parent.orchestrator = True
             step.parents.add(parent.key)
-        if proc.step.key.startswith("?") and proc.parent is None:
-            proc.early = proc.step
-        proc.step, proc.execd = step, True
+        proc.step = step
         rel = self._rel(posixpath.normpath(posixpath.join(proc.cwd, path)))
         if rel is not None:
             step.execs.add(rel)
@@ -247,6 +275,10 @@ class TraceParser:
             proc.step.writes.add(rel)
 
     def finish(self) -> Record:
+        """The record; incomplete if a process did anything before a fork that never
+        returned (its folder and parent are unknown, so would its step's key be)."""
+        if any(not body.startswith("+++") for events in self._held.values() for _, body in events):
+            self._fail("a process whose fork never returned in its parent")
         return self.record
 
 
