@@ -178,6 +178,9 @@ class Driver:
     log: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
     steps: int = 0
+    # Per step: (the edit's name, did the call before it build?, the engine's decision).
+    edits: list[tuple[str, bool, str]] = field(default_factory=list)
+    _built: bool = False
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -243,14 +246,16 @@ class Driver:
             name, action = self._pick_edit()
             seen = self.root / f"seen-{self.steps}"
             ours = self.call(self.runner, during=lambda: (_copy_tree(self.tree, seen), action(self)))
-            what = f"during the call: {name}"
+            what, name = f"during the call: {name}", f"during the call: {name}"
             fresh = self.fresh_call(seen)
             shutil.rmtree(seen, ignore_errors=True)
         else:
-            what = edit(self)
+            name, what = edit.__name__, edit(self)
             ours = self.call(self.runner)
             fresh = self.fresh_call(self.tree)
         self.log.append(f"{self.steps}: {what} -> {self.runner.last_build}")
+        self.edits.append((name, self._built, self.runner.last_build))
+        self._built = ours.get(Check.BUILD.value, ("", ""))[0] == "passed"
         if ours != fresh:
             self.mismatches.append(
                 f"step {self.steps} ({what}; {self.runner.last_build}):\n  long-lived: {ours}\n  fresh:      {fresh}"
