@@ -2,7 +2,7 @@
 
 Run by hand (not a test; ~1 s a step on 2 cores):
 
-    .venv/bin/python benchmarks/bench_equivalence.py [--steps 500] [--seed 1] [--mode sandbox|off]
+    .venv/bin/python benchmarks/bench_equivalence.py [--steps 500] [--seed 1] [--mode sandbox|off] [--verbose]
 
 The driver is tests/helpers/equivalence.py (tests/test_equivalence.py runs it for a
 fixed seed and a few steps): a seeded random agent edits a C project (sources, headers
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 import tempfile
 import time
@@ -33,10 +34,12 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mode", choices=("sandbox", "off"), default="sandbox")
+    ap.add_argument("--verbose", action="store_true", help="print every step: the edit and the decision")
     args = ap.parse_args()
     procs.enable_subreaper()
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-equiv-") as tmp:
+        os.chmod(tmp, 0o711)  # a root daemon's checks (uid 65534) must traverse to their trees
         d = Driver(Path(tmp), args.seed, args.mode)
         for i in range(args.steps):
             d.step()
@@ -55,9 +58,24 @@ def main() -> int:
     )
     for why, n in reasons.most_common():
         print(f"  clean {n:4d}  {why}")
+    _by_edit(d.edits)
+    for line in d.log if args.verbose else ():
+        print(line)
     for m in d.mismatches:
         print(m)
     return 1 if d.mismatches else 0
+
+
+def _by_edit(edits: list[tuple[str, bool, str]]) -> None:
+    """The fallback rate by edit (issue 34): clean builds / calls, over all calls and over
+    the calls whose previous build passed (after a failed one every build is clean)."""
+    print("by edit (calls after a passed build: clean / calls = fallback rate; why)")
+    for name in sorted({e[0] for e in edits}):
+        after_ok = [decision for edit, built, decision in edits if edit == name and built]
+        clean = [x for x in after_ok if x.startswith("clean:")]
+        rate = f"{len(clean)}/{len(after_ok)} = {len(clean) / max(1, len(after_ok)):.2f}"
+        whys = collections.Counter(_reason(x) for x in clean).most_common(3)
+        print(f"  {name:40s} {rate:>14s}  " + "; ".join(f"{n}x {w}" for w, n in whys))
 
 
 def _reason(decision: str) -> str:

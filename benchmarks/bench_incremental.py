@@ -3,7 +3,7 @@
 Run by hand (not a test; ~10 min on 2 cores, ~1 GB of disk in the cache and a temp dir):
 
     .venv/bin/python benchmarks/bench_incremental.py [--runs 3] [--skip-curl] [--skip-example]
-        [--project cjson] [--project giflib]
+        [--project cjson] [--project giflib] [--zstd [--calls 6]]
 
 The tree: curl 7.88.1, the upstream tarball of Debian bookworm's source package, fetched
 with ``apt-get source --download-only`` through a private sources list (``deb-src`` for
@@ -33,12 +33,24 @@ build and functional commands, i.e. its support scripts ``build.sh`` and
 SSE_TREE set as the daemon sets them), after a one-line change to the file the upstream
 fix changes (``cJSON.c``, ``gif2rgb.c``). Every call goes through the real stack
 (``ssebench daemon`` + ``ssebench serve``) and the MCP client, as an agent's would.
+Every table gives the *fallback rate*: repeat calls whose build was clean / repeat calls
+(the daemon's ``/health``, ``builds.last``, after each call), with why; the goal on
+one-line source changes is 0.
+
+``--zstd`` (issue 34): the loop that collapsed. zstd 1.5.4 (bookworm's ``libzstd``
+1.5.4+dfsg2 upstream tarball, cached in ``~/.cache/ssebench/bench-zstd``), build
+``make -j2 && make -j2 -C tests datagen`` (each library source compiled twice, static
+and shared, with .d files; ``ar``; a shared library; the zstd program; datagen). The
+first call, then ``--calls`` times: one line of ``lib/common/entropy_common.c`` changed
+in both trees, ``make`` in place and ``test_patch`` at level 3 (build only), each timed,
+with the daemon's decision; prints each call, the fallback rate and the repeat ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import shutil
@@ -54,7 +66,8 @@ from pathlib import Path
 from fastmcp import Client
 
 from ssebench.resources import data_dir
-from ssebench.server.stack import running_stack
+from ssebench.server.stack import Stack, running_stack
+from ssebench.supervise import wait_for_daemon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.helpers.debsrc import FetchError, orig_tarball
@@ -86,6 +99,10 @@ SUPPORT_SCRIPTS = ("build.sh", "functional.sh")
 REAL_BUILD = 'bash "$SSE_TASK_DIR/build.sh"'
 REAL_FUNCTIONAL = 'bash "$SSE_TASK_DIR/functional.sh"'
 REAL_CHANGED = {"cjson": "cJSON.c", "giflib": "gif2rgb.c"}
+ZSTD_CACHE = CACHE.parent / "bench-zstd"
+ZSTD_VERSION = "1.5.4+dfsg2"  # bookworm's libzstd; the tarball unpacks to zstd-1.5.4
+ZSTD_BUILD = "make -j2 && make -j2 -C tests datagen"
+ZSTD_CHANGED = "lib/common/entropy_common.c"
 
 
 # -- the tree -------------------------------------------------------------------------------
@@ -106,6 +123,25 @@ def curl_tree() -> Path:
     (CACHE / "unpacked").mkdir(parents=True)
     subprocess.run(["tar", "xzf", str(tarball)], cwd=CACHE / "unpacked", check=True)
     (CACHE / "unpacked" / f"curl-{CURL_VERSION}").rename(tree)
+    done.touch()
+    return tree
+
+
+def zstd_tree() -> Path:
+    """The unpacked zstd tree (cached)."""
+    done = ZSTD_CACHE / "unpacked" / ".unpacked"
+    tree = ZSTD_CACHE / "unpacked" / "zstd"
+    if done.exists():
+        return tree
+    print("fetching zstd's Debian source package (apt-get source, private sources list) ...", flush=True)
+    try:
+        tarball = orig_tarball("libzstd", ZSTD_VERSION, ZSTD_CACHE)
+    except FetchError as exc:
+        sys.exit(str(exc))
+    shutil.rmtree(ZSTD_CACHE / "unpacked", ignore_errors=True)
+    (ZSTD_CACHE / "unpacked").mkdir(parents=True)
+    subprocess.run(["tar", "xf", str(tarball)], cwd=ZSTD_CACHE / "unpacked", check=True)
+    (ZSTD_CACHE / "unpacked" / "zstd-1.5.4").rename(tree)
     done.touch()
     return tree
 
@@ -177,6 +213,19 @@ def test_patch(url: str) -> float:
     return elapsed
 
 
+def last_build(stack: Stack) -> str:
+    """The daemon's decision for its last build (``/health``: "incremental", "clean: why")."""
+    answer, _ = wait_for_daemon(stack.socket, what="the daemon", timeout=30)
+    return str(answer["builds"]["last"])
+
+
+def fallback(decisions: list[str]) -> str:
+    """Clean builds / calls, and why (issue 34: goal 0 on one-line source changes)."""
+    clean = [d.removeprefix("clean: ") for d in decisions if d.startswith("clean")]
+    whys = "; ".join(f"{n}x {why}" for why, n in collections.Counter(clean).most_common())
+    return f"{len(clean)}/{len(decisions)} = {len(clean) / max(1, len(decisions)):.2f}" + (f" ({whys})" if whys else "")
+
+
 def one_line_change(tree: Path, rel: str, n: int) -> None:
     """Change one line of *rel*: its last line, a comment the benchmark owns."""
     path = tree / rel
@@ -217,6 +266,7 @@ def bench(
     med = statistics.median
     inplace_first, inplace_make, inplace_func, inplace_repeat = [], [], [], []
     ours_first, ours_repeat, ours_l3, inplace_make3 = [], [], [], []
+    decisions: list[str] = []
     peak_disk = 0
     tree_size = du(pristine)
     built_size = 0
@@ -255,6 +305,7 @@ def bench(
                         else:
                             inplace_make3.append(make)
                             ours_l3.append(test_patch(stack.url))
+                        decisions.append(last_build(stack))
             peak_disk = max(peak_disk, disk.peak)
         shutil.rmtree(base, ignore_errors=True)
     rows = [f"{name}: tree {tree_size / 2**20:.1f} MiB unbuilt, {built_size / 2**20:.1f} MiB built in place"]
@@ -273,6 +324,7 @@ def bench(
         f"  level 3 repeat             test_patch {fmt(med(ours_l3))}  in place incremental build "
         f"{fmt(make_med)}  extra {med(ours_l3) - make_med:+.2f} s (target <= +0.30 s)"
     )
+    rows.append(f"  fallback rate (clean builds / repeat calls) {fallback(decisions)} (goal 0)")
     rows.append(
         f"  peak extra disk            {peak_disk / 2**20:.1f} MiB = {peak_disk / tree_size:.2f}x the "
         f"unbuilt tree, {peak_disk / max(built_size, 1):.2f}x the built tree (target <= 1.50x)"
@@ -310,6 +362,41 @@ def bench_real(name: str, runs: int, tmp: Path) -> list[str]:
     )
 
 
+def bench_loop(name: str, pristine: Path, build: str, changed: str, calls: int, tmp: Path) -> list[str]:
+    """The zstd loop (issue 34): a first call, then *calls* one-line changes, each built in
+    place and by a daemon at level 3 (build only), side by side; the daemon's decisions."""
+    med = statistics.median
+    base = tmp / name.split()[0]
+    ip, agent = base / "inplace", base / "agent"
+    base.mkdir()
+    cp_tree(pristine, ip)
+    cp_tree(pristine, agent)
+    first_ip = timed(build, ip)
+    task = write_task(base / "task", agent, build, "true")
+    (base / "daemon-tmp").mkdir()
+    env = {**os.environ, "TMPDIR": str(base / "daemon-tmp")}
+    make, ours, decisions = [], [], []
+    with running_stack(task, Path(tempfile.mkdtemp(dir=base)), difficulty="3", env=env) as stack:
+        first = test_patch(stack.url)
+        first_decision = last_build(stack)
+        for i in range(calls):
+            one_line_change(ip, changed, i + 1)
+            one_line_change(agent, changed, i + 1)
+            make.append(timed(build, ip))
+            ours.append(test_patch(stack.url))
+            decisions.append(last_build(stack))
+            print(f"  call {i + 1}: {fmt(ours[-1])} ({decisions[-1]}), make in place {fmt(make[-1])}", flush=True)
+    shutil.rmtree(base, ignore_errors=True)
+    return [
+        f"{name}: build {build!r}, {calls} calls after a one-line change of {changed}",
+        f"  first call (level 3)       test_patch {fmt(first)} ({first_decision})  in place {fmt(first_ip)}",
+        f"  repeat (level 3)           test_patch {fmt(med(ours))}  make in place {fmt(med(make))}  ratio "
+        f"{med(ours) / med(make):.2f}  extra {med(ours) - med(make):+.2f} s (medians)",
+        f"  fallback rate (clean builds / calls) {fallback(decisions)} (goal 0)",
+        f"  raw: test_patch {[round(x, 2) for x in ours]}; make in place {[round(x, 2) for x in make]}",
+    ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -322,6 +409,8 @@ def main() -> int:
         default=[],
         help="also measure this real task of tests/realtasks (repeatable)",
     )
+    ap.add_argument("--zstd", action="store_true", help="also run the zstd loop (issue 34)")
+    ap.add_argument("--calls", type=int, default=6, help="one-line changes in the zstd loop")
     args = ap.parse_args()
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-incr-") as tmp:
@@ -338,6 +427,8 @@ def main() -> int:
             )
         for name in args.project:
             rows += bench_real(name, args.runs, tmpd)
+        if args.zstd:
+            rows += bench_loop("zstd 1.5.4", zstd_tree(), ZSTD_BUILD, ZSTD_CHANGED, args.calls, tmpd)
     print("\n".join(rows))
     return 0
 

@@ -152,3 +152,75 @@ def test_a_build_that_runs_leaksanitizer_is_redone_untraced(tmp_path, mode):  # 
     )
     assert e.run([Check.BUILD])["build"] == ("passed", "ran\n\n")
     assert e.runner.last_build == "clean: a program of the build cannot run under strace"
+
+
+def _hx(text: str) -> str:
+    return "".join(f"\\x{b:02x}" for b in text.encode())
+
+
+def _exec(pid: int, *argv: str) -> str:
+    words = ", ".join(f'"{_hx(a)}"' for a in argv)
+    return f'{pid} execve("{_hx("/usr/bin/" + argv[0])}", [{words}], 0x1 /* 1 vars */) = 0'
+
+
+def _open(pid: int, cwd: str, rel: str, flags: str) -> str:
+    return f'{pid} openat(AT_FDCWD<{_hx(cwd)}>, "{_hx(rel)}", {flags}) = 3<{_hx(cwd + "/" + rel)}>'
+
+
+VFORK = "clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7f, stack_size=0x9000}, 88"
+
+
+def _record(tmp_path: Path, lines: list[str]) -> tracefile.Record:
+    trace = tmp_path / "trace"
+    trace.write_text("".join(line + "\n" for line in lines))
+    return tracefile.parse_trace(trace, "/t", "/t")
+
+
+def test_a_child_that_runs_before_its_fork_returns_is_keyed_in_its_parents_folder(tmp_path):
+    # strace prints a (v)forked child's execve before its parent's fork returns whenever the
+    # child runs first. Keyed at once, the child had the first process's folder: on zstd one
+    # compile (make -C lib) became a different step from one build to the next, and the
+    # check after an incremental build saw "a step that read X did not run again".
+    record = _record(
+        tmp_path,
+        [
+            _exec(10, "make"),
+            f'10 chdir("{_hx("/t/lib")}") = 0',
+            f"10 {VFORK} <unfinished ...>",
+            _exec(11, "cc", "-c", "a.c"),  # before its fork returned in make
+            f"11 {VFORK} <unfinished ...>",
+            _exec(12, "as", "-o", "a.o"),  # its child, before that fork returned too
+            _open(12, "/t/lib", "a.o", "O_WRONLY|O_CREAT|O_TRUNC"),
+            "12 +++ exited with 0 +++",
+            "11 <... clone3 resumed>) = 12",
+            _open(11, "/t/lib", "a.c", "O_RDONLY"),
+            "11 +++ exited with 0 +++",
+            "10 <... clone3 resumed>) = 11",
+            "10 clone(child_stack=0x7f, flags=CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_THREAD, tls=0x1) = 13",
+            _exec(11, "ar", "rcs", "liba.a", "a.o"),  # pid 11 again: a new child, its fork still to come
+            "10 clone(child_stack=NULL, flags=CLONE_CHILD_SETTID|SIGCHLD, child_tidptr=0x1) = 11",
+            _open(13, "/t/lib", "a.d", "O_RDONLY"),  # a thread: the same process, make
+        ],
+    )
+    assert record.complete, record.problem
+    make, cc, as_, ar = (
+        "\0".join(["/t", "make"]),
+        "/t/lib\0cc\0-c\0a.c",
+        "/t/lib\0as\0-o\0a.o",
+        "/t/lib\0ar\0rcs\0liba.a\0a.o",
+    )
+    assert sorted(record.steps) == sorted([make, cc, as_, ar])
+    assert record.steps[cc].reads == {"lib/a.c"} and record.steps[cc].parents == {make}
+    assert record.steps[as_].writes == {"lib/a.o"} and record.steps[as_].parents == {cc}
+    assert record.steps[ar].parents == {make}
+    assert record.steps[make].orchestrator and record.steps[cc].orchestrator
+    assert record.steps[make].reads == {"lib/a.d"}
+
+
+def test_a_process_whose_fork_never_returned_makes_the_record_incomplete(tmp_path):
+    # Its folder and parent are unknown, so would its step's key be: no guess.
+    record = _record(tmp_path, [_exec(10, "make"), f"10 {VFORK} <unfinished ...>", _exec(11, "cc", "a.c")])
+    assert not record.complete and record.problem == "trace line 3: a process whose fork never returned in its parent"
+    # One that only exited did nothing to key.
+    record = _record(tmp_path, [_exec(10, "make"), "11 +++ exited with 0 +++"])
+    assert record.complete, record.problem

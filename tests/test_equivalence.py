@@ -15,11 +15,13 @@ import time
 import pytest
 
 from ssebench.daemon import procs
-from tests.helpers.equivalence import CALC_C, MAKEFILE, Driver
+from tests.helpers.equivalence import CALC_C, MAKEFILE, Q_C, Driver
 
 pytestmark = pytest.mark.timeout(300)
 
 SEED = 17
+# What ./qstat and ./qdyn print on the library as written (static: Q_KIND 0, shared: 1000).
+LIB_OUT = "q=10 qx=14\nq=1010 qx=14\n\n"
 STEPS = 45
 
 
@@ -70,7 +72,7 @@ def test_a_source_replaced_by_a_symlink_to_an_older_file(tmp_path):
     (d.tree / "util.c").symlink_to("alt/util_alt.c")
     ours, fresh = _call(d)
     assert ours == fresh
-    assert ours["functional"] == ("failed", "util=110 gen=42 calc=10\n\n")
+    assert ours["functional"] == ("failed", "util=110 gen=42 calc=10\n" + LIB_OUT)
     assert d.runner.last_build == "clean: 'util.c' changed kind or mode"
 
 
@@ -82,11 +84,11 @@ def test_a_generated_headers_input_restored_with_an_older_mtime(tmp_path):
     subprocess.run(["make", "gen.h"], cwd=d.tree, check=True, capture_output=True)
     ours, fresh = _call(d)
     assert ours == fresh
-    assert ours["functional"] == ("failed", "util=11 gen=7 calc=10\n\n")
+    assert ours["functional"] == ("failed", "util=11 gen=7 calc=10\n" + LIB_OUT)
     subprocess.run(["cp", "-p", str(d.backup / "gen.def"), str(d.tree / "gen.def")], check=True)
     ours, fresh = _call(d)
     assert ours == fresh
-    assert ours["functional"] == ("failed", "util=11 gen=7 calc=10\n\n")  # gen.h is newer: kept
+    assert ours["functional"] == ("failed", "util=11 gen=7 calc=10\n" + LIB_OUT)  # gen.h is newer: kept
 
 
 def test_a_header_only_change_without_dependencies(tmp_path):
@@ -96,7 +98,7 @@ def test_a_header_only_change_without_dependencies(tmp_path):
     (d.tree / "plain.h").write_text("#define PLAIN 50\n")
     ours, fresh = _call(d)
     assert ours == fresh
-    assert ours["functional"] == ("failed", "util=11 gen=42 calc=100\n\n")
+    assert ours["functional"] == ("failed", "util=11 gen=42 calc=100\n" + LIB_OUT)
     assert d.runner.last_build == "clean: a step that read 'plain.h' did not run again"
 
 
@@ -106,5 +108,21 @@ def test_an_ordinary_edit_stays_incremental(tmp_path):
     (d.tree / "calc.c").write_text(CALC_C.replace("* 2", "* 3"))
     ours, fresh = _call(d)
     assert ours == fresh
-    assert ours["functional"] == ("failed", "util=11 gen=42 calc=15\n\n")
+    assert ours["functional"] == ("failed", "util=11 gen=42 calc=15\n" + LIB_OUT)
     assert d.runner.last_build == "incremental"
+
+
+def test_a_library_source_built_twice_stays_incremental(tmp_path):
+    # Issue 34, zstd's loop: one line of a source the sub-make in lib/ compiles twice
+    # (static and -fPIC shared, each with its .d file) into an archive and a shared
+    # library, changed call after call. Each answer is a fresh daemon's, and each build
+    # incremental: make reran every step that depends on the change.
+    d = Driver(tmp_path, 0)
+    _call(d)
+    for n in range(1, 5):
+        (d.tree / "lib" / "q.c").write_text(Q_C.replace("Q_BASE + 3", f"Q_BASE + 3 + {n}"))
+        ours, fresh = _call(d)
+        assert ours == fresh
+        lines = f"q={10 + n} qx=14\nq={1010 + n} qx=14\n"
+        assert ours["functional"] == ("failed", "util=11 gen=42 calc=10\n" + lines + "\n")
+        assert d.runner.last_build == "incremental", n

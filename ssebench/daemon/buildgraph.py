@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ssebench.daemon import safefs
-from ssebench.daemon.tracefile import Record, Step
+from ssebench.daemon.traceparse import Record, Step
 from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
 
 # Files that describe the build itself: a change to one can change every step's command.

@@ -1,8 +1,10 @@
 """The equivalence driver (issue 17): one long-lived Runner vs a fresh one, edit after edit.
 
 A small multi-file C project (automatic header dependencies with -MMD, a generated header
-made by a rule from an input, a plain header with no dependency, a Makefile) in a git
-work tree is edited by a seeded random agent; after each edit a call runs on the
+made by a rule from an input, a plain header with no dependency, a Makefile; and zstd's
+library build in small, issue 34: a sub-make in lib/ compiling each source twice, static
+and -fPIC shared, with -MMD -MP -MF .d files it includes, an ar archive and a shared
+library, one program linked against each) in a git work tree is edited by a seeded random agent; after each edit a call runs on the
 long-lived Runner (one daemon's state) and on a fresh Runner (an empty workspace) on the
 same tree, and the two results must be equal: every check's state, and the log of every
 failed check, word for word, except make's "modification time N s in the future" (a
@@ -35,6 +37,7 @@ from tests.helpers.tasks import make_task
 MAKEFILE = """\
 CFLAGS = -O0
 OBJS = main.o util.o calc.o
+all: prog qstat qdyn
 prog: $(OBJS)
 \t$(CC) -o $@ $(OBJS)
 main.o util.o: %.o: %.c
@@ -44,10 +47,49 @@ calc.o: calc.c
 gen.h: gen.def gen.sh
 \t./gen.sh gen.def > gen.h
 main.o: gen.h
--include main.d util.d
+-include main.d util.d qmain.d
+qmain.o: qmain.c
+\t$(CC) $(CFLAGS) -MMD -MP -Ilib -c qmain.c -o qmain.o
+qstat: qmain.o lib/libq.a
+\t$(CC) -o $@ qmain.o lib/libq.a
+qdyn: qmain.o lib/libq.so
+\t$(CC) -o $@ qmain.o -Llib -lq -Wl,-rpath,'$$ORIGIN/lib'
+.PHONY: libq
+libq:
+\t$(MAKE) --no-print-directory -C lib CFLAGS="$(CFLAGS)"
+lib/libq.a lib/libq.so: libq ;
 clean:
-\trm -f prog $(OBJS) *.d gen.h
+\trm -f prog qstat qdyn qmain.o $(OBJS) *.d gen.h
+\t$(MAKE) --no-print-directory -C lib clean
 """
+# zstd's lib/Makefile in small (issue 34): a sub-make in its own folder compiles each
+# source twice, static and -fPIC shared (other flags, other objects), each with its
+# -MMD -MP -MF .d file that the Makefile includes, into an ar archive and a shared
+# library; the top Makefile links one program against each.
+LIB_MAKEFILE = """\
+CFLAGS ?= -O0
+SRCS = q.c qx.c
+STATIC = $(SRCS:%.c=obj/static/%.o)
+DYNAMIC = $(SRCS:%.c=obj/dynamic/%.o)
+all: libq.a libq.so
+obj/static/%.o: %.c
+\t@mkdir -p obj/static
+\t$(CC) $(CFLAGS) -c -MT $@ -MMD -MP -MF $(@:.o=.d) -o $@ $<
+obj/dynamic/%.o: %.c
+\t@mkdir -p obj/dynamic
+\t$(CC) $(CFLAGS) -fPIC -DQ_SHARED -c -MT $@ -MMD -MP -MF $(@:.o=.d) -o $@ $<
+libq.a: $(STATIC)
+\tar rcs $@ $^
+libq.so: $(DYNAMIC)
+\t$(CC) -shared -o $@ $^
+-include $(STATIC:.o=.d) $(DYNAMIC:.o=.d)
+clean:
+\trm -rf obj libq.a libq.so
+"""
+Q_H = "#define Q_BASE 7\nint q(void);\nint qx(void);\n"
+Q_C = '#include "q.h"\n#ifdef Q_SHARED\n#define Q_KIND 1000\n#else\n#define Q_KIND 0\n#endif\nint q(void) { return Q_KIND + Q_BASE + 3; }\n'
+QX_C = '#include "q.h"\nint qx(void) { return Q_BASE * 2; }\n'
+QMAIN_C = '#include <stdio.h>\n#include "q.h"\nint main(void) { printf("q=%d qx=%d\\n", q(), qx()); return 0; }\n'
 MAIN_C = """\
 #include <stdio.h>
 #include <string.h>
@@ -79,7 +121,13 @@ FILES = {
     "gen.def": "42\n",
     "gen.sh": GEN_SH,
     "notes.txt": "notes\n",
+    "qmain.c": QMAIN_C,
+    "lib/Makefile": LIB_MAKEFILE,
+    "lib/q.h": Q_H,
+    "lib/q.c": Q_C,
+    "lib/qx.c": QX_C,
 }
+LIB_SOURCES = ("lib/q.h", "lib/q.c", "lib/qx.c")
 CHECKS = [Check.BUILD, Check.POCS, Check.FUNCTIONAL]
 _FUTURE = re.compile(r"modification time [-+0-9.e]+ s in the future")
 _GIT_ENV = {
@@ -130,14 +178,17 @@ class Driver:
     log: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
     steps: int = 0
+    # Per step: (the edit's name, did the call before it build?, the engine's decision).
+    edits: list[tuple[str, bool, str]] = field(default_factory=list)
+    _built: bool = False
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self.box = sandbox(self.mode)
         self.files = make_task(
             self.root / "task",
-            build="make prog",
-            functional="./prog; exit 3",
+            build="make",
+            functional="./prog; ./qstat; ./qdyn; exit 3",
             pocs=["x"],
             poc_run="./prog poc",
             tree_files=FILES,
@@ -195,14 +246,16 @@ class Driver:
             name, action = self._pick_edit()
             seen = self.root / f"seen-{self.steps}"
             ours = self.call(self.runner, during=lambda: (_copy_tree(self.tree, seen), action(self)))
-            what = f"during the call: {name}"
+            what, name = f"during the call: {name}", f"during the call: {name}"
             fresh = self.fresh_call(seen)
             shutil.rmtree(seen, ignore_errors=True)
         else:
-            what = edit(self)
+            name, what = edit.__name__, edit(self)
             ours = self.call(self.runner)
             fresh = self.fresh_call(self.tree)
         self.log.append(f"{self.steps}: {what} -> {self.runner.last_build}")
+        self.edits.append((name, self._built, self.runner.last_build))
+        self._built = ours.get(Check.BUILD.value, ("", ""))[0] == "passed"
         if ours != fresh:
             self.mismatches.append(
                 f"step {self.steps} ({what}; {self.runner.last_build}):\n  long-lived: {ours}\n  fresh:      {fresh}"
@@ -235,7 +288,7 @@ def _copy_tree(src: Path, dst: Path) -> None:
 
 
 def edit_number(d: Driver) -> str:
-    rel = d.pick("util.h", "util.c", "plain.h", "calc.c", "alt/util_alt.c", "gen.def")
+    rel = d.pick("util.h", "util.c", "plain.h", "calc.c", "alt/util_alt.c", "gen.def", *LIB_SOURCES)
     path = d.tree / rel
     if not path.exists():
         return f"(no {rel})"
@@ -299,7 +352,7 @@ def edit_chmod(d: Driver) -> str:
 
 
 def edit_old_mtime(d: Driver) -> str:
-    rel = d.pick("gen.def", "plain.h", "util.h", "util.c", "gen.h", "calc.c")
+    rel = d.pick("gen.def", "plain.h", "util.h", "util.c", "gen.h", "calc.c", "lib/qx.c")
     if d.rng.random() < 0.5 and (d.backup / rel).exists():
         subprocess.run(["cp", "-p", str(d.backup / rel), str(d.tree / rel)], check=True)
         return f"cp -p old {rel}"
@@ -320,14 +373,14 @@ def edit_future_mtime(d: Driver) -> str:
 
 
 def edit_touch(d: Driver) -> str:
-    rel = d.pick("util.h", "plain.h", "gen.def", "main.c")
+    rel = d.pick("util.h", "plain.h", "gen.def", "main.c", "lib/q.h", "lib/q.c")
     if (d.tree / rel).exists():
         os.utime(d.tree / rel)
     return f"touch {rel}"
 
 
 def agent_make(d: Driver) -> str:
-    target = d.rng.choice(["prog", "prog", "clean", "gen.h"])
+    target = d.rng.choice(["prog", "all", "clean", "gen.h"])
     _sh(["make", target], d.tree)
     return f"the agent ran make {target} in its tree"
 
@@ -367,6 +420,15 @@ def repair(d: Driver) -> str:
     return "repaired " + (", ".join(fixed) or "nothing")
 
 
+def edit_lib_line(d: Driver) -> str:
+    """The zstd loop of issue 34: one line of a library source (compiled static and
+    shared) changed, nothing else."""
+    rel = d.rng.choice(LIB_SOURCES)
+    text = (d.tree / rel).read_text().split("/* edit")[0]
+    d.write(rel, text + f"/* edit {d.steps} */\n")
+    return f"one line of {rel}"
+
+
 def edit_while_running(d: Driver) -> str:  # marker: Driver.step handles it
     return "during"
 
@@ -379,6 +441,7 @@ EDITS: list[Callable[[Driver], str]] = [
     edit_number,
     edit_number,
     edit_number,
+    edit_lib_line,
     edit_syntax,
     edit_flags,
     edit_symlink,
