@@ -10,7 +10,20 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, nanocoder, opencode, qwen
+from ssebench.agents import (
+    claude,
+    cline,
+    codex,
+    continue_cli,
+    copilot,
+    gemini,
+    kilo,
+    kimi_code,
+    nanocoder,
+    opencode,
+    pi,
+    qwen,
+)
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
 from ssebench.agents.generic import bridged, rows, standard, table, zed
@@ -26,6 +39,8 @@ _BUNDLED: tuple[Agent, ...] = (
     cline.AGENT,
     copilot.AGENT,
     nanocoder.AGENT,
+    pi.AGENT,
+    kimi_code.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

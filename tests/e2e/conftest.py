@@ -47,12 +47,16 @@ CONFORMANCE_PINS = REPO / "configs" / "conformance"  # the MCP conformance suite
 CONFORMANCE_BINS = ("conformance", "node")
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
-#: the pin folders of the agents that have their own (Nanocoder: with its Node) -> their programs
-OWN_PINS = {
-    record.pins_file.parent: (record.binary, *(["node"] if record.node_runtime else []))
-    for record in map(agent, CLIS)
-    if record.pins_file is not None
-}
+#: the npm pin folders of the agents that have their own (the Node 22 agents, with that Node) -> their programs
+OWN_PINS: dict[Path, tuple[str, ...]] = {}
+for _record in map(agent, CLIS):
+    if _record.pins_file is not None and _record.registry == "npm":
+        _bins = OWN_PINS.get(_record.pins_file.parent, ())
+        OWN_PINS[_record.pins_file.parent] = tuple(
+            dict.fromkeys((*_bins, _record.binary, *(["node"] if _record.node_runtime else [])))
+        )
+#: the PyPI agents: each one's pins.json (its lock beside it) -> its program (agents/pypi.py)
+PYPI_PINS = {r.pins_file: r.binary for r in map(agent, CLIS) if r.registry == "pypi" and r.pins_file}
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -103,6 +107,14 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "OPENAI_API_KEY": "sk-e2e",
         "SSE_AGENT_MODEL": "scripted-model",
     },
+    **{
+        cli: lambda url: {
+            "OPENAI_BASE_URL": url + "/v1",
+            "OPENAI_API_KEY": "sk-e2e",
+            "SSE_AGENT_MODEL": "scripted-model",
+        }
+        for cli in ("pi", "kimi-code", "gptme", "hermes")
+    },
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -120,6 +132,10 @@ _LEAKY = (
     "CLINE_",
     "COPILOT_",
     "NANOCODER_",
+    "PI_",
+    "KIMI_",
+    "GPTME_",
+    "HERMES_",
     "GH_",
     "GITHUB_",
     "SSE_",

@@ -68,10 +68,16 @@ TOOL_NAMES = {
     "cline": "ssebench__test_patch",
     "copilot": "ssebench-test_patch",
     "nanocoder": "test_patch",
+    "pi": "mcp__ssebench__test_patch",
+    "kimi-code": "mcp__ssebench__test_patch",
+    # gptme names an MCP tool "ssebench.test_patch" and sends it as its stem plus
+    # sha256("ssebench.test_patch:0")[:12] (gptme/tools/native_names.py): the same every run
+    "gptme": "ssebench_test_patch_2605c8948036",
+    "hermes": "mcp__ssebench__test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder")
+CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes")
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
