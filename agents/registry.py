@@ -17,6 +17,8 @@ from ssebench.agents import (
     continue_cli,
     copilot,
     gemini,
+    gptme,
+    hermes,
     kilo,
     kimi_code,
     nanocoder,
@@ -41,6 +43,8 @@ _BUNDLED: tuple[Agent, ...] = (
     nanocoder.AGENT,
     pi.AGENT,
     kimi_code.AGENT,
+    hermes.AGENT,
+    gptme.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

@@ -161,9 +161,21 @@ def _install_dir(pins: Path) -> Path:
 
 
 def own_bin_dirs() -> list[Path]:
-    """The ``.bin`` folders of the agents with their own pin file (Nanocoder and its Node 22):
-    on PATH after the machine's, so their ``node`` runs only them (agents/runtime.py)."""
-    return [_install_dir(folder) / "node_modules" / ".bin" for folder in OWN_PINS]
+    """The ``.bin`` folders of the agents with their own pin file (the Node 22 agents and that
+    Node): on PATH after the machine's, so their ``node`` runs only them (agents/runtime.py);
+    then each PyPI agent's ``bin`` (its command alone, linked into its venv: pypi_install.py)."""
+    from tests.e2e.pypi_install import install_dir
+
+    npm = [_install_dir(folder) / "node_modules" / ".bin" for folder in OWN_PINS]
+    return npm + [install_dir(_cache_root(), pins) / "bin" for pins in PYPI_PINS]
+
+
+def install_pypi_clis(report: Callable[[str], None] = print) -> None:
+    """Every PyPI agent in its locked venv (tests/e2e/pypi_install.py)."""
+    from tests.e2e.pypi_install import install_pypi
+
+    for pins, binary in PYPI_PINS.items():
+        install_pypi(_cache_root(), pins, binary, report)
 
 
 def install_clis(
@@ -226,7 +238,9 @@ def agent_clis() -> Path:
             "npm/node not found on PATH: the agent CLIs cannot be installed, so the "
             "end-to-end tests with real agent CLIs do not run here"
         )
-    return install_clis(lambda line: print(line, file=sys.stderr))
+    report = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    install_pypi_clis(report)
+    return install_clis(report)
 
 
 # -- one run ----------------------------------------------------------------------------------
