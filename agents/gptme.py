@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ssebench.agents import pypi
 from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Client, ServerSettings
 from ssebench.dialog import events as ev
@@ -162,6 +163,7 @@ AGENT = Agent(
     binary=BINARY,
     pins_file=cli_pins_file().parent / "pypi" / "gptme" / "pins.json",
     registry="pypi",
+    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     prepare=prepare,

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ssebench.agents import pypi
 from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
@@ -163,6 +164,7 @@ AGENT = Agent(
     binary=BINARY,
     pins_file=cli_pins_file().parent / "pypi" / "hermes" / "pins.json",
     registry="pypi",
+    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     prepare=prepare,

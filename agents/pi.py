@@ -122,7 +122,8 @@ class PiEvents(StreamConverter):
             tokens = {"input": usage.get("input", 0), "output": usage.get("output", 0)}
             self.add_tokens(**tokens, cached=usage.get("cacheRead", 0))
             cost = usage.get("cost")
-            self.add_cost(cost.get("total") if isinstance(cost, dict) else None)
+            if isinstance(cost, dict) and (cost.get("total") or cost.get("totalFromProvider")):
+                self.add_cost(cost.get("total"))  # a model Pi has no price for reports 0: no cost, not 0
         if message.get("stopReason") in ("error", "aborted"):
             self.failed = str(message.get("errorMessage") or message["stopReason"])
 

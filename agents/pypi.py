@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
 
 LOCK_NAME = "requirements.txt"
+#: the Docker layer template of a PyPI agent (configs/docker/): a venv from the lock's wheels
+LAYER_TEMPLATE = "agent-pypi.Dockerfile.j2"
 
 
 def lock_file(record: Agent) -> Path:

@@ -40,10 +40,9 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
             results_dir=tmp_path / "r",
             difficulty=2,
         )
-    assert (
-        str(error.value)
-        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
-        "nanocoder"
+    assert str(error.value) == (
+        "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, "
+        "cline, copilot, nanocoder, pi, kimi-code, hermes, gptme"
     )
     assert not (tmp_path / "r").exists()
 

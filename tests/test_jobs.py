@@ -44,7 +44,7 @@ def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
     text = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "claud"\n'
     assert _bad(tmp_path, text) == (
         "ssebench jobs: DIR/job.toml: agents[0].name: unknown agent 'claud' "
-        "(bundled: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder; or give a command)\n"
+        "(bundled: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder, pi, kimi-code, hermes, gptme; or give a command)\n"
     )
 
 

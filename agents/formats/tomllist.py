@@ -65,11 +65,19 @@ class NamedListTomlEditor:
             return None
         return {k: _plain(v) for k, v in items[index].items() if k != "name"}
 
+    def _fresh(self, path: Sequence[str], value: Any) -> str:
+        """The text of the list's parent table holding only the switches and this entry: what
+        ``set`` appends where the file had no such table, and ``remove`` cuts again."""
+        return self.set("", path, value)
+
     def set(self, text: str | None, path: Sequence[str], value: Any) -> str:
         import tomlkit
 
         source = text or ""
         doc = self._toml._parse(source)
+        if source.strip() and len(path) == 3 and path[0] not in doc:
+            # appended as text, so that the file's own bytes stay as they are (tomlkit would add a blank line)
+            return source + ("" if source.endswith("\n") else "\n") + self._fresh(path, value)
         parent = self._parent(doc, path[:-1], create=True)
         for key, switch in self.switches.items():
             if parent.get(key) != switch:
@@ -110,6 +118,11 @@ class NamedListTomlEditor:
         index = None if items is None else self._find(items, path[-1])
         if items is None or index is None:
             return text
+        alone = len(items) == 1 and {k: _plain(v) for k, v in parent.items() if k != path[-2]} == self.switches
+        appended = self._fresh(path, {k: _plain(v) for k, v in items[index].items() if k != "name"})
+        if alone and len(path) == 3 and text.endswith(appended) and (prune is None or prune >= 2):
+            rest = text[: -len(appended)]
+            return rest if rest.strip() or keep_empty else None  # what set appended, cut as text
         del items[index]
         levels = len(path) - 1 if prune is None else prune
         if not items and levels >= 1:
