@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Client, ServerSettings
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
@@ -49,6 +49,8 @@ from ssebench.resources import cli_pins_file
 BINARY = "gptme"
 PROVIDER = "ssebench"
 DEFAULT_MODEL = "gpt-5"
+#: what ``prepare`` reads: passed on, so that a container's entrypoint prepares with the run's values
+PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _CALL = re.compile(r"^@(?P<tool>[\w.\-]+)\((?P<id>[^)]*)\): ?(?P<args>.*)$")
 
@@ -85,7 +87,7 @@ def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> 
     argv = (BINARY, "-n", "--output-format", "json", "--tool-format", "tool", "-m", model, prompt)
     return AgentCommand(
         argv=argv,
-        env=pick(env, "OPENAI_API_KEY"),
+        env=pick(env, *PREPARE_VARS),
         timeouts={"MCP call": "no limit of gptme's; a response stream silent for 300 s ends it (no progress token)"},
     )
 

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
@@ -43,6 +43,8 @@ from ssebench.dialog.stream import StreamConverter
 BINARY = "kimi"
 ALIAS = "ssebench"  # the provider and the model alias prepare writes
 DEFAULT_MODEL = "kimi-k2-turbo-preview"
+#: what ``prepare`` reads: passed on, so that a container's entrypoint prepares with the run's values
+PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.moonshot.ai/v1"
 CONTEXT = 131072  # max_context_size of the alias (required by Kimi Code)
 
@@ -84,7 +86,7 @@ def model_api(env: Mapping[str, str]) -> ModelApi:
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     return AgentCommand(
         argv=(BINARY, "-p", prompt, "--output-format", "stream-json", "--model", ALIAS),
-        env={**pick(env, "OPENAI_API_KEY"), "KIMI_CODE_NO_AUTO_UPDATE": "1"},
+        env={**pick(env, *PREPARE_VARS), "KIMI_CODE_NO_AUTO_UPDATE": "1"},
         timeouts={"toolTimeoutMs": "from agents install (default 3600000 ms), not reset by progress"},
     )
 

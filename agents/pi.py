@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
@@ -44,6 +44,8 @@ from ssebench.dialog.stream import StreamConverter
 BINARY = "pi"
 PROVIDER = "ssebench"
 DEFAULT_MODEL = "gpt-5"
+#: what ``prepare`` reads: passed on, so that a container's entrypoint prepares with the run's values
+PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
@@ -84,7 +86,7 @@ def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> 
     argv = (BINARY, "--mode", "json", "-p", "--provider", PROVIDER, "--model", model, prompt)
     return AgentCommand(
         argv=argv,
-        env={**pick(env, "OPENAI_API_KEY"), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"},
+        env={**pick(env, *PREPARE_VARS), "PI_OFFLINE": "1", "PI_TELEMETRY": "0"},
         timeouts={"timeout": "from agents install (default 3600 s), re-armed by each progress notification"},
     )
 

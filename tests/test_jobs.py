@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ssebench.agents.registry import names as agent_names
 from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix, report
 from ssebench.jobs.backend import Outcome, Resources, RunSpec
@@ -44,7 +45,7 @@ def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
     text = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "claud"\n'
     assert _bad(tmp_path, text) == (
         "ssebench jobs: DIR/job.toml: agents[0].name: unknown agent 'claud' "
-        "(bundled: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder, pi, kimi-code, hermes, gptme; or give a command)\n"
+        f"(bundled: {', '.join(agent_names())}; or give a command)\n"
     )
 
 

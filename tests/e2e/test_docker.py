@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import agent
 from tests.e2e.conftest import CLIS, MODEL_ENV, clean_env
 from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED, assert_model_received
 from tests.e2e.models import AnthropicModel, ScriptedModel, for_cli
@@ -269,7 +270,9 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-@pytest.mark.parametrize("cli", CLIS)
+# A PyPI agent's layer needs ssebench.container.images to build its venv's wheels into the
+# context (configs/docker/agent-pypi.Dockerfile.j2), which it does not yet: npm agents only.
+@pytest.mark.parametrize("cli", [cli for cli in CLIS if agent(cli).registry == "npm"])
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
