@@ -21,6 +21,7 @@ from ssebench.agents import (
     hermes,
     kilo,
     kimi_code,
+    mastracode,
     nanocoder,
     opencode,
     pi,
@@ -45,6 +46,7 @@ _BUNDLED: tuple[Agent, ...] = (
     kimi_code.AGENT,
     hermes.AGENT,
     gptme.AGENT,
+    mastracode.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

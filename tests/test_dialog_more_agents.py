@@ -1,4 +1,4 @@
-"""The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent), read from
+"""The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -89,3 +89,28 @@ def test_hermes_rendered_output_before_the_export_is_skipped() -> None:
     events = without_duration(convert("hermes", ["  ⚠ banner text", "session_id: s", json.dumps(session)]))
     assert [e["type"] for e in events] == ["init", "prompt", "message", "complete"]
     assert events[-1]["error"] == "max_iterations"
+
+
+def test_mastracode_stream() -> None:
+    """Its stream ends with the terminal's reset codes, not JSON: skipped like any noise line."""
+    lines = fixture("mastracode")
+    assert lines[-1].startswith("\x1b[?2004l")
+    events = without_duration(convert("mastracode", lines))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    init = {"type": "init", "agent": "mastracode"}
+    assert events == _dialog(init, "call_0001", "ssebench_test_patch", RESULT, 1, tokens)
+
+
+def test_mastracode_failed_result_and_a_failed_tool() -> None:
+    lines = [
+        {"type": "agent_start"},
+        {"type": "tool_start", "toolCallId": "t1", "toolName": "view", "args": {"path": "x"}},
+        {"type": "tool_end", "toolCallId": "t1", "result": "no such file", "isError": True},
+        {"type": "result", "status": "error", "error": {"name": "Error", "message": 'Unknown model: "m"'}},
+    ]
+    events = without_duration(convert("mastracode", [json.dumps(e) for e in lines], exit_code=1))
+    assert events[2:4] == [
+        {"type": "tool", "id": "t1", "name": "view", "status": "running", "input": {"path": "x"}},
+        {"type": "tool", "id": "t1", "name": "view", "status": "error", "output": "no such file"},
+    ]
+    assert events[-1]["status"] == "error" and events[-1]["error"] == 'Unknown model: "m"'

@@ -45,6 +45,7 @@ MISSING_KEY = {
     "kimi-code": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "hermes": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gptme": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "mastracode": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -61,6 +62,7 @@ KEYS = {
     "kimi-code": {"OPENAI_API_KEY": "k"},
     "hermes": {"OPENAI_API_KEY": "k"},
     "gptme": {"OPENAI_API_KEY": "k"},
+    "mastracode": {"OPENAI_API_KEY": "k"},
 }
 
 

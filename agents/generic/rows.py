@@ -119,17 +119,6 @@ CLIENTS = (
         binaries=("mcporter",),
     ),
     TableClient(
-        name="mastracode",
-        title="Mastra Code",
-        format="json",
-        container=("mcpServers",),
-        user_path=".mastracode/mcp.json",
-        project_path=".mastracode/mcp.json",
-        shape=(("url", URL),),
-        timeout_behaviour=NO_KEY,
-        binaries=("mastracode",),
-    ),
-    TableClient(
         name="fx",
         title="fx",
         format="json",

@@ -115,6 +115,8 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         }
         for cli in ("pi", "kimi-code", "gptme", "hermes")
     },
+    # Mastra Code's default model (openai/gpt-5.5) through the OpenAI provider: the Responses API
+    "mastracode": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e"},
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -136,6 +138,7 @@ _LEAKY = (
     "KIMI_",
     "GPTME_",
     "HERMES_",
+    "MASTRA",
     "GH_",
     "GITHUB_",
     "SSE_",
@@ -200,8 +203,9 @@ def install_clis(
             return bin_dir
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(mode=0o700, exist_ok=True)  # rmtree may leave the folder itself behind
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(pins / name, target / name)
+        for name in ("package.json", "package-lock.json", ".npmrc"):  # .npmrc: Mastra Code's install flag
+            if (pins / name).is_file():
+                shutil.copyfile(pins / name, target / name)
         started = time.monotonic()
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with

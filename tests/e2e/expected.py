@@ -95,6 +95,10 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert json.loads(result.content) == [{"type": "text", "text": expected}], run.explain()
     elif cli == "gemini":  # a functionResponse; Gemini CLI fences MCP output as untrusted
         assert result.response == {"output": f"<untrusted_context>\n{expected}\n</untrusted_context>"}, run.explain()
+    elif cli == "mastracode":  # a function_call_output whose output is the MCP result as JSON text
+        assert json.loads(result.output) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
+            run.explain()
+        )
     elif cli == "cline":  # a role=tool message whose content is the MCP result as JSON text
         assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
             run.explain()

@@ -74,6 +74,7 @@ TOOL_NAMES = {
     # sha256("ssebench.test_patch:0")[:12] (gptme/tools/native_names.py): the same every run
     "gptme": "ssebench_test_patch_2605c8948036",
     "hermes": "mcp__ssebench__test_patch",
+    "mastracode": "ssebench_test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
@@ -85,7 +86,7 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     kwargs.setdefault("tool_name", TOOL_NAMES[cli])
     if cli in ("claude", "opencode", "kilo", "copilot"):
         return AnthropicModel(**kwargs)  # type: ignore[arg-type]
-    if cli == "codex":
+    if cli in ("codex", "mastracode"):
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
