@@ -16,6 +16,7 @@ from ssebench.agents import (
     codex,
     continue_cli,
     copilot,
+    droid,
     gemini,
     gptme,
     hermes,
@@ -47,6 +48,7 @@ _BUNDLED: tuple[Agent, ...] = (
     hermes.AGENT,
     gptme.AGENT,
     mastracode.AGENT,
+    droid.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

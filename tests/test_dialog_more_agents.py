@@ -1,4 +1,5 @@
-"""The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code), read from
+"""The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
+Factory Droid), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -114,3 +115,37 @@ def test_mastracode_failed_result_and_a_failed_tool() -> None:
         {"type": "tool", "id": "t1", "name": "view", "status": "error", "output": "no such file"},
     ]
     assert events[-1]["status"] == "error" and events[-1]["error"] == 'Unknown model: "m"'
+
+
+def test_droid_stream_loads_the_tool_through_tool_search() -> None:
+    """Droid defers MCP tools: the model loads test_patch with ToolSearch (the first try came
+    before the server had connected), then calls it; both loads are in the dialog."""
+    events = without_duration(convert("droid", fixture("droid")))
+    session = {"type": "init", "agent": "droid", "session": "0da34810-ed6c-4bd3-86fa-4d50e1585af7"}
+    assert events[0] == {**session, "model": "custom:ssebench-0"}
+    load = {"query": "select:ssebench___test_patch"}
+    assert [(e.get("name"), e.get("status")) for e in events if e["type"] == "tool"] == [
+        ("ToolSearch", "running"),
+        ("ToolSearch", "error"),
+        ("ToolSearch", "running"),
+        ("ToolSearch", "success"),
+        ("ssebench___test_patch", "running"),
+        ("ssebench___test_patch", "success"),
+    ]
+    assert events[2]["input"] == load and events[5]["output"] == "Loaded 1 tool(s): ssebench___test_patch"
+    assert events[7]["output"] == RESULT
+    assert events[-2:] == [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch."},
+        {"type": "complete", "status": "success", "turns": 4, "tokens": {"input": 400, "output": 40, "cached": 0},
+         "exit_code": 0},
+    ]  # fmt: skip
+
+
+def test_droid_error_event_fails_the_run() -> None:
+    lines = [
+        {"type": "system", "subtype": "init", "session_id": "s"},
+        {"type": "error", "source": "agent_loop", "message": "Connection error."},
+        {"type": "error", "source": "cli", "message": "Exec failed"},
+    ]
+    events = without_duration(convert("droid", [json.dumps(e) for e in lines], exit_code=1))
+    assert events[-1]["status"] == "error" and events[-1]["error"] == "Exec failed"

@@ -46,6 +46,7 @@ MISSING_KEY = {
     "hermes": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "gptme": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "mastracode": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "droid": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -63,6 +64,7 @@ KEYS = {
     "hermes": {"OPENAI_API_KEY": "k"},
     "gptme": {"OPENAI_API_KEY": "k"},
     "mastracode": {"OPENAI_API_KEY": "k"},
+    "droid": {"OPENAI_API_KEY": "k"},
 }
 
 

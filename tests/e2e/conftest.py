@@ -113,7 +113,7 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
             "OPENAI_API_KEY": "sk-e2e",
             "SSE_AGENT_MODEL": "scripted-model",
         }
-        for cli in ("pi", "kimi-code", "gptme", "hermes")
+        for cli in ("pi", "kimi-code", "gptme", "hermes", "droid")
     },
     # Mastra Code's default model (openai/gpt-5.5) through the OpenAI provider: the Responses API
     "mastracode": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e"},
@@ -139,6 +139,7 @@ _LEAKY = (
     "GPTME_",
     "HERMES_",
     "MASTRA",
+    "FACTORY_",
     "GH_",
     "GITHUB_",
     "SSE_",

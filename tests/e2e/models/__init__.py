@@ -75,10 +75,13 @@ TOOL_NAMES = {
     "gptme": "ssebench_test_patch_2605c8948036",
     "hermes": "mcp__ssebench__test_patch",
     "mastracode": "ssebench_test_patch",
+    "droid": "ssebench___test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes")
+CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes", "droid")
+#: the CLIs that offer MCP tools only through a loader tool, which the script calls first
+LOADERS = {"droid": "ToolSearch"}
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
@@ -91,7 +94,9 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
     if cli in CHAT_CLIS:
-        return OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
+        model = OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
+        model.loader = LOADERS.get(cli)
+        return model
     raise ValueError(f"no scripted model for CLI {cli!r}; known: {', '.join(TOOL_NAMES)}")
 
 
