@@ -3,10 +3,11 @@
 An agent is one module (agents/claude.py, agents/codex.py, ...) that builds one record of five
 parts, and agents/registry.py lists the records:
 
-- **install**: the npm ``package`` and the ``binary`` it installs (the version stays in the one
-  pin file, configs/agent-clis/package.json, unless ``pins_file`` names another), the Node it
-  runs on when it needs its own (``node_runtime``, ``node_min``: agents/runtime.py), and its
-  Docker layer template (configs/docker/);
+- **install**: the ``package`` and the ``binary`` it installs, from npm (the version stays in the
+  one pin file, configs/agent-clis/package.json, unless ``pins_file`` names another) or from PyPI
+  (``registry="pypi"``: a venv of its own from a hashed lock beside ``pins_file``, agents/pypi.py),
+  the Node it runs on when it needs its own (``node_runtime``, ``node_min``: agents/runtime.py),
+  and its Docker layer template (configs/docker/);
 - **MCP config**: its ``client`` (agents/base.py), what ``ssebench agents install NAME`` writes;
 - **headless launch**: ``launch(prompt=, mcp_url=, home=, env=)`` gives the :class:`AgentCommand`
   (argv and the variables to add); ``prepare(home=, env=)`` does what the CLI needs on disk
@@ -90,9 +91,10 @@ class Agent:
     """An agent ``ssebench run --agent NAME`` can launch (its name is its client's)."""
 
     # install
-    package: str  # the npm package that installs the CLI; its version: the pin file
+    package: str  # the npm (or PyPI) package that installs the CLI; its version: the pin file
     binary: str  # the command that package installs
     pins_file: Path | None = None  # None: configs/agent-clis/package.json
+    registry: str = "npm"  # "pypi": installed in a venv of its own from the lock beside pins_file
     # the npm package in its pin file that brings the Node it runs on (agents/runtime.py), and
     # the oldest Node it runs on; "" / (): the machine's node, whatever its version
     node_runtime: str = ""
@@ -129,6 +131,14 @@ class Agent:
         from ssebench.resources import pinned_version
 
         return pinned_version(self.package, self.pins_file)
+
+    def install_hint(self) -> str:
+        """How a user installs the CLI at its pin (preflight's and doctor's fix)."""
+        if self.registry == "pypi":
+            from ssebench.agents import pypi
+
+            return pypi.install_hint(self)
+        return f"npm install -g {self.package}@{self.pin()}"
 
 
 def model_from(env: Mapping[str, str]) -> str | None:

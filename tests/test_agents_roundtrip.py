@@ -75,7 +75,23 @@ YAML_LIST_FIXTURES = {
     "no-servers": "name: Local\nversion: 1.0.0\nschema: v1\n",
 }
 
-FIXTURES = {"json": JSON_FIXTURES, "toml": TOML_FIXTURES, "yaml": YAML_FIXTURES, "yaml-list": YAML_LIST_FIXTURES}
+# gptme's config.toml: servers are an array of named tables, read only with [mcp] enabled
+TOML_LIST_FIXTURES = {
+    "gptme": (
+        '# my gptme config\n[user]\nname = "me"  # kept\n\n[prompt]\nabout_user = "I like tests"\n\n'
+        '[mcp]\nenabled = true\nauto_start = true\n\n[[mcp.servers]]\nname = "other"\ncommand = "npx"\n'
+        'args = ["-y", "srv-ü"]\n'
+    ),
+    "no-mcp": '[env]\nOPENAI_API_KEY = "x"\n\n[[providers]]\nname = "local"\nbase_url = "http://h/v1"\n',
+}
+
+FIXTURES = {
+    "json": JSON_FIXTURES,
+    "toml": TOML_FIXTURES,
+    "yaml": YAML_FIXTURES,
+    "yaml-list": YAML_LIST_FIXTURES,
+    "toml-list": TOML_LIST_FIXTURES,
+}
 CASES = [
     pytest.param(client, name, id=f"{client.name}-{name}")
     for client in CLIENTS.values()

@@ -371,6 +371,12 @@ USAGE = {  # what each CLI reported in its captured stream (agents/usage.py)
     "cline": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=0.0),  # no price for the model
     "copilot": None,  # its stream carries no token counts
     "nanocoder": None,  # the scripted model sent no usage
+    "pi": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),  # no price for the model
+    "kimi-code": None,  # its stream carries no token counts
+    "hermes": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),  # cost_status "unknown"
+    "gptme": Usage(input_tokens=400, output_tokens=40, cached_tokens=0, cost_usd=0.0032),  # 4 requests
+    "mastracode": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
+    "droid": Usage(input_tokens=400, output_tokens=40, cached_tokens=0, cost_usd=None),  # 4 requests
 }
 
 

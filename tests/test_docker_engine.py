@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import names
 from ssebench.container import docker, images
 from ssebench.container.docker import DockerEngine, DockerRunError, run_in_docker
 
@@ -40,11 +41,7 @@ def test_unknown_agent_is_refused_before_docker_is_asked(tmp_path: Path) -> None
             results_dir=tmp_path / "r",
             difficulty=2,
         )
-    assert (
-        str(error.value)
-        == "no agent layer for 'cursor': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
-        "nanocoder"
-    )
+    assert str(error.value) == f"no agent layer for 'cursor': the bundled agents are {', '.join(names())}"
     assert not (tmp_path / "r").exists()
 
 

@@ -45,7 +45,7 @@ def test_task_image_runs_the_entrypoint_from_wheels_without_network() -> None:
     assert "apt-get" not in text and "curl" not in text
 
 
-@pytest.mark.parametrize("agent", sorted(AGENT_CLIS))
+@pytest.mark.parametrize("agent", sorted(a for a in AGENT_CLIS if AGENTS[a].registry == "npm"))
 def test_agent_layer_installs_the_pinned_cli_and_registers_it(agent: str) -> None:
     record = AGENTS[agent]
     pins = json.loads((record.pins_file or Path(dockerfile.PINS_FILE)).read_text(encoding="utf-8"))["dependencies"]
@@ -67,7 +67,7 @@ def test_nanocoders_layer_carries_its_own_node() -> None:
     pin = AGENTS["nanocoder"].pin()
     assert (
         f"#   cli/           `npm install @nanocollective/nanocoder@{pin} {runtime}` done on the host "
-        "(pin: configs/agent-clis/nanocoder/package.json):"
+        "(pin: configs/agent-clis/node22/package.json):"
     ) in lines
     assert "COPY node /usr/local/bin/node" not in lines  # the host's Node stays out
     assert " && ln -s /opt/ssebench-agent/node_modules/.bin/node /usr/local/bin/node \\" in lines
@@ -77,11 +77,25 @@ def test_nanocoders_layer_carries_its_own_node() -> None:
 def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("vscode")
+    # the list is the registry's (every bundled agent), so a new agent changes no test here
+    assert str(error.value) == f"no agent layer for 'vscode': the bundled agents are {', '.join(AGENTS)}"
+    assert ", copilot, nanocoder, pi, kimi-code, hermes, gptme" in str(error.value)
+
+
+@pytest.mark.parametrize("agent", ["gptme", "hermes"])
+def test_a_pypi_agents_layer_installs_its_locked_venv_offline(agent: str) -> None:
+    """A PyPI agent's layer: a venv of its own from the lock's wheels in the build context,
+    hashes checked, no index; only its command is linked onto PATH."""
+    record = AGENTS[agent]
+    lines = render_agent_dockerfile(agent, "ssebench-task:test").splitlines()
+    assert f'      org.ssebench.agent-package="{record.package}=={record.pin()}"' in lines
+    assert f"#   cli/requirements.txt  the hashed lock beside configs/agent-clis/pypi/{agent}/pins.json" in lines
+    assert "RUN python3 -m venv --without-pip /opt/ssebench-agent/venv \\" in lines
     assert (
-        str(error.value)
-        == "no agent layer for 'vscode': the bundled agents are claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, "
-        "nanocoder"
-    )
+        "      --find-links /opt/ssebench-agent/wheels --no-deps --require-hashes -r /opt/ssebench-agent/requirements.txt \\"
+    ) in lines
+    assert f" && ln -s /opt/ssebench-agent/venv/bin/{record.binary} /usr/local/bin/{record.binary} \\" in lines
+    assert "COPY node /usr/local/bin/node" not in lines and not any("npm install" in line for line in lines)
 
 
 def test_missing_pin_names_the_file_and_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssebench import runrecord
+from ssebench.agents.registry import names as agent_names
 from ssebench.jobs import folder as jobfolder
 from ssebench.jobs import jobfile, matrix
 from ssebench.jobs.backend import Capacity
@@ -43,7 +44,7 @@ def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
     text = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "claud"\n'
     assert _bad(tmp_path, text) == (
         "ssebench jobs: DIR/job.toml: agents[0].name: unknown agent 'claud' "
-        "(bundled: claude, codex, gemini, opencode, qwen, continue, kilo, cline, copilot, nanocoder; or give a command)\n"
+        f"(bundled: {', '.join(agent_names())}; or give a command)\n"
     )
 
 

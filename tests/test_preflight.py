@@ -41,6 +41,12 @@ MISSING_KEY = {
     "copilot": "no model API key: set COPILOT_PROVIDER_API_KEY, COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN "
     "(and COPILOT_PROVIDER_BASE_URL for another endpoint)",
     "nanocoder": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "pi": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "kimi-code": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "hermes": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "gptme": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "mastracode": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "droid": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -53,7 +59,41 @@ KEYS = {
     "cline": {"OPENAI_API_KEY": "k"},
     "copilot": {"COPILOT_PROVIDER_API_KEY": "k"},
     "nanocoder": {"OPENAI_API_KEY": "k"},
+    "pi": {"OPENAI_API_KEY": "k"},
+    "kimi-code": {"OPENAI_API_KEY": "k"},
+    "hermes": {"OPENAI_API_KEY": "k"},
+    "gptme": {"OPENAI_API_KEY": "k"},
+    "mastracode": {"OPENAI_API_KEY": "k"},
+    "droid": {"OPENAI_API_KEY": "k"},
 }
+
+
+def install_text(agent: str) -> str:
+    """What preflight tells the user to run: npm, or a venv from the PyPI agent's hashed lock."""
+    record = registry.agent(agent)
+    if record.registry == "pypi":
+        return (
+            f"python3 -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r "
+            f"configs/agent-clis/pypi/{agent}/requirements.txt ({record.package}=={record.pin()} and its locked "
+            f"dependencies), then link DIR/bin/{record.binary} onto PATH"
+        )
+    return f"npm install -g {record.package}@{record.pin()}"
+
+
+def fake_pypi_cli(root: Path, agent: str, version: str) -> Path:
+    """AGENT's CLI as a venv of its own lays it out, its command linked into ROOT/bin."""
+    record = registry.agent(agent)
+    venv = root / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    name = record.package.replace("-", "_")
+    (venv / "lib" / "python3.11" / "site-packages" / f"{name}-{version}.dist-info").mkdir(parents=True)
+    program = venv / "bin" / record.binary
+    program.write_text("#!/bin/sh\necho never run\n")
+    program.chmod(0o755)
+    (root / "bin").mkdir()
+    (root / "bin" / record.binary).symlink_to(program)
+    return root / "bin"
 
 
 def fake_npm_cli(root: Path, agent: str, version: str) -> Path:
@@ -104,12 +144,11 @@ def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_facto
     results = tmp_path / "run"
     result = run("--task", str(task.file), "--agent", agent, "--results", str(results), env=clean_env())
     recipe = get_recipe(agent)
-    pin = registry.agent(agent).pin()
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
         f"ssebench run: {agent} cannot run:\n"
         f"  - {MISSING_KEY[agent]}\n"
-        f"  - {recipe.binary}: not found on PATH; install the {agent} CLI: npm install -g {recipe.package}@{pin}\n"
+        f"  - {recipe.binary}: not found on PATH; install the {agent} CLI: {install_text(agent)}\n"
         "(--skip-preflight starts it anyway)\n"
     )
     assert not results.exists()
@@ -130,8 +169,22 @@ def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path:
 
 def test_the_pinned_cli_with_a_key_passes(tmp_path: Path) -> None:
     for agent in names():
-        bin_dir = fake_npm_cli(tmp_path / agent, agent, registry.agent(agent).pin())
+        fake = fake_pypi_cli if registry.agent(agent).registry == "pypi" else fake_npm_cli
+        bin_dir = fake(tmp_path / agent, agent, registry.agent(agent).pin())
         preflight(agent, {"PATH": str(bin_dir), **KEYS[agent]})
+
+
+def test_a_pypi_agent_at_another_version_is_named_with_its_lock(tmp_path: Path) -> None:
+    bin_dir = fake_pypi_cli(tmp_path, "hermes", "0.1.0")
+    with pytest.raises(PreflightError) as error:
+        preflight("hermes", {"PATH": str(bin_dir), "OPENAI_API_KEY": "k"})
+    assert str(error.value) == (
+        "hermes cannot run:\n"
+        f"  - {bin_dir / 'hermes'} is version 0.1.0; ssebench runs hermes at 0.19.0 (the version its tests "
+        "prove): python3 -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r "
+        "configs/agent-clis/pypi/hermes/requirements.txt (hermes-agent==0.19.0 and its locked dependencies), "
+        "then link DIR/bin/hermes onto PATH"
+    )
 
 
 def test_another_version_is_named_with_the_install_command(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 ``json`` (JSON/JSONC/JSON5: ``jsonc``), ``toml`` (``toml``, via tomlkit), ``yaml``
 (``yaml`` + ``yamltext``, via ruamel.yaml) and ``yaml-list`` (``yamllist``: servers as a list
-of named items, Continue's; a new file starts with Continue's top-level keys). Each turns a
+of named items, Continue's; a new file starts with Continue's top-level keys) and ``toml-list``
+(``tomllist``: an array of named tables, gptme's ``[[mcp.servers]]``). Each turns a
 text into a text with one entry set or removed; reading, locking and writing files is ``agents/files.py``'s.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from ssebench.agents.formats.base import Editor, FormatError
 from ssebench.agents.formats.jsonc import JsonEditor
 from ssebench.agents.formats.toml import TomlEditor
+from ssebench.agents.formats.tomllist import NamedListTomlEditor
 from ssebench.agents.formats.yaml import YamlEditor
 from ssebench.agents.formats.yamllist import NamedListYamlEditor
 
@@ -22,6 +24,17 @@ EDITORS: dict[str, Editor] = {
     "toml": TomlEditor(),
     "yaml": YamlEditor(),
     "yaml-list": NamedListYamlEditor(CONTINUE_SKELETON),
+    # gptme reads [[mcp.servers]] only with [mcp] enabled = true, and connects at start only with auto_start
+    "toml-list": NamedListTomlEditor({"enabled": True, "auto_start": True}),
 }
 
-__all__ = ["EDITORS", "Editor", "FormatError", "JsonEditor", "NamedListYamlEditor", "TomlEditor", "YamlEditor"]
+__all__ = [
+    "EDITORS",
+    "Editor",
+    "FormatError",
+    "JsonEditor",
+    "NamedListTomlEditor",
+    "NamedListYamlEditor",
+    "TomlEditor",
+    "YamlEditor",
+]

@@ -47,12 +47,16 @@ CONFORMANCE_PINS = REPO / "configs" / "conformance"  # the MCP conformance suite
 CONFORMANCE_BINS = ("conformance", "node")
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
-#: the pin folders of the agents that have their own (Nanocoder: with its Node) -> their programs
-OWN_PINS = {
-    record.pins_file.parent: (record.binary, *(["node"] if record.node_runtime else []))
-    for record in map(agent, CLIS)
-    if record.pins_file is not None
-}
+#: the npm pin folders of the agents that have their own (the Node 22 agents, with that Node) -> their programs
+OWN_PINS: dict[Path, tuple[str, ...]] = {}
+for _record in map(agent, CLIS):
+    if _record.pins_file is not None and _record.registry == "npm":
+        _bins = OWN_PINS.get(_record.pins_file.parent, ())
+        OWN_PINS[_record.pins_file.parent] = tuple(
+            dict.fromkeys((*_bins, _record.binary, *(["node"] if _record.node_runtime else [])))
+        )
+#: the PyPI agents: each one's pins.json (its lock beside it) -> its program (agents/pypi.py)
+PYPI_PINS = {r.pins_file: r.binary for r in map(agent, CLIS) if r.registry == "pypi" and r.pins_file}
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -103,6 +107,16 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
         "OPENAI_API_KEY": "sk-e2e",
         "SSE_AGENT_MODEL": "scripted-model",
     },
+    **{
+        cli: lambda url: {
+            "OPENAI_BASE_URL": url + "/v1",
+            "OPENAI_API_KEY": "sk-e2e",
+            "SSE_AGENT_MODEL": "scripted-model",
+        }
+        for cli in ("pi", "kimi-code", "gptme", "hermes", "droid")
+    },
+    # Mastra Code's default model (openai/gpt-5.5) through the OpenAI provider: the Responses API
+    "mastracode": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e"},
 }
 
 # Variables of the machine that would point a CLI somewhere else than the test says.
@@ -120,6 +134,12 @@ _LEAKY = (
     "CLINE_",
     "COPILOT_",
     "NANOCODER_",
+    "PI_",
+    "KIMI_",
+    "GPTME_",
+    "HERMES_",
+    "MASTRA",
+    "FACTORY_",
     "GH_",
     "GITHUB_",
     "SSE_",
@@ -145,9 +165,21 @@ def _install_dir(pins: Path) -> Path:
 
 
 def own_bin_dirs() -> list[Path]:
-    """The ``.bin`` folders of the agents with their own pin file (Nanocoder and its Node 22):
-    on PATH after the machine's, so their ``node`` runs only them (agents/runtime.py)."""
-    return [_install_dir(folder) / "node_modules" / ".bin" for folder in OWN_PINS]
+    """The ``.bin`` folders of the agents with their own pin file (the Node 22 agents and that
+    Node): on PATH after the machine's, so their ``node`` runs only them (agents/runtime.py);
+    then each PyPI agent's ``bin`` (its command alone, linked into its venv: pypi_install.py)."""
+    from tests.e2e.pypi_install import install_dir
+
+    npm = [_install_dir(folder) / "node_modules" / ".bin" for folder in OWN_PINS]
+    return npm + [install_dir(_cache_root(), pins) / "bin" for pins in PYPI_PINS]
+
+
+def install_pypi_clis(report: Callable[[str], None] = print) -> None:
+    """Every PyPI agent in its locked venv (tests/e2e/pypi_install.py)."""
+    from tests.e2e.pypi_install import install_pypi
+
+    for pins, binary in PYPI_PINS.items():
+        install_pypi(_cache_root(), pins, binary, report)
 
 
 def install_clis(
@@ -172,8 +204,9 @@ def install_clis(
             return bin_dir
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(mode=0o700, exist_ok=True)  # rmtree may leave the folder itself behind
-        for name in ("package.json", "package-lock.json"):
-            shutil.copyfile(pins / name, target / name)
+        for name in ("package.json", "package-lock.json", ".npmrc"):  # .npmrc: Mastra Code's install flag
+            if (pins / name).is_file():
+                shutil.copyfile(pins / name, target / name)
         started = time.monotonic()
         # not `npm ci`: the lock names opencode's optional binaries for every platform, the
         # registry mirror here serves only this platform's, and `npm ci` refuses a lock with
@@ -210,7 +243,9 @@ def agent_clis() -> Path:
             "npm/node not found on PATH: the agent CLIs cannot be installed, so the "
             "end-to-end tests with real agent CLIs do not run here"
         )
-    return install_clis(lambda line: print(line, file=sys.stderr))
+    report = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    install_pypi_clis(report)
+    return install_clis(report)
 
 
 # -- one run ----------------------------------------------------------------------------------

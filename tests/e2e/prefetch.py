@@ -1,4 +1,4 @@
-"""Install the pinned npm CLIs before the tests ask for them.
+"""Install the pinned agent CLIs (npm, and the PyPI agents' venvs) before the tests ask for them.
 
 ``make test-deps`` starts ``python -m tests.e2e.prefetch`` in the background: on a new
 machine the two pin files' CLIs (~2 GiB) take minutes to install, and meanwhile lint and
@@ -12,7 +12,14 @@ from __future__ import annotations
 import shutil
 import sys
 
-from tests.e2e.conftest import CLIENT_BINS, CLIENT_PINS, CONFORMANCE_BINS, CONFORMANCE_PINS, install_clis
+from tests.e2e.conftest import (
+    CLIENT_BINS,
+    CLIENT_PINS,
+    CONFORMANCE_BINS,
+    CONFORMANCE_PINS,
+    install_clis,
+    install_pypi_clis,
+)
 
 
 def main() -> int:
@@ -21,6 +28,7 @@ def main() -> int:
         return 0
     try:
         install_clis()
+        install_pypi_clis()  # the PyPI agents, each in a venv of its own
         install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
         install_clis(pins=CONFORMANCE_PINS, bins=CONFORMANCE_BINS)
     except Exception as exc:  # the fixtures install again and fail the tests with it

@@ -30,7 +30,11 @@ def test_every_bundled_agent_launches_its_own_command_and_holds_its_client(agent
     assert isinstance(recipe, Agent)
     assert recipe.name == agent
     assert registry.get(agent) is recipe.client
-    assert launch(agent).argv[0] == recipe.binary
+    argv = launch(agent).argv
+    if argv[:2] == ("sh", "-c"):  # Hermes: its run, then its session export (agents/hermes.py)
+        assert argv[2].startswith(f"{recipe.binary} ") and agent == "hermes"
+    else:
+        assert argv[0] == recipe.binary
 
 
 def test_unknown_agent_names_the_known_ones() -> None:
@@ -166,3 +170,38 @@ def test_nanocoders_provider_holds_references_not_the_key(tmp_path: Path) -> Non
     assert runtime.launch_path(agent("continue"), {"PATH": f"/usr/bin:{bin_dir}"}) == {}
     (bin_dir / "node").unlink()
     assert runtime.launch_path(agent("nanocoder"), {"PATH": f"/usr/bin:{bin_dir}"}) == {}
+
+
+def test_the_new_openai_agents_pass_on_what_their_prepare_reads() -> None:
+    """In a container the entrypoint prepares again with only what the launch passed on."""
+    variables = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k", "SSE_AGENT_MODEL": "m"}
+    for agent in ("pi", "kimi-code", "gptme"):
+        assert {k: launch(agent, **variables).env[k] for k in variables} == variables, agent
+    assert launch("pi", **variables).argv == (
+        "pi",
+        "--mode",
+        "json",
+        "-p",
+        "--provider",
+        "ssebench",
+        "--model",
+        "m",
+        "-fix it",
+    )
+    assert launch("kimi-code", **variables).argv[-2:] == ("--model", "ssebench")
+    assert launch("gptme", **variables).argv[-3:] == ("-m", "ssebench/m", "-fix it")
+
+
+def test_hermes_runs_then_prints_its_session() -> None:
+    run = launch("hermes", OPENAI_API_KEY="k")
+    assert run.argv[3:] == ("hermes", "-fix it", "ssebench", "gpt-5")  # $0, $1 prompt, $2 provider, $3 model
+    assert run.argv[2] == (
+        'hermes chat -Q --yolo --provider "$2" -m "$3" -q "$1" </dev/null >&2; status=$?; '
+        "hermes sessions export --format jsonl - </dev/null; exit $status"
+    )
+    assert run.env["OPENAI_BASE_URL"] == "https://api.openai.com/v1"  # config.yaml says ${OPENAI_BASE_URL}
+
+
+def test_mastracode_takes_the_model_only_when_asked() -> None:
+    assert "-m" not in launch("mastracode", OPENAI_API_KEY="k").argv  # its default, openai/gpt-5.5
+    assert launch("mastracode", OPENAI_API_KEY="k", SSE_AGENT_MODEL="openai/gpt-5").argv[-2:] == ("-m", "openai/gpt-5")

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents.registry import agent
 from ssebench.container.docker import DockerRunResult
 from tests.e2e.conftest import CLIS, MODEL_ENV, clean_env
 from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED, assert_model_received
-from tests.e2e.models import AnthropicModel, ScriptedModel, for_cli
+from tests.e2e.models import LOADERS, AnthropicModel, ScriptedModel, for_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
@@ -236,7 +237,8 @@ def _assert_session(cli: str, results: Path, model: ScriptedModel, report: dict,
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[0]["type"] == "init"
     assert {"type": "prompt", "text": PROMPT}.items() <= events[1].items()
-    tools = [e for e in events if e["type"] == "tool"]
+    # Droid's dialog also shows the model loading the tool through its ToolSearch (models.LOADERS)
+    tools = [e for e in events if e["type"] == "tool" and e["name"] != LOADERS.get(cli)]
     if cli == "continue":  # `cn -p` prints only its final answer: its dialog has no tool events
         assert tools == [], tools
     else:
@@ -270,7 +272,14 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-@pytest.mark.parametrize("cli", CLIS)
+# A PyPI agent's layer needs ssebench.container.images to build its venv's wheels into the
+# context (configs/docker/agent-pypi.Dockerfile.j2), which it does not yet: npm agents only.
+# Mastra Code's install needs its pin folder's .npmrc (onnxruntime-node-install=skip), which
+# images.py does not copy into the layer's context yet.
+DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"]
+
+
+@pytest.mark.parametrize("cli", DOCKER_CLIS)
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""

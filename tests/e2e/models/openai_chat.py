@@ -79,6 +79,8 @@ class OpenAIChatModel(ScriptedModel):
     #: the CLI decides the name; pass ``tool_name`` (see ``TOOL_NAMES`` in ``__init__``)
     tool_name = "test_patch"
     model_id = "scripted-model"
+    #: the tool that loads deferred tools, when the CLI defers ours behind one (None: it never does)
+    loader: str | None = None
 
     def respond(self, req: RecordedRequest) -> Reply:
         path = req.path.rstrip("/")
@@ -91,6 +93,16 @@ class OpenAIChatModel(ScriptedModel):
             req.kind = "unknown"
             return Reply(404, {"error": {"message": f"no route {req.path}", "type": "invalid_request_error"}})
         offers_tool = self.tool_name in _offered(body)
+        if not offers_tool and self.loader and self.loader in _offered(body) and self.call_tool:
+            # the CLI defers MCP tools behind a loader (Factory Droid's ToolSearch): load ours first
+            req.kind, req.answer = "load", "tool"
+            arguments = json.dumps({"query": f"select:{self.tool_name}"})
+            call = {
+                "id": f"call_{next(_ids):04d}",
+                "type": "function",
+                "function": {"name": self.loader, "arguments": arguments},
+            }
+            return self._reply(body, {"content": None, "tool_calls": [call]}, "tool_calls")
         req.kind = "turn" if offers_tool else "side"
         wants_json, schema = _json_schema(body)
         if wants_json and not offers_tool:

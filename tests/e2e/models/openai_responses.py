@@ -8,6 +8,7 @@ a tool's result back as a ``function_call_output`` item whose ``output`` is a li
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +120,15 @@ class OpenAIResponsesModel(ScriptedModel):
     def _stream(self, body: dict[str, Any], item: dict[str, Any]) -> Reply:
         resp_id = f"resp_{next(_ids):04d}"
         model = body.get("model") or self.model_id
-        base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
+        # created_at: the Vercel AI SDK (Mastra Code) rejects a response.created without it, as OpenAI sends it
+        base = {
+            "id": resp_id,
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": model,
+            "status": "in_progress",
+            "output": [],
+        }
         usage = {
             "input_tokens": 100,
             "input_tokens_details": {"cached_tokens": 0},

@@ -1,0 +1,68 @@
+"""Agents installed from PyPI (``Agent.registry == "pypi"``): a pinned venv of their own.
+
+A Python CLI brings its whole dependency tree, which must not meet ssebench's own packages
+or another agent's: each one is installed into a venv of its own from a hashed lock, and only
+its command is put on PATH (a link to the venv's script, whose shebang names the venv's
+Python), never the venv's ``python`` or ``pip``.
+
+Its pins are two files in ``configs/agent-clis/pypi/NAME/``: ``pins.json`` holds the CLI's
+version in the shape every pin file has (``{"dependencies": {PACKAGE: VERSION}}``, read by
+:func:`ssebench.resources.pinned_version` like the npm pins), and ``requirements.txt`` beside
+it, the lock: every package of the venv at an exact version with its sha256, installed with
+``pip install --no-deps --require-hashes``. The end-to-end tests (tests/e2e/conftest.py) and
+``make test-deps`` install exactly that; preflight and doctor read the installed version from
+the venv's ``*.dist-info`` folder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ssebench.agents.agent import Agent
+
+LOCK_NAME = "requirements.txt"
+#: the Docker layer template of a PyPI agent (configs/docker/): a venv from the lock's wheels
+LAYER_TEMPLATE = "agent-pypi.Dockerfile.j2"
+
+
+def lock_file(record: Agent) -> Path:
+    """The hashed lock beside the agent's ``pins.json``."""
+    if record.pins_file is None:
+        raise ValueError(f"{record.name}: a PyPI agent names its pins.json")
+    return record.pins_file.with_name(LOCK_NAME)
+
+
+def _pins_name(path: Path) -> str:
+    parts = path.parts
+    return "/".join(parts[parts.index("configs") :]) if "configs" in parts else str(path)
+
+
+def install_hint(record: Agent) -> str:
+    """The command that installs the CLI at its pin, in a venv of its own."""
+    lock = _pins_name(lock_file(record))
+    return (
+        f"python3 -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r {lock} "
+        f"({record.package}=={record.pin()} and its locked dependencies), then link DIR/bin/{record.binary} onto PATH"
+    )
+
+
+def _normalized(name: str) -> str:
+    """A distribution name as its ``*.dist-info`` folder spells it (PEP 427 / PEP 503)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def installed_version(package: str, binary: Path) -> str | None:
+    """The version of ``package`` in the venv whose script ``binary`` is (None: not a venv of it)."""
+    resolved = binary.resolve()
+    venv = resolved.parent.parent
+    if not (venv / "pyvenv.cfg").is_file():
+        return None
+    wanted = _normalized(package)
+    for info in venv.glob("lib/python3*/site-packages/*.dist-info"):
+        name, _, version = info.name.removesuffix(".dist-info").partition("-")
+        if _normalized(name) == wanted and version:
+            return version
+    return None
