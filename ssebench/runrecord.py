@@ -150,7 +150,21 @@ class AgentFacts(_Model):
     timeout: int = 0
     error: str | None = None  # the agent's own last error line, when it failed
     calls: int = 0  # test_patch calls it made (0: it never checked its fix)
+    #: what the run cost: the agent's own report where it gives one, else the job's model
+    #: gateway's count (``source`` says which); None: neither counted anything
     usage: Usage | None = None
+
+
+class GatewayFacts(_Model):
+    """What the job's model gateway counted for the run (docs/jobs.md, "The model gateway"):
+    every request of the run's own key, whatever the agent reports of itself."""
+
+    requests: int = 0  # model requests that reached the model and were counted
+    refused: int = 0  # requests refused because the run's budget was spent
+    usage: Usage | None = None  # the gateway's count (source "gateway"); None: no request was counted
+    prices: str | None = None  # where the cost's prices came from; None: no price for the model
+    max_cost: float | None = None  # the run's budget in US dollars ([[agents]] max_cost)
+    max_tokens: int | None = None  # the run's budget in tokens, input + cached + output ([[agents]] max_tokens)
 
 
 class CheckGrade(_Model):
@@ -225,6 +239,7 @@ class RunResult(_Model):
     grading: Grading | None = None
     calls: tuple[CallRecord, ...] = ()
     dialog: str | None = None  # "dialog.jsonl" when the run has one
+    gateway: GatewayFacts | None = None  # set when the job's model gateway carried the run's requests
 
     @property
     def never_called(self) -> bool:

@@ -79,6 +79,21 @@ def test_tokens_and_cost_count_only_the_runs_that_reported_them(tmp_path: Path) 
     assert group.usage is not None
     assert (group.usage.runs, group.usage.input_tokens, group.usage.cost_usd) == (1, 100, 0.25)
     assert (group.tokens_per_run, group.cost_per_run) == (150.0, 0.25)
+    assert (group.usage.run_ids, group.usage.gateway_run_ids) == (("t.a.L2.a1",), ())
+
+
+def test_usage_counted_at_the_gateway_is_named_so(tmp_path: Path) -> None:
+    usage = Usage(100, 10, 0, 0.00013, source="gateway")
+    folder = _write(tmp_path, [("t", "a", 2, 1, P), ("t", "a", 2, 2, F)], usage=usage)
+    got = report.summarize(report.load(folder))
+    [group] = got.groups
+    assert group.usage is not None and group.usage.gateway_run_ids == ("t.a.L2.a1", "t.a.L2.a2")
+    first = got.run_index[0]
+    assert (first.input_tokens, first.output_tokens, first.cached_tokens, first.cost_usd, first.usage_source) == (
+        100, 10, 0, 0.00013, "gateway"
+    )  # fmt: skip
+    head, row = report_text(folder, "--csv").splitlines()
+    assert dict(zip(head.split(","), row.split(","), strict=True))["gateway_runs"] == "2"
 
 
 def test_the_model_comes_from_the_records(tmp_path: Path) -> None:
@@ -183,7 +198,7 @@ def test_markdown_and_csv(tmp_path: Path) -> None:
     ]  # fmt: skip
     head, row = report_text(folder, "--csv").splitlines()
     assert head.split(",")[:14] == ["job_id", "task", "agent", "model", "level", "runs", "graded", "passed", "pass_rate", "ci95_low", "ci95_high", "pass_at_1", "pass_at_2", "pass_at_3"]  # fmt: skip
-    assert row == "j1,t,a,,2,3,2,1,0.5,0.0945,0.9055,0.5,1.0,,2.0,2.8,0.333,2,1,0,0,0,0,0,1,1,0,0,0,0,1,0,0,,,,"
+    assert row == "j1,t,a,,2,3,2,1,0.5,0.0945,0.9055,0.5,1.0,,2.0,2.8,0.333,2,1,0,0,0,0,0,1,1,0,0,0,0,1,0,0,,,,,"
 
 
 def test_a_refused_run_is_usage_not_infrastructure(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from ssebench.jobs.reportmodel import (
 )
 from ssebench.jobs.state import read
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
+from ssebench.agents.usage import Usage
 from ssebench.runrecord import Outcome, RunResult
 
 K = TypeVar("K", bound=Hashable)
@@ -169,12 +170,15 @@ def mean_pass_at(groups: Iterable[GroupNumbers], attempts: int) -> dict[str, flo
 
 
 def _usage(ended: Sequence[ReportRun]) -> UsageTotals | None:
-    reported = [r.record.agent.usage for r in ended if r.record and r.record.agent and r.record.agent.usage]
-    if not reported:
+    by_run = {r.run_id: u for r in ended if (u := _run_usage(r)) is not None}
+    if not by_run:
         return None
+    reported = list(by_run.values())
     costs = [u.cost_usd for u in reported if u.cost_usd is not None]
     return UsageTotals(
         runs=len(reported),
+        run_ids=tuple(by_run),
+        gateway_run_ids=tuple(run_id for run_id, u in by_run.items() if u.source == "gateway"),
         input_tokens=sum(u.input_tokens for u in reported),
         output_tokens=sum(u.output_tokens for u in reported),
         cached_tokens=sum(u.cached_tokens for u in reported),
@@ -231,8 +235,13 @@ def summarize(job: JobData) -> JobReport:
     )
 
 
+def _run_usage(r: ReportRun) -> Usage | None:
+    """The run's usage as its record holds it (the agent's own, else the gateway's)."""
+    return r.record.agent.usage if r.record is not None and r.record.agent is not None else None
+
+
 def _index(r: ReportRun) -> RunIndexEntry:
-    record = r.record
+    record, usage = r.record, _run_usage(r)
     return RunIndexEntry(
         run_id=r.run_id,
         folder=r.folder,
@@ -247,6 +256,11 @@ def _index(r: ReportRun) -> RunIndexEntry:
         passed=r.passed,
         duration=record.duration if record else None,
         calls=r.calls,
+        input_tokens=usage.input_tokens if usage else None,
+        output_tokens=usage.output_tokens if usage else None,
+        cached_tokens=usage.cached_tokens if usage else None,
+        cost_usd=usage.cost_usd if usage else None,
+        usage_source=usage.source if usage else None,
     )
 
 

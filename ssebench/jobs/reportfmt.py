@@ -265,7 +265,7 @@ def csv_columns(attempts: int) -> list[str]:
         *("duration_median", "duration_p90", "calls_per_run", "never_called"),
         *(f"calls_{e}" for e in CALL_ENDINGS),
         *(o.value for o in Outcome),
-        *("not_run", "input_tokens", "output_tokens", "cached_tokens", "cost_usd"),
+        *("not_run", "input_tokens", "output_tokens", "cached_tokens", "cost_usd", "gateway_runs"),
     ]
 
 
@@ -292,7 +292,7 @@ def to_csv(document: Document) -> str:
                 + [g.test_patch_endings[e] for e in CALL_ENDINGS]
                 + [g.outcomes[o.value] for o in Outcome]
                 + [g.not_run, *((u.input_tokens, u.output_tokens, u.cached_tokens) if u else ("", "", ""))]
-                + [_num(u.cost_usd, 6) if u else ""]
+                + [_num(u.cost_usd, 6) if u else "", len(u.gateway_run_ids) if u else ""]
             )
     return out.getvalue()
 

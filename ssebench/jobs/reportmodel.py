@@ -23,11 +23,14 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class UsageTotals(BaseModel):
-    """Tokens and cost summed over the runs whose agent reported them (``agent.usage``)."""
+    """Tokens and cost summed over the runs that have them (``agent.usage``: the agent's own
+    report, else the model gateway's count)."""
 
     model_config = _FROZEN
 
     runs: int  # runs that reported usage (the others are not counted as zero)
+    run_ids: tuple[str, ...]
+    gateway_run_ids: tuple[str, ...]  # of those, the runs counted at the model gateway
     input_tokens: int
     output_tokens: int
     cached_tokens: int
@@ -123,6 +126,11 @@ class RunIndexEntry(BaseModel):
     passed: bool | None
     duration: float | None
     calls: int | None  # test_patch calls (None: the agent did not run)
+    input_tokens: int | None  # the run's usage (None: nothing counted), as ``usage_source`` counted it
+    output_tokens: int | None
+    cached_tokens: int | None
+    cost_usd: float | None
+    usage_source: str | None  # "agent" (its own output) or "gateway" (the job's model gateway)
 
 
 class JobReport(BaseModel):
