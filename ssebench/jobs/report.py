@@ -16,6 +16,7 @@ from statistics import fmean
 from typing import TypeVar
 
 from ssebench import runrecord
+from ssebench.agents.usage import Usage
 from ssebench.jobs.reportmodel import (
     CALL_ENDINGS,
     ComparisonRow,
@@ -31,7 +32,6 @@ from ssebench.jobs.reportmodel import (
 )
 from ssebench.jobs.state import read
 from ssebench.jobs.stats import pass_at_k, quantile, wilson
-from ssebench.agents.usage import Usage
 from ssebench.runrecord import Outcome, RunResult
 
 K = TypeVar("K", bound=Hashable)
