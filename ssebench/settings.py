@@ -257,6 +257,22 @@ VARIABLES: tuple[Variable, ...] = (
         ("ssebench.jobs", "ssebench.container"),
     ),
     Variable(
+        "SSE_GATEWAY_LITELLM",
+        "path",
+        "",
+        "the `litellm` command of a job's model gateway ([gateway]; unset: `litellm` on PATH)",
+        ("ssebench.jobs",),
+        "ssebench.settings:path",
+    ),
+    Variable(
+        "SSE_GATEWAY_START_TIMEOUT",
+        "duration",
+        "180s",
+        "how long `ssebench jobs` waits for its model gateway (LiteLLM's proxy) to answer",
+        ("ssebench.jobs",),
+        "ssebench.settings:duration",
+    ),
+    Variable(
         "MCP_LOG_DIR",
         "path",
         "/tmp/mcp/logs",

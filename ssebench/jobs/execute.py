@@ -22,6 +22,7 @@ from ssebench.plural import count
 
 if TYPE_CHECKING:
     from ssebench.jobs.backend import Backend
+    from ssebench.jobs.gateway.gate import RunGate
     from ssebench.jobs.jobfile import Job
     from ssebench.jobs.outcome import Ending
     from ssebench.jobs.preflight import Verdict
@@ -51,16 +52,22 @@ def execute(job: Job, state: JobState, verdict: Verdict, args: argparse.Namespac
     policy = Policy(args.concurrency or job.concurrency, job.retry_on, job.max_tries)
     runs = jobfolder.runs(job, state, backend.runs_as, verdict.lock_hashes, args.ignore_lock)
     scheduler = Scheduler(backend, state, runs, policy)
+    from ssebench.jobs.gateway.proxy import GatewayError
+
     try:
-        with _sigterm_as_interrupt(), _job_temp(state.job_id) as temp:
+        with _sigterm_as_interrupt(), _job_temp(state.job_id) as temp, _gateway(job, state, todo) as gate:
             backend.sweep(state.job_id)
-            scheduler.scratch = temp
+            scheduler.scratch, scheduler.gate = temp, gate
             with Progress(total=len(state.runs), done=len(state.runs) - len(todo), runs=runs) as progress:
                 scheduler.listener = progress.event
                 finished = scheduler.run(todo)
             _sweep(backend, state.job_id)
     except KeyboardInterrupt:  # before the scheduler ran (its sweep): nothing started
         finished = False
+    except GatewayError as error:  # no run started: they stay pending (jobs resume runs them)
+        state.close()
+        print(f"ssebench jobs: {error}", file=sys.stderr)
+        return EXIT_INFRA
     state.close()
     endings = {**done, **scheduler.endings}
     ended = {r["run_id"]: endings[r["run_id"]] for r in state if r["state"] == "ended" and r["run_id"] in endings}
@@ -76,6 +83,26 @@ def _sweep(backend: Backend, job_id: str) -> None:
         backend.sweep(job_id)
     except KeyboardInterrupt:
         backend.abort(job_id)
+
+
+@contextlib.contextmanager
+def _gateway(job: Job, state: JobState, todo: list[str]) -> Iterator[RunGate | None]:
+    """The job's model gateway while its runs run (None without ``[gateway]`` or nothing to
+    run); stopped however the job ends, Ctrl-C included."""
+    if job.gateway is None or not todo:
+        yield None
+        return
+    from ssebench.jobs.gateway.gate import RunGate
+    from ssebench.jobs.gateway.proxy import Proxy, litellm_command, pinned
+
+    command = litellm_command()
+    if command is None:  # the preflight said so already; a changed PATH since
+        from ssebench.jobs.gateway.proxy import GatewayError
+
+        raise GatewayError("the model gateway's litellm command was not found")
+    with Proxy(job.gateway, state.folder, command).start() as proxy:
+        print(f"model gateway: LiteLLM {pinned()} on {proxy.url} (up in {proxy.seconds:.1f} s)", file=sys.stderr)
+        yield RunGate(proxy, {a.name: a for a in job.agents})
 
 
 @contextlib.contextmanager

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ssebench.jobs.gateway import spec as gateway_spec
+from ssebench.jobs.gateway.spec import GatewaySpec
+
 LEVELS = range(0, 5)
 DEFAULT_LEVELS = (2,)
 DEFAULT_MAX_TRIES = 3
@@ -23,8 +26,8 @@ DEFAULT_MAX_TRIES = 3
 RETRYABLE = ("infra", "agent_timeout", "agent_failed", "daemon_failed", "server_failed", "grading_error")
 TIMEOUT_KEYS = ("mcp", "agent", "run")
 _NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
-_TOP_KEYS = {"tasks", "levels", "attempts", "concurrency", "backend", "agents", "retry", "timeouts"}
-_AGENT_KEYS = {"name", "command", "model", "env", "timeout"}
+_TOP_KEYS = {"tasks", "levels", "attempts", "concurrency", "backend", "agents", "retry", "timeouts", "gateway"}
+_AGENT_KEYS = {"name", "command", "model", "env", "timeout", "max_cost", "max_tokens"}
 
 
 class JobFileError(ValueError):
@@ -40,6 +43,8 @@ class AgentSpec:
     model: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     timeout: float | None = None
+    max_cost: float | None = None  # US dollars a run may spend (the model gateway enforces it)
+    max_tokens: int | None = None  # tokens a run may use: input + cached + output
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Job:
     #: task files that exist but do not load: (key, the loader's one line); the preflight
     #: lists them with every other problem (they are not in ``tasks``)
     broken: tuple[tuple[str, str], ...] = ()
+    gateway: GatewaySpec | None = None  # [gateway]: the job's model gateway (ssebench/jobs/gateway/)
 
 
 class _JobReader:
@@ -131,7 +137,8 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
     if "tasks" not in data:
         raise r.fail("tasks", "missing (required)")
     tasks, broken = _tasks(r, r.strings(data["tasks"], "tasks"), base)
-    agents = _agents(r, data.get("agents"))
+    gateway = gateway_spec.parse(data["gateway"], r.fail) if "gateway" in data else None
+    agents = _agents(r, data.get("agents"), gateway is not None)
     levels = _levels(r, data.get("levels", list(DEFAULT_LEVELS)))
     backend = data.get("backend")
     from ssebench.jobs.backends import BACKENDS
@@ -151,6 +158,7 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
         timeouts=_timeouts(r, data.get("timeouts", {})),
         base=base,
         broken=broken,
+        gateway=gateway,
     )
 
 
@@ -193,7 +201,7 @@ def _task_files(r: _JobReader, key: str, entry: str, base: Path) -> list[Path]:
     return files
 
 
-def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:
+def _agents(r: _JobReader, tables: object, gateway: bool) -> tuple[AgentSpec, ...]:
     from ssebench.agents.registry import names
 
     if tables is None:
@@ -202,14 +210,14 @@ def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:
         raise r.fail("agents", "must be one or more [[agents]] tables")
     agents: list[AgentSpec] = []
     for i, table in enumerate(tables):
-        agent = _agent(r, table, f"agents[{i}]", names())
+        agent = _agent(r, table, f"agents[{i}]", names(), gateway)
         if any(a.name == agent.name for a in agents):
             raise r.fail(f"agents[{i}].name", f"'{agent.name}' is already the name of another agent")
         agents.append(agent)
     return tuple(agents)
 
 
-def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, ...]) -> AgentSpec:
+def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, ...], gateway: bool) -> AgentSpec:
     for unknown in table:
         if unknown not in _AGENT_KEYS:
             raise r.fail(f"{key}.{unknown}", f"unknown key (known keys: {', '.join(sorted(_AGENT_KEYS))})")
@@ -230,7 +238,8 @@ def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, .
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise r.fail(f"{key}.env", "must be a table of strings")
     timeout = r.seconds(table["timeout"], f"{key}.timeout") if "timeout" in table else None
-    return AgentSpec(name, command, model, dict(env), timeout)
+    max_cost, max_tokens = gateway_spec.budget(table, key, r.fail, gateway)
+    return AgentSpec(name, command, model, dict(env), timeout, max_cost, max_tokens)
 
 
 def _levels(r: _JobReader, value: object) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ssebench.jobs.gateway.spec import GatewaySpec
 from ssebench.jobs.jobfile import AgentSpec, Job, JobFileError
 
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
@@ -30,7 +31,8 @@ def _digest(value: str) -> dict[str, str]:
 def _agent(agent: AgentSpec) -> dict[str, Any]:
     env = {k: (_digest(v) if SECRET_NAME.search(k) else v) for k, v in sorted(agent.env.items())}
     command = list(agent.command) if agent.command is not None else None
-    return {"name": agent.name, "command": command, "model": agent.model, "env": env, "timeout": agent.timeout}
+    budget = {"max_cost": agent.max_cost, "max_tokens": agent.max_tokens}
+    return {"name": agent.name, "command": command, "model": agent.model, "env": env, "timeout": agent.timeout} | budget
 
 
 def to_spec(job: Job) -> dict[str, Any]:
@@ -45,6 +47,7 @@ def to_spec(job: Job) -> dict[str, Any]:
         "retry": {"on": list(job.retry_on), "max_tries": job.max_tries},
         "timeouts": dict(sorted(job.timeouts.items())),
         "base": str(job.base),
+        "gateway": job.gateway.to_json() if job.gateway is not None else None,
     }
 
 
@@ -66,7 +69,8 @@ def from_spec(spec: Mapping[str, Any], current: Job | None) -> Job:
                 value = now
             env[key] = value
         command = tuple(stored["command"]) if stored["command"] is not None else None
-        agents.append(AgentSpec(stored["name"], command, stored["model"], env, stored["timeout"]))
+        budget = (stored.get("max_cost"), stored.get("max_tokens"))  # absent in folders of older versions
+        agents.append(AgentSpec(stored["name"], command, stored["model"], env, stored["timeout"], *budget))
     return Job(
         tasks=tuple(Path(t) for t in spec["tasks"]),
         agents=tuple(agents),
@@ -80,7 +84,14 @@ def from_spec(spec: Mapping[str, Any], current: Job | None) -> Job:
         base=Path(spec["base"]),
         file=current.file if current is not None else None,
         digest=current.digest if current is not None else "",
+        gateway=_gateway(spec.get("gateway")),
     )
+
+
+def _gateway(stored: Mapping[str, Any] | None) -> GatewaySpec | None:
+    if stored is None:
+        return None
+    return GatewaySpec(stored["api"], stored["url"], stored["key_env"], stored["prices"])
 
 
 def _shown(value: Any) -> str:
@@ -115,9 +126,9 @@ def _agent_differences(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> 
     lines = [f"agents: - {n}" for n in before if n not in after] + [f"agents: + {n}" for n in after if n not in before]
     for name in (n for n in before if n in after):
         a, b = before[name], after[name]
-        for field in ("command", "model", "timeout"):
-            if a[field] != b[field]:
-                lines.append(f"agents {name}: {field}: {_shown(a[field])} → {_shown(b[field])}")
+        for field in ("command", "model", "timeout", "max_cost", "max_tokens"):
+            if a.get(field) != b.get(field):
+                lines.append(f"agents {name}: {field}: {_shown(a.get(field))} → {_shown(b.get(field))}")
         for var in sorted(a["env"].keys() | b["env"].keys()):
             if a["env"].get(var) != b["env"].get(var):
                 lines.append(f"agents {name}: env {var}: {_shown(a['env'].get(var))} → {_shown(b['env'].get(var))}")

@@ -54,8 +54,14 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Verdict:
     """Every problem of JOB on BACKEND_NAME (tasks, agents, lock, backend), and the backend."""
     verdict = Verdict([Problem("task", text) for _, text in job.broken])
     local = backend_name == "local"
+    if job.gateway is not None:
+        from ssebench.jobs.gateway.checks import problems
+
+        verdict.problems += problems(job.gateway, backend_name)
     for agent in job.agents:
         env = agent_env(agent, backend_name)
+        if job.gateway is not None:
+            verdict.problems += _through_gateway(agent, env)
         if agent.command is None:
             found = agent_problems(agent.name, env, cli=local)
             if backend_name == "kubernetes":  # the user's shell has the key, the Pod does not
@@ -80,6 +86,18 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Verdict:
     except (ImportError, RuntimeError) as error:
         verdict.problems.append(Problem(backend_name, str(error)))
     return verdict
+
+
+def _through_gateway(agent: AgentSpec, env: dict[str, str]) -> list[Problem]:
+    """ENV as the gateway will set it for AGENT's runs (a stand-in key: the run's own is made
+    when it starts), so the model API check sees the variables the run will have."""
+    from ssebench.jobs.gateway.gate import agent_vars
+
+    try:
+        env.update(agent_vars(None if agent.command else agent.name, env, "http://127.0.0.1:1", "sk-preflight"))
+    except ValueError as error:
+        return [Problem(f"agent {agent.name}", str(error))]
+    return []
 
 
 def _lock(job: Job, args: argparse.Namespace, verdict: Verdict) -> list[Problem]:

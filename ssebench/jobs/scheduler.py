@@ -21,13 +21,16 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ssebench.jobs.backend import Backend, Capacity, JobRun
 from ssebench.jobs.outcome import BACKEND_ERROR, CANCELLED, Clock, Ending, written
 from ssebench.jobs.scratch import Scratch
 from ssebench.jobs.state import TRIES_DIR, JobState
 from ssebench.runrecord import Outcome, RunResult, now
+
+if TYPE_CHECKING:
+    from ssebench.jobs.gateway.gate import RunGate
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Scheduler:
     listener: Listener = lambda event: None
     cancel: threading.Event = field(default_factory=threading.Event)
     scratch: Scratch | None = None  # each try's TMPDIR, removed once the try ended
+    gate: RunGate | None = None  # the job's model gateway: each try's key in, its usage and budget out
 
     def __post_init__(self) -> None:
         self._done: queue.Queue[tuple[str, RunResult]] = queue.Queue()
@@ -149,7 +153,11 @@ class Scheduler:
         """A worker thread: one backend run; its record (or its crash, recorded) goes to the queue."""
         clock = Clock()
         try:
+            if self.gate is not None:
+                run = self.gate.admit(run)
             result = self.backend.run(run, self.cancel)
+            if self.gate is not None:
+                result = self.gate.settle(run, result)
         except Exception as error:  # a backend bug must not lose the run: it ends with a record
             reason = f"the {self.backend.name} backend failed: {type(error).__name__}: {error}"
             result = written(run, BACKEND_ERROR, " ".join(reason.split()), clock)

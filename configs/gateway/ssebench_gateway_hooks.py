@@ -1,0 +1,143 @@
+"""ssebench's hooks inside LiteLLM's proxy: one key per run, its usage ledger, its budget.
+
+Loaded by the proxy itself (``general_settings.custom_auth`` and ``litellm_settings.callbacks``
+in the config ssebench/jobs/gateway/proxy.py writes beside a copy of this file), so it runs in
+the gateway's own venv and imports nothing of ssebench. Why not LiteLLM's own virtual keys:
+they live in a Postgres database (Prisma), which a job on one machine has not got; this file
+gives each run its key and budget from plain files instead.
+
+``gateway.json`` beside this file names two folders: ``keys/`` (one ``<sha256 of a key>.json``
+per run: its run id and budget, written by ssebench before the run starts; a key itself is
+never stored) and ``ledger/`` (one ``<run id>.jsonl`` per run, a line per model request: its
+tokens and cost, or that it was refused), and the job's own prices (US dollars per million
+tokens, by model). A request whose run has spent its budget is refused with HTTP 400 and one
+line naming the budget: the agent learns why, and ssebench records the run as ``budget``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import litellm
+from fastapi import HTTPException
+from litellm.integrations.custom_logger import CustomLogger
+from litellm.proxy._types import UserAPIKeyAuth
+
+_STATE = json.loads(Path(__file__).with_name("gateway.json").read_text(encoding="utf-8"))
+KEYS, LEDGER = Path(_STATE["keys"]), Path(_STATE["ledger"])
+PRICES: dict[str, dict[str, float]] = _STATE["prices"]
+BUNDLED = f"LiteLLM {importlib.metadata.version('litellm')}'s bundled price table"
+
+
+def _run_of(key: str) -> dict[str, Any] | None:
+    """The run a key belongs to (its key file), None for any other key."""
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    try:
+        return dict(json.loads((KEYS / f"{digest}.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError):
+        return None
+
+
+async def auth(request: Any, api_key: str) -> UserAPIKeyAuth:
+    """A run's key, and only a run's key, is let in (the master key is not: no admin routes)."""
+    run = _run_of(api_key.removeprefix("Bearer ").strip())
+    if run is None:
+        raise HTTPException(status_code=401, detail="ssebench gateway: not a key of this job's runs")
+    return UserAPIKeyAuth(api_key=hashlib.sha256(api_key.encode()).hexdigest(), key_alias=run["run"])
+
+
+def _append(run_id: str, entry: dict[str, Any]) -> None:
+    with open(LEDGER / f"{run_id}.jsonl", "a", encoding="utf-8") as ledger:
+        ledger.write(json.dumps({"at": round(time.time(), 3), **entry}) + "\n")
+
+
+def _spent(run_id: str) -> tuple[int, float]:
+    """Tokens (input + cached + output) and dollars the run's answered requests took."""
+    tokens, cost = 0, 0.0
+    try:
+        lines = (LEDGER / f"{run_id}.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 0, 0.0
+    for line in lines:
+        entry = json.loads(line)
+        if not entry.get("refused"):
+            tokens += entry["input_tokens"] + entry["cached_tokens"] + entry["output_tokens"]
+            cost += entry.get("cost_usd") or 0.0
+    return tokens, cost
+
+
+def _over(run: dict[str, Any]) -> str | None:
+    """Why the run may not ask again (its budget is spent), or None."""
+    tokens, cost = _spent(run["run"])
+    if run.get("max_tokens") is not None and tokens >= run["max_tokens"]:
+        return f"{tokens:,} tokens used of max_tokens {run['max_tokens']:,}"
+    if run.get("max_cost") is not None and cost >= run["max_cost"]:
+        return f"${cost:.4f} spent of max_cost ${run['max_cost']}"
+    return None
+
+
+def _price(model: str) -> tuple[dict[str, float] | None, str | None]:
+    """The job's prices for MODEL (per million tokens), else None with LiteLLM's table named
+    when it knows the model, else (None, None): no price."""
+    bare = model.split("/", 1)[-1]
+    for name in (model, bare):
+        if name in PRICES:
+            return PRICES[name], "the job file's [gateway.prices]"
+    known = model in litellm.model_cost or bare in litellm.model_cost
+    return None, BUNDLED if known else None
+
+
+def _usage(response: Any) -> tuple[int, int, int]:
+    """(input without cache reads, output, cache reads) as the model API reported them."""
+    usage = getattr(response, "usage", None)
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    output = int(getattr(usage, "completion_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0)
+    return prompt - cached, output, cached
+
+
+class Ledger(CustomLogger):
+    """Counts every answered request of a run and refuses those past its budget."""
+
+    async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict, call_type: Any) -> dict:
+        run = _run_of_alias(user_api_key_dict)
+        why = _over(run) if run is not None else None
+        if run is not None and why is not None:
+            _append(run["run"], {"refused": True, "why": why})
+            raise HTTPException(status_code=400, detail=f"ssebench gateway: this run's model budget is spent: {why}")
+        return data
+
+    async def async_log_success_event(self, kwargs: dict, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
+        run_id = metadata.get("user_api_key_alias")
+        if not run_id:
+            return
+        model = str(kwargs.get("model") or "")
+        fresh, output, cached = _usage(response_obj)
+        prices, source = _price(model)
+        if prices is not None:
+            cost: float | None = (
+                fresh * prices["input"] + output * prices["output"] + cached * prices.get("cached", prices["input"])
+            ) / 1e6
+        else:
+            cost = float(kwargs.get("response_cost") or 0.0) if source else None
+        entry = {"model": model, "input_tokens": fresh, "output_tokens": output, "cached_tokens": cached}
+        _append(run_id, {**entry, "cost_usd": cost, "prices": source})
+
+
+def _run_of_alias(auth_info: Any) -> dict[str, Any] | None:
+    alias = getattr(auth_info, "key_alias", None)
+    for path in KEYS.glob("*.json"):
+        run = dict(json.loads(path.read_text(encoding="utf-8")))
+        if run.get("run") == alias:
+            return run
+    return None
+
+
+ledger = Ledger()
