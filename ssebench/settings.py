@@ -265,14 +265,6 @@ VARIABLES: tuple[Variable, ...] = (
         "ssebench.settings:path",
     ),
     Variable(
-        "SSE_GATEWAY_START_TIMEOUT",
-        "duration",
-        "180s",
-        "how long `ssebench jobs` waits for its model gateway (LiteLLM's proxy) to answer",
-        ("ssebench.jobs",),
-        "ssebench.settings:duration",
-    ),
-    Variable(
         "MCP_LOG_DIR",
         "path",
         "/tmp/mcp/logs",

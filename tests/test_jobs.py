@@ -65,7 +65,29 @@ def test_a_level_outside_0_to_4_is_one_line(tmp_path: Path) -> None:
         (
             "color = 1\n" + GOOD,
             "DIR/job.toml: color: unknown key (known keys: "
-            "agents, attempts, backend, concurrency, levels, retry, tasks, timeouts)",
+            "agents, attempts, backend, concurrency, gateway, levels, retry, tasks, timeouts)",
+        ),
+        (
+            GOOD + "max_tokens = 1000\n",
+            "DIR/job.toml: agents[0].max_tokens: a budget needs the [gateway] table: "
+            "the model gateway counts what a run spends",
+        ),
+        (
+            GOOD + "max_cost = 0\n[gateway]\n",
+            "DIR/job.toml: agents[0].max_cost: must be a positive number of US dollars, got 0",
+        ),
+        (
+            GOOD + '[gateway]\napi = "gemini"\n',
+            "DIR/job.toml: gateway.api: must be one of openai, anthropic, got 'gemini'",
+        ),
+        (
+            GOOD + "[gateway]\nprices = { m = { input = 1 } }\n",
+            "DIR/job.toml: gateway.prices.m: must be a table with input and output (US dollars per million tokens), "
+            "cached optional",
+        ),
+        (
+            GOOD + "[gateway]\nport = 1\n",
+            "DIR/job.toml: gateway.port: unknown key (known keys: api, url, key_env, prices)",
         ),
         ('[[agents]]\nname = "noop"\ncommand = ["true"]\n', "DIR/job.toml: tasks: missing (required)"),
         (f'tasks = ["{DEMO}"]\n', "DIR/job.toml: agents: missing (required: at least one [[agents]] table)"),

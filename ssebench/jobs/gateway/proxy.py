@@ -24,8 +24,7 @@ from ssebench import settings, supervise
 from ssebench.jobs.gateway.spec import APIS, GatewaySpec
 
 LITELLM_VAR = "SSE_GATEWAY_LITELLM"
-START_VAR = "SSE_GATEWAY_START_TIMEOUT"
-DEFAULT_START_TIMEOUT = 180.0  # a cold start on a busy 2-core machine took 37-70 s
+START_TIMEOUT = 180.0  # seconds; a cold start on a busy 2-core machine took 33-70 s
 PINS = Path("gateway") / "pins.json"  # under configs/
 HOOKS = "ssebench_gateway_hooks"
 LOG = "gateway.log"  # in the job folder
@@ -103,12 +102,11 @@ class Proxy:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        timeout = settings.value(START_VAR, settings.duration, DEFAULT_START_TIMEOUT)
         try:
             self.seconds = supervise.wait_for_http(
                 f"{self.url}/health/liveliness",
                 what="the model gateway (LiteLLM's proxy)",
-                timeout=timeout,
+                timeout=START_TIMEOUT,
                 gone=supervise.exited(self.proc),
                 tail=lambda: supervise.tail_lines(self.log, 5),
             )
