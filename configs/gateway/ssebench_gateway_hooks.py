@@ -16,6 +16,7 @@ line naming the budget: the agent learns why, and ssebench records the run as ``
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.metadata
 import json
@@ -31,6 +32,10 @@ from litellm.proxy._types import UserAPIKeyAuth
 _STATE = json.loads(Path(__file__).with_name("gateway.json").read_text(encoding="utf-8"))
 KEYS, LEDGER = Path(_STATE["keys"]), Path(_STATE["ledger"])
 PRICES: dict[str, dict[str, float]] = _STATE["prices"]
+#: requests of a run with a budget that were let through and are not counted yet: the next
+#: request of that run waits for them (at most SETTLE seconds), so its budget check is exact
+IN_FLIGHT: dict[str, int] = {}
+SETTLE = 10.0
 BUNDLED = f"LiteLLM {importlib.metadata.version('litellm')}'s bundled price table"
 
 
@@ -107,11 +112,20 @@ class Ledger(CustomLogger):
 
     async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict, call_type: Any) -> dict:
         run = _run_of_alias(user_api_key_dict)
-        why = _over(run) if run is not None else None
-        if run is not None and why is not None:
+        if run is None or (run.get("max_cost") is None and run.get("max_tokens") is None):
+            return data
+        deadline = time.monotonic() + SETTLE
+        while IN_FLIGHT.get(run["run"], 0) > 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        why = _over(run)
+        if why is not None:
             _append(run["run"], {"refused": True, "why": why})
             raise HTTPException(status_code=400, detail=f"ssebench gateway: this run's model budget is spent: {why}")
+        IN_FLIGHT[run["run"]] = IN_FLIGHT.get(run["run"], 0) + 1
         return data
+
+    async def async_log_failure_event(self, kwargs: dict, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        _settled(kwargs)
 
     async def async_log_success_event(self, kwargs: dict, response_obj: Any, start_time: Any, end_time: Any) -> None:
         metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
@@ -129,6 +143,15 @@ class Ledger(CustomLogger):
             cost = float(kwargs.get("response_cost") or 0.0) if source else None
         entry = {"model": model, "input_tokens": fresh, "output_tokens": output, "cached_tokens": cached}
         _append(run_id, {**entry, "cost_usd": cost, "prices": source})
+        _settled(kwargs)  # after the line: the run's next request is checked against it
+
+
+def _settled(kwargs: dict) -> None:
+    """A request of the run is counted (or failed): the next one may be checked."""
+    metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
+    run_id = metadata.get("user_api_key_alias")
+    if run_id and IN_FLIGHT.get(run_id, 0) > 0:
+        IN_FLIGHT[run_id] -= 1
 
 
 def _run_of_alias(auth_info: Any) -> dict[str, Any] | None:

@@ -81,6 +81,8 @@ class OpenAIChatModel(ScriptedModel):
     model_id = "scripted-model"
     #: the tool that loads deferred tools, when the CLI defers ours behind one (None: it never does)
     loader: str | None = None
+    #: the usage every answer reports (a subclass may report cache reads: prompt_tokens_details)
+    usage: dict[str, Any] = _USAGE
 
     def respond(self, req: RecordedRequest) -> Reply:
         path = req.path.rstrip("/")
@@ -146,11 +148,14 @@ class OpenAIChatModel(ScriptedModel):
         }
         if not body.get("stream"):
             choice = {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
-            return Reply(json_body={**head, "object": "chat.completion", "choices": [choice], "usage": _USAGE})
-        return Reply(sse=[(None, chunk) for chunk in _chunks(head, body, message, finish)] + [(None, "[DONE]")])
+            return Reply(json_body={**head, "object": "chat.completion", "choices": [choice], "usage": self.usage})
+        chunks = _chunks(head, body, message, finish, self.usage)
+        return Reply(sse=[(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
 
 
-def _chunks(head: dict[str, Any], body: dict[str, Any], message: dict[str, Any], finish: str) -> list[dict[str, Any]]:
+def _chunks(
+    head: dict[str, Any], body: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The stream of ``chat.completion.chunk`` objects for one assistant message."""
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
@@ -168,5 +173,5 @@ def _chunks(head: dict[str, Any], body: dict[str, Any], message: dict[str, Any],
         out = [chunk({"role": "assistant", "content": ""}), chunk({"content": message["content"]})]
     out.append(chunk({}, finish))
     if (body.get("stream_options") or {}).get("include_usage"):
-        out.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": _USAGE})
+        out.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
     return out
