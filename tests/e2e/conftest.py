@@ -174,6 +174,16 @@ def own_bin_dirs() -> list[Path]:
     return npm + [install_dir(_cache_root(), pins) / "bin" for pins in PYPI_PINS]
 
 
+GATEWAY_PINS = REPO / "configs" / "gateway" / "pins.json"
+
+
+def install_gateway(report: Callable[[str], None] = print) -> Path:
+    """The model gateway's ``litellm`` (LiteLLM's proxy in its locked venv): its path."""
+    from tests.e2e.pypi_install import install_pypi
+
+    return install_pypi(_cache_root(), GATEWAY_PINS, "litellm", report) / "litellm"
+
+
 def install_pypi_clis(report: Callable[[str], None] = print) -> None:
     """Every PyPI agent in its locked venv (tests/e2e/pypi_install.py)."""
     from tests.e2e.pypi_install import install_pypi

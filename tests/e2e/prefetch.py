@@ -18,6 +18,7 @@ from tests.e2e.conftest import (
     CONFORMANCE_BINS,
     CONFORMANCE_PINS,
     install_clis,
+    install_gateway,
     install_pypi_clis,
 )
 
@@ -29,6 +30,7 @@ def main() -> int:
     try:
         install_clis()
         install_pypi_clis()  # the PyPI agents, each in a venv of its own
+        install_gateway()  # the jobs' model gateway (LiteLLM's proxy), in a venv of its own
         install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
         install_clis(pins=CONFORMANCE_PINS, bins=CONFORMANCE_BINS)
     except Exception as exc:  # the fixtures install again and fail the tests with it
