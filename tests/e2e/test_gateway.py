@@ -180,3 +180,35 @@ def test_ctrl_c_leaves_no_proxy(tmp_path: Path, litellm: Path) -> None:
     assert proc.returncode == 130, err
     assert _processes_under(tmp_path) == []
     assert _record(tmp_path, "slow")["status"] == "cancelled"
+
+
+def test_a_bundled_agent_through_the_gateway(tmp_path: Path, litellm: Path, agent_clis: Path) -> None:
+    """Qwen Code, the real CLI, through the gateway: the scripted API gets test_patch's exact
+    text back; what the gateway counted is what the API reported for every request it answered."""
+    from tests.e2e.conftest import clean_env
+    from tests.e2e.models import TOOL_NAMES
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with CachingModel(tool_name=TOOL_NAMES["qwen"]) as model:
+        agents = '[[agents]]\nname = "qwen"\nmodel = "scripted-model"\ntimeout = 600\n'
+        job = _job(tmp_path, model.url, agents)
+        env = {**clean_env(home, agent_clis), **_env(tmp_path, litellm)}
+        done = subprocess.run([*JOBS, "run", str(job), "--results", str(tmp_path / "out")], env=env,
+                              capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+        answered = [r for r in model.requests if r.path.endswith("/chat/completions")]
+        results = model.tool_results()
+    assert done.returncode == 0, done.stderr
+    record = _record(tmp_path, "qwen")
+    folder = tmp_path / "out" / "runs" / "demo-overflow.qwen.L0.a1"
+    assert [r.text for r in results] == [(folder / record["calls"][0]["text"]).read_text()]
+    gateway = record["gateway"]
+    assert gateway["requests"] == len(answered) and gateway["refused"] == 0
+    n = len(answered)
+    assert gateway["usage"] == {"input_tokens": 60 * n, "output_tokens": 10 * n, "cached_tokens": 40 * n,
+                                "cost_usd": round(n * 220 / 1e6, 9), "source": "gateway"}  # fmt: skip
+    # Qwen Code's stream carries no counts of its own here: the record's usage is the gateway's
+    assert record["agent"]["usage"] == gateway["usage"]
+    for path in (tmp_path / "out").rglob("*"):
+        assert not path.is_file() or b"sk-ssebench-" not in path.read_bytes(), path
+    assert _processes_under(tmp_path) == []
