@@ -151,3 +151,32 @@ def test_job_json_keeps_the_gateway_and_budgets_and_resume_names_a_change(tmp_pa
                                                   "'key_env': 'OPENAI_API_KEY', 'prices': {'m': {'input': 1.0, 'output': 2.0}}} → "
                                                   "{'api': 'openai', 'url': 'https://api.openai.com/v1', 'key_env': 'OPENAI_API_KEY', "
                                                   "'prices': {}}", "agents a: max_tokens: 500 → 900"]  # fmt: skip
+
+
+def test_the_pages_say_what_the_gateway_counted(tmp_path: Path) -> None:
+    """The job page's usage names the runs counted at the gateway; a run's page its usage, its
+    source and the gateway's facts (``ssebench view`` over HTTP)."""
+    import httpx
+
+    from ssebench import runrecord
+    from ssebench.view.samplejob import write_job
+    from tests.helpers.view import screenshots_script
+
+    write_job(tmp_path)
+    folder = next(f for f in sorted((tmp_path / "demo-job" / "runs").iterdir()) if runrecord.read(f).agent is not None)
+    counted = ledger.facts([_answered(60, 10, 40, 0.00022)] * 3 + [{"refused": True}], None, 250)
+    record = runrecord.read(folder)
+    record = record.model_copy(update={"agent": record.agent.model_copy(update={"usage": None})})  # type: ignore[union-attr]
+    runrecord.write(folder, ledger.apply(record, counted))
+    with screenshots_script().viewer(tmp_path) as url:
+        job = httpx.get(f"{url}/job/0/demo-job", timeout=30).text
+        run = httpx.get(f"{url}/run/0/demo-job/runs/{folder.name}", timeout=30).text
+    assert ", 1 counted at the model gateway)" in job
+    assert (
+        '<dd id="usage">180 in · 30 out · 120 cached · $0.0007 <small>(counted at the model gateway)</small></dd>'
+        in run
+    )
+    assert (
+        '<dd id="gateway">3 requests · 1 refused (budget spent) · max_tokens 250 · cost $0.0007 '
+        "<small>(prices: the job file&#39;s [gateway.prices])</small></dd>"
+    ) in run
