@@ -180,3 +180,22 @@ def test_the_pages_say_what_the_gateway_counted(tmp_path: Path) -> None:
         '<dd id="gateway">3 requests · 1 refused (budget spent) · max_tokens 250 · cost $0.0007 '
         "<small>(prices: the job file&#39;s [gateway.prices])</small></dd>"
     ) in run
+
+
+def test_a_proxy_that_does_not_start_is_one_line_and_leaves_its_log_for_the_next(tmp_path: Path) -> None:
+    import pytest
+
+    from ssebench.jobs.gateway.proxy import GatewayError, Proxy
+    from ssebench.jobs.gateway.spec import GatewaySpec
+
+    broken = tmp_path / "litellm"
+    broken.write_text("#!/bin/sh\necho 'no proxy here'\nexit 3\n")
+    broken.chmod(0o755)
+    for _ in range(2):  # jobs resume starts it again in the same folder: the log grows
+        with pytest.raises(GatewayError) as error:
+            Proxy(GatewaySpec(), tmp_path, broken).start()
+        assert str(error.value) == (
+            "the model gateway (LiteLLM's proxy) exited with status 3 before it was ready: no proxy here "
+            f"(its log: {tmp_path / 'gateway.log'})"
+        )
+    assert (tmp_path / "gateway.log").read_text() == "no proxy here\nno proxy here\n"

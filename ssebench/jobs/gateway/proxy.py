@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from ssebench import settings, supervise
 from ssebench.jobs.gateway.spec import APIS, GatewaySpec
@@ -58,6 +59,20 @@ def install_hint() -> str:
     )
 
 
+def _append_log(path: Path) -> BinaryIO:
+    """The job's gateway log, appended to (``jobs resume`` starts the proxy again), never
+    through a symlink."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o644), "ab")
+
+
+def _lines_since(path: Path, offset: int) -> list[str]:
+    """The log's lines written after OFFSET (at most its last 64 KiB)."""
+    with open(path, "rb") as log:
+        log.seek(max(offset, os.fstat(log.fileno()).st_size - (64 << 10)))
+        return log.read().decode("utf-8", "replace").splitlines()
+
+
 class Proxy:
     """One running proxy: its URL, its folders; :meth:`close` stops it and removes them."""
 
@@ -93,7 +108,8 @@ class Proxy:
         (self.home / "config.yaml").write_text(json.dumps(self._config()), encoding="utf-8")  # JSON is YAML
         self.port = supervise.free_port()
         argv = [str(self.command), "--config", str(self.home / "config.yaml"), "--host", "127.0.0.1"]
-        with supervise.open_log(self.log) as log:
+        with _append_log(self.log) as log:
+            since = log.tell()  # this start's lines: an earlier start's stay above them
             self.proc = supervise.popen(
                 [*argv, "--port", str(self.port)],
                 self._env(),
@@ -108,7 +124,7 @@ class Proxy:
                 what="the model gateway (LiteLLM's proxy)",
                 timeout=START_TIMEOUT,
                 gone=supervise.exited(self.proc),
-                tail=lambda: supervise.tail_lines(self.log, 5),
+                tail=lambda: _lines_since(self.log, since)[-5:],
             )
         except supervise.StartupError as error:
             tail = "; ".join(line.strip() for line in error.log_tail if line.strip())
