@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import importlib.metadata
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,21 @@ def _run_of(key: str) -> dict[str, Any] | None:
         return None
 
 
+#: what a run's key may ask: the model APIs' own routes, never the proxy's admin routes (custom
+#: auth skips LiteLLM's route checks, and an agent must not reconfigure or read the gateway)
+MODEL_ROUTES = re.compile(
+    r"(/v1)?/(chat/completions|completions|responses(/[^/]+)?|messages(/count_tokens)?|models(/[^/]+)?|embeddings)"
+    r"|(/v1beta|/gemini/v1beta)/models/[^/]+:(generateContent|streamGenerateContent|countTokens)"
+)
+
+
 async def auth(request: Any, api_key: str) -> UserAPIKeyAuth:
-    """A run's key, and only a run's key, is let in (the master key is not: no admin routes)."""
+    """A run's key, and only a run's key, on a model route is let in (the master key is not)."""
     run = _run_of(api_key.removeprefix("Bearer ").strip())
     if run is None:
         raise HTTPException(status_code=401, detail="ssebench gateway: not a key of this job's runs")
+    if not MODEL_ROUTES.fullmatch(request.url.path):
+        raise HTTPException(status_code=403, detail=f"ssebench gateway: {request.url.path} is not a model route")
     return UserAPIKeyAuth(api_key=hashlib.sha256(api_key.encode()).hexdigest(), key_alias=run["run"])
 
 

@@ -42,6 +42,12 @@ for _ in range(int(sys.argv[1])):
     if answer.status_code != 200:
         print(answer.json()["error"]["message"], file=sys.stderr)
         sys.exit(1)
+if len(sys.argv) > 3:  # what the proxy's admin routes say to the run's key
+    root, auth = url.split("/v1/")[0], {"Authorization": "Bearer " + key}
+    codes = [httpx.get(root + "/model/info", headers=auth).status_code,
+             httpx.post(root + "/model/new", headers=auth, json={}).status_code]
+    open(sys.argv[3] + ".part", "w").write(" ".join(map(str, codes)))
+    os.replace(sys.argv[3] + ".part", sys.argv[3])
 time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)
 """
 
@@ -167,14 +173,17 @@ def test_no_proxy_is_left_and_no_key_is_in_a_file(job: tuple[Path, subprocess.Co
 
 def test_ctrl_c_leaves_no_proxy(tmp_path: Path, litellm: Path) -> None:
     with CachingModel() as model:
-        job = _job(tmp_path, model.url, _agent("slow", "1", "600").replace("{agent}", str(tmp_path / "agent.py")))
+        probe = tmp_path / "admin-routes.txt"
+        agent = _agent("slow", "1", "600", str(probe)).replace("{agent}", str(tmp_path / "agent.py"))
+        job = _job(tmp_path, model.url, agent)
         argv = [*JOBS, "run", str(job), "--results", str(tmp_path / "out")]
         proc = subprocess.Popen(argv, env={**jobs_env(), **_env(tmp_path, litellm)}, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 300
-        while not model.requests and time.monotonic() < deadline:  # the agent reached the model through it
+        while not probe.exists() and time.monotonic() < deadline:  # the agent reached the model through it
             assert proc.poll() is None
             time.sleep(0.2)
         assert model.requests
+        assert probe.read_text() == "403 403"  # a run's key reaches no admin route of the proxy
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
