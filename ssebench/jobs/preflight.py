@@ -52,7 +52,7 @@ def agent_env(agent: AgentSpec, backend: str, environ: Mapping[str, str] | None 
 
 def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
     """Every problem of JOB on BACKEND_NAME (tasks, agents, lock, backend), and the backend."""
-    verdict = Preflight([Problem("task", text) for _, text in job.broken])
+    verdict = Preflight([Problem(subject, text) for subject, text in job.broken])
     local = backend_name == "local"
     for agent in job.agents:
         env = agent_env(agent, backend_name)
