@@ -144,10 +144,10 @@ def lines(verdict: TaskVerdict) -> list[str]:
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     problems, warnings = verdict.problems, verdict.warnings
     if problems:
-        out.append(f"TaskVerdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
+        out.append(f"Verdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
         out += [f"  - {p}" for p in problems]
     else:
-        out.append("TaskVerdict: sound")
+        out.append("Verdict: sound")
     if warnings:
         out.append("Warnings:")
         out += [f"  - {w}" for w in warnings]
@@ -156,9 +156,9 @@ def lines(verdict: TaskVerdict) -> list[str]:
 
 def print_verdict(verdict: TaskVerdict) -> None:
     for line in lines(verdict):
-        if line.startswith("TaskVerdict: "):
-            word = line[len("TaskVerdict: ") :]
-            ui.echo("TaskVerdict: ", (word, "ok" if verdict.sound else "fail"))
+        if line.startswith("Verdict: "):
+            word = line[len("Verdict: ") :]
+            ui.echo("Verdict: ", (word, "ok" if verdict.sound else "fail"))
         elif line == "Warnings:":
             ui.echo((line, "warn"))
         else:

@@ -100,7 +100,7 @@ def test_the_demo_with_its_fix_is_sound_in_the_task_image(
         HEADER,
         *UNFIXED_ROWS,
         *FIXED_ROWS,
-        "TaskVerdict: sound",
+        "Verdict: sound",
     ]
     assert containers(tag) == [] and list((tmp_path / "tmp").iterdir()) == []
 
@@ -149,7 +149,7 @@ def test_without_the_fix_every_poc_still_triggers(
     assert timeless(out).splitlines()[1:] == [
         HEADER,
         *UNFIXED_ROWS,
-        "TaskVerdict: sound",
+        "Verdict: sound",
         "Warnings:",
         "  - no --fix given: only the unfixed tree was verified",
     ]
