@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ssebench import ui
 from ssebench.contract import CheckResult
+from ssebench.task import Task
 from ssebench.taskverify import Expectation, TaskVerdict
 
 HEADER = ("tree", "check", "PoC", "expected", "got", "time")
@@ -57,6 +58,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from ssebench.daemon.sandbox import SandboxUnavailable
     from ssebench.task import TaskError, load_task
     from ssebench.taskverify import VerifyUsageError, task_file, verify
+    from ssebench.taskverifydocker import DockerVerifyError, cache_key
 
     try:
         task = load_task(task_file(args.task))
@@ -67,29 +69,46 @@ def run_verify(args: argparse.Namespace) -> int:
     sandbox = None
     try:
         if args.docker:
-            from ssebench.taskverifydocker import verify_in_docker
-
-            verdict = verify_in_docker(task, fix, repeat=args.repeat)
+            verdict = _in_docker(args, task, fix)
         else:
             from ssebench.daemon.cli import sandbox_from_args
 
             sandbox, limits = sandbox_from_args(args)
             with _progress() as on_check:
                 verdict = verify(task, fix, repeat=args.repeat, sandbox=sandbox, limits=limits, on_check=on_check)
-    except (VerifyUsageError, ValueError, RunError, SandboxUnavailable) as exc:
+    except (VerifyUsageError, ValueError, RunError, SandboxUnavailable, DockerVerifyError) as exc:
         print(f"ssebench task verify: {exc}", file=sys.stderr)
         return 2
-    # This machine's verdict on these bytes, sandboxed (dataset lock reuses it).
-    if args.docker or (sandbox is not None and sandbox.enabled):
+    # This machine's verdict on these bytes, sandboxed (dataset lock reuses it); one made
+    # in Docker is this image's.
+    if verdict.image is not None or (sandbox is not None and sandbox.enabled):
         from ssebench.dataset import verdicts
         from ssebench.dataset.hashing import task_hash
 
-        verdicts.save(task_hash(task, fix) + (":docker" if args.docker else ""), verdict.to_json())
+        key = task_hash(task, fix)
+        verdicts.save(cache_key(key, verdict.image) if verdict.image is not None else key, verdict.to_json())
     if args.json:
         print(json.dumps(verdict.to_json(), indent=2))
     else:
         print_verdict(verdict)
     return 0 if verdict.sound else 1
+
+
+def _in_docker(args: argparse.Namespace, task: Task, fix: Path | None) -> TaskVerdict:
+    """``--docker``: the verify in the task image; the limit flags go with it, and the
+    sandbox is the one the image gives the daemon (``--no-sandbox`` does not apply)."""
+    from ssebench.taskverify import VerifyUsageError
+    from ssebench.taskverifydocker import verify_in_docker
+
+    if args.no_sandbox:
+        raise VerifyUsageError("--no-sandbox: --docker verifies in the sandbox the task image gives the daemon")
+    limits = [
+        f"--{name.replace('_', '-')}={value}"
+        for name in ("output_limit", "memory_limit", "pids_limit")
+        if (value := getattr(args, name)) is not None
+    ]
+    with _status("verifying in the task image (building it when it changed)"):
+        return verify_in_docker(task, fix, repeat=args.repeat, limits=limits)
 
 
 def rows(verdict: TaskVerdict) -> list[tuple[str, ...]]:
@@ -125,10 +144,10 @@ def lines(verdict: TaskVerdict) -> list[str]:
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     problems, warnings = verdict.problems, verdict.warnings
     if problems:
-        out.append(f"TaskVerdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
+        out.append(f"Verdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
         out += [f"  - {p}" for p in problems]
     else:
-        out.append("TaskVerdict: sound")
+        out.append("Verdict: sound")
     if warnings:
         out.append("Warnings:")
         out += [f"  - {w}" for w in warnings]
@@ -137,13 +156,23 @@ def lines(verdict: TaskVerdict) -> list[str]:
 
 def print_verdict(verdict: TaskVerdict) -> None:
     for line in lines(verdict):
-        if line.startswith("TaskVerdict: "):
-            word = line[len("TaskVerdict: ") :]
-            ui.echo("TaskVerdict: ", (word, "ok" if verdict.sound else "fail"))
+        if line.startswith("Verdict: "):
+            word = line[len("Verdict: ") :]
+            ui.echo("Verdict: ", (word, "ok" if verdict.sound else "fail"))
         elif line == "Warnings:":
             ui.echo((line, "warn"))
         else:
             ui.echo(line)
+
+
+@contextmanager
+def _status(text: str) -> Iterator[None]:
+    """A live line on stderr while something long runs, on a terminal only."""
+    if not ui.is_tty(sys.stderr):
+        yield
+        return
+    with ui.console(sys.stderr).status(text):
+        yield
 
 
 @contextmanager

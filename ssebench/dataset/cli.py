@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "something did (every file named), 2 a lock that does not read or is from another dataset.",
     )
     p.add_argument("lock", nargs="?", default="ssebench.lock", metavar="LOCK", help="default: ./ssebench.lock")
+    p.add_argument(
+        "--docker",
+        action="store_true",
+        help="also name every task verified in a task image other than the one this ssebench builds "
+        "(built or reused as run --docker does)",
+    )
     p.set_defaults(func=_verify)
     p = verbs.add_parser(
         "import",
@@ -92,6 +98,15 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         lock = read(Path(args.lock))
         changed = changes(lock)
+        if args.docker:
+            from ssebench.dataset.lock import image_changes
+            from ssebench.taskverify import VerifyUsageError
+            from ssebench.taskverifydocker import task_image
+
+            try:
+                changed += image_changes(lock, task_image().digest)
+            except VerifyUsageError as exc:
+                raise DatasetError(str(exc)) from None
     except DatasetError as exc:
         return _fail(str(exc))
     if not changed:

@@ -109,6 +109,17 @@ def changes(lock: Lock) -> list[str]:
     return out
 
 
+def image_changes(lock: Lock, digest: str) -> list[str]:
+    """Every task of *lock* verified in a task image other than *digest* (the one this
+    ssebench builds now), one line each; a task verified on the host has none to compare."""
+    return [
+        f"task '{t.id}': verified in image {t.image}; the task image is now {digest} "
+        "(ssebench dataset lock --docker verifies it there)"
+        for t in lock.tasks
+        if t.image is not None and t.image != digest
+    ]
+
+
 def _task_changes(lock: Lock, index: int, locked: LockedTask) -> list[str]:
     """How one locked task differs now, by the lock's own paths (a task that no longer
     loads still has its files compared)."""

@@ -15,19 +15,28 @@ from ssebench.dataset.lockfile import DatasetError, LockedTask, default_path, wr
 from ssebench.task import Task
 
 
-def cached_verdict(task: Task, fix: Path | None, *, sandbox: Any = None, limits: Any = None, docker: bool = False):
-    """This machine's verdict on *task* with *fix*: cached by content hash, else made now
-    (and cached); returns ``(Cached, was it cached)``. Raises VerifyUsageError, RunError."""
+def cached_verdict(task: Task, fix: Path | None, *, sandbox: Any = None, limits: Any = None, image: Any = None):
+    """This machine's verdict on *task* with *fix* (in the task *image*, a TaskImage, when
+    given): cached by content hash (and image), else made now (and cached); returns
+    ``(Cached, was it cached)``. Raises VerifyUsageError, RunError, DockerVerifyError."""
     from ssebench.taskverify import verify
 
     def run() -> dict[str, Any]:
-        if docker:
+        if image is not None:
             from ssebench.taskverifydocker import verify_in_docker
 
-            return verify_in_docker(task, fix).to_json()
+            return verify_in_docker(task, fix, image=image).to_json()
         return verify(task, fix, sandbox=sandbox, limits=limits).to_json()
 
-    return verdicts.verified(task_hash(task, fix) + (":docker" if docker else ""), run)
+    return verdicts.verified(_key(task, fix, image), run)
+
+
+def _key(task: Task, fix: Path | None, image: Any) -> str:
+    """The cache's key: the bytes, and the image's digest for a verdict made in it."""
+    from ssebench.taskverifydocker import cache_key
+
+    key = task_hash(task, fix)
+    return cache_key(key, image.digest) if image is not None else key
 
 
 def lock(args: argparse.Namespace) -> int:
@@ -35,27 +44,32 @@ def lock(args: argparse.Namespace) -> int:
     from ssebench.daemon.runner import RunError
     from ssebench.daemon.sandbox import SandboxUnavailable
     from ssebench.taskverify import VerifyUsageError
+    from ssebench.taskverifydocker import DockerVerifyError
 
     dirs = [Path(d) for d in args.dirs]
     tasks = discover(dirs)
     out = Path(args.output) if args.output else default_path(dirs)
     if out.is_dir():
         raise DatasetError(f"-o {out}: is a folder; give the lock file's path")
-    sandbox = limits = None
-    if not args.no_verify and not args.docker:
-        try:
+    sandbox = limits = image = None
+    try:
+        if args.docker:  # one image for the whole dataset: the one run --docker builds
+            from ssebench.taskverifydocker import task_image
+
+            image = task_image()
+        elif not args.no_verify:
             sandbox, limits = sandbox_from_args(args)
-        except (ValueError, SandboxUnavailable) as exc:
-            raise DatasetError(str(exc)) from None
+    except (ValueError, SandboxUnavailable) as exc:  # VerifyUsageError too
+        raise DatasetError(str(exc)) from None
     records: list[LockedTask] = []
     for task in tasks:
         fix = fix_beside(task)
         if args.no_verify:
-            cached, hit = verdicts.load(task_hash(task, fix)), True
+            cached, hit = verdicts.load(_key(task, fix, image)), True
         else:
             try:
-                cached, hit = cached_verdict(task, fix, sandbox=sandbox, limits=limits, docker=args.docker)
-            except (VerifyUsageError, RunError, ValueError) as exc:
+                cached, hit = cached_verdict(task, fix, sandbox=sandbox, limits=limits, image=image)
+            except (VerifyUsageError, RunError, ValueError, DockerVerifyError) as exc:
                 raise DatasetError(f"{task.file}: verify: {exc}") from None
         record = locked_task(task, out.parent, cached)
         records.append(record)
