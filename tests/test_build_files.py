@@ -113,3 +113,29 @@ def test_touching_build_files_stays_incremental_and_an_edit_builds_clean(task_fa
     assert (result["build"]["state"], last) == ("passed", "incremental")
     assert _compiled(log) == ["greet.c"]
     assert d.log(result["_run"], "functional") == "hello, again there\n\n"
+
+
+def test_a_call_with_no_change_answers_from_the_last_build(task_factory, daemon_factory):
+    # Issue 34: a call with no change at all does not run the build again: its answer and
+    # its log are the last build's, which was a clean build's of this very tree. The
+    # build here is not idempotent (it appends), as a fresh daemon's answer shows.
+    build = "echo built >> count; " + BUILD
+    functional = 'test "$(wc -l < count)" = 1 && ./hello'
+    t = task_factory(build=build, functional=functional, tree_files=FILES)
+    os.chmod(t.tree / "configure", 0o755)
+    d = daemon_factory(t.file, difficulty="0")
+    first, first_log, last = _call(d)
+    assert (first["build"]["state"], first["functional"]["state"], last) == ("passed", "passed", "clean: no mirror yet")
+    for _ in range(2):
+        result, log, last = _call(d)
+        assert (result["build"]["state"], result["functional"]["state"]) == ("passed", "passed")
+        assert last == "unchanged: nothing the build read changed, the last build's answer"
+        assert log == first_log  # configure's and both compiles' lines: the first build's
+        assert d.log(result["_run"], "functional") == "hello world\n\n"
+    builds = d.get("/health").json()["builds"]
+    assert (builds["clean"], builds["incremental"], builds["unchanged"]) == (1, 0, 2)
+    # A touch is a change: the build runs again.
+    os.utime(t.tree / "greet.c")
+    result, log, last = _call(d)
+    assert (result["build"]["state"], last, _compiled(log)) == ("passed", "incremental", ["greet.c"])
+    assert d.get("/health").json()["builds"]["unchanged"] == 2
