@@ -87,7 +87,9 @@ def bench(name: str, calls: int, tmp: Path) -> list[str]:
     again, reused = med["build run again"], med["answered from the last build"]
     rows = [f"{name}: a call with no change, build only, medians of {calls} (s)"]
     rows += [f"  {label:30s} {med[label]:7.3f}  {', '.join(sorted(decisions.get(label, ())))}" for label in times]
-    rows.append(f"  run again / answered: {again / reused:.1f}x; answered - in place: {reused - med['in place']:+.3f} s")
+    rows.append(
+        f"  run again / answered: {again / reused:.1f}x; answered - in place: {reused - med['in place']:+.3f} s"
+    )
     return rows
 
 
