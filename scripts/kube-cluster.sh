@@ -5,6 +5,7 @@
 #   scripts/kube-cluster.sh stop     # stop everything this script started (pidfiles), unmount, remove the state
 #   scripts/kube-cluster.sh status   # exit 0 and print KUBECONFIG=... when the node is Ready
 #   scripts/kube-cluster.sh import IMAGE.tar   # ctr -n k8s.io images import (imagePullPolicy: Never)
+#   scripts/kube-cluster.sh ctr ARGS...        # ctr on the node's containerd, namespace k8s.io (images ls, content get)
 #
 # The binaries come from scripts/kube-build.sh (Debian's kubernetes 1.20.2 source); etcd,
 # containerd, runc and the CNI plugins from Debian. Everything listens on 127.0.0.1 only; the
@@ -266,10 +267,15 @@ cmd_status() { node_ready || die "not running (node $NODE not Ready)"; echo "KUB
 
 cmd_import() { [ -n "${1:-}" ] || die "usage: $0 import IMAGE.tar"; ctr_ images import "$1"; }
 
+# ctr on the node's containerd, namespace k8s.io: what jobs run asks before an import
+# (ctr images ls name==REF, ctr content get DIGEST: is REF already this image?)
+cmd_ctr() { [ -S "$DIR/containerd.sock" ] || die "not running (no containerd socket)"; ctr_ "$@"; }
+
 case "${1:-}" in
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
     import) cmd_import "${2:-}" ;;
-    *) echo "usage: $0 start|stop|status|import IMAGE.tar" >&2; exit 2 ;;
+    ctr) shift; cmd_ctr "$@" ;;
+    *) echo "usage: $0 start|stop|status|import IMAGE.tar|ctr ARGS..." >&2; exit 2 ;;
 esac

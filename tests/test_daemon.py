@@ -56,7 +56,7 @@ def test_health(task_factory, daemon_factory):
         "queued": 0,
         "sandbox": "bwrap 0.11.0",
         "build_trace": "not probed yet",
-        "builds": {"incremental": 0, "clean": 0, "last": ""},
+        "builds": {"incremental": 0, "clean": 0, "unchanged": 0, "last": ""},
     }
 
 

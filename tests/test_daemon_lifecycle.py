@@ -146,7 +146,8 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
         "build_trace": None,
     }
     assert health["build_trace"].startswith("strace ")  # probed once, at the first build
-    assert health["builds"]["incremental"] + health["builds"]["clean"] == len(threads)
+    builds = health["builds"]
+    assert builds["incremental"] + builds["clean"] + builds["unchanged"] == len(threads)
 
 
 # -- disconnects and signals ------------------------------------------------------------------------

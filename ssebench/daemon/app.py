@@ -144,6 +144,7 @@ class _Api:
                 "builds": {
                     "incremental": runner.build_counts["incremental"],
                     "clean": runner.build_counts["clean"],
+                    "unchanged": runner.build_counts["unchanged"],
                     "last": runner.last_build,
                 },
             }

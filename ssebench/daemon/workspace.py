@@ -230,11 +230,20 @@ class _Sync:
     def add(self, rel: str, dir_fd: int, name: str, st: os.stat_result) -> None:
         """Take the entry *name* of the folder *dir_fd* (lstat *st* from its listing)."""
         if stat.S_ISDIR(st.st_mode):
-            self.manifest[rel] = SourceEntry(DIR, stat.S_IMODE(st.st_mode), "", st.st_mtime_ns)
+            folder = SourceEntry(DIR, stat.S_IMODE(st.st_mode), "", st.st_mtime_ns)
+            last = self.store._last.get(rel)  # the very entry when unchanged: see buildgraph.plan
+            same = last is not None and last == folder and last.mtime_ns == folder.mtime_ns
+            self.manifest[rel] = last if same and last is not None else folder
             return
         old = self.store._cache.get(rel)
-        if old is not None and old[0] == _key(st) and old[2]:
+        if old is not None and old[2] and old[0] == _key(st):
             entry = old[1]
+            if entry is not None:  # unchanged and trusted (it stays so): the common case, kept lean
+                self.cache[rel] = old
+                self.manifest[rel] = entry
+                if entry.kind == FILE:
+                    self.total += st.st_size
+                return
         elif stat.S_ISLNK(st.st_mode):
             try:
                 target = os.readlink(name, dir_fd=dir_fd)

@@ -113,6 +113,31 @@ def kube_images(kube_cluster: Cluster, base_image: str) -> dict[str, str]:  # no
     return {"task": ki.publish(engine, task_image, None, load), "data": ki.publish(engine, data, None, load)}
 
 
+def test_images_reach_the_cluster_once(kube_images: dict[str, str], base_image: str) -> None:  # noqa: F811
+    """Issue 34: publishing an image the node's containerd holds (the session imported it)
+    imports nothing: its Docker image ID is the config digest containerd lists."""
+    from ssebench.container import docker
+    from ssebench.jobs.backends import kube_images as ki
+
+    class Counted(ki.LocalCluster):
+        def __init__(self) -> None:
+            super().__init__(CLUSTER)
+            self.loads = 0
+
+        def load(self, archive: Path) -> None:
+            self.loads += 1
+            super().load(archive)
+
+    engine = docker.DockerEngine.locate()
+    task_image = docker.build_task_image(engine, base_image)
+    cluster = Counted()
+    began = time.monotonic()
+    assert ki.publish(engine, task_image, None, cluster) == kube_images["task"]
+    assert cluster.loads == 0, "imported again"
+    assert ki.held(ki.image_id(engine, task_image), cluster.digests(kube_images["task"]))
+    print(f"[kube] publish of the task image the node holds: {time.monotonic() - began:.2f} s")
+
+
 def _run(folder: Path, run_id: str, command: tuple[str, ...], level: int = 2, agent: str | None = None):
     from ssebench.jobs.backend import Capacity, JobRun
     from ssebench.runrecord import RunSpec

@@ -5,16 +5,19 @@ is the task image plus the task itself (``/ssebench-data/task``, hidden parts in
 its tree (``/ssebench-data/tree``): only the ``stage`` and ``daemon`` containers run it.
 Images reach the cluster by ``docker push`` to the registry the user names (``--registry``;
 the Pods then pull them, ``imagePullPolicy: IfNotPresent``) or, for a local cluster, by
-``docker save`` into its containerd (``ctr images import``, ``imagePullPolicy: Never``).
+``docker save`` into its containerd (``ctr images import``, ``imagePullPolicy: Never``) —
+only when its containerd does not already hold the reference as this very image (its
+Docker image ID among the reference's digests: issue 34, a 600 MB import per task and per
+``jobs run`` of an image the node had).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from ssebench.container.engine import DockerEngine, DockerRunError
@@ -54,13 +57,16 @@ def build_data_image(engine: DockerEngine, task_image: str, task_dir: Path, sour
     return tag
 
 
-def publish(engine: DockerEngine, image: str, registry: str | None, load: Callable[[Path], None] | None) -> str:
-    """IMAGE where the cluster can run it: REGISTRY/IMAGE pushed, or loaded by LOAD (a local
-    cluster's containerd); the reference the manifests name."""
+def publish(engine: DockerEngine, image: str, registry: str | None, cluster: LocalCluster | None) -> str:
+    """IMAGE where the cluster can run it: REGISTRY/IMAGE pushed, or imported into a local
+    CLUSTER's containerd unless it holds it already; the reference the manifests name."""
     if registry:
         return push(engine, image, f"{registry.rstrip('/')}/{image}")
-    if load is None:
+    if cluster is None:
         raise DockerRunError("no --registry and no local cluster to load images into")
+    ref = f"docker.io/library/{image}" if "/" not in image.split(":")[0] else image
+    if held(image_id(engine, image), cluster.digests(ref)):
+        return ref
     with tempfile.TemporaryDirectory(prefix="ssebench-image-") as scratch:
         archive = Path(scratch) / "image.tar"
         with open(archive, "wb") as out:
@@ -69,8 +75,21 @@ def publish(engine: DockerEngine, image: str, registry: str | None, load: Callab
             )
         if saved.returncode != 0:
             raise DockerRunError(f"docker save {image} failed: {saved.stderr.decode(errors='replace').strip()}")
-        load(archive)
-    return f"docker.io/library/{image}" if "/" not in image.split(":")[0] else image
+        cluster.load(archive)
+    return ref
+
+
+def image_id(engine: DockerEngine, image: str) -> str:
+    """IMAGE's ID in the Docker engine (``sha256:...``: its config's digest, or with
+    containerd's image store its index's); "" when the engine does not say."""
+    done = engine.docker("image", "inspect", "--format", "{{.Id}}", image)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def held(wanted: str, digests: set[str]) -> bool:
+    """Does the node hold the image whose ID is WANTED under the reference whose DIGESTS
+    (target, manifests, configs) its containerd lists? An unknown ID never is."""
+    return wanted.startswith("sha256:") and wanted in digests
 
 
 def push(engine: DockerEngine, image: str, remote: str) -> str:
@@ -87,16 +106,58 @@ def push(engine: DockerEngine, image: str, remote: str) -> str:
     return remote
 
 
-def ctr_loader(script: Path) -> Callable[[Path], None]:
-    """LOAD for ssebench's own local cluster (scripts/kube-cluster.sh import)."""
+class LocalCluster:
+    """ssebench's own local cluster (scripts/kube-cluster.sh): imports into its containerd,
+    and what a reference there is (the ``ctr`` the script runs on the node's socket)."""
 
-    def load(archive: Path) -> None:
+    def __init__(self, script: Path) -> None:
+        self.script = script
+
+    def _run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         from ssebench.jobs.backends.kube_setup import cluster_env
 
-        done = subprocess.run(
-            [str(script), "import", str(archive)], capture_output=True, text=True, check=False, env=cluster_env()
+        return subprocess.run(
+            [str(self.script), *argv], capture_output=True, text=True, check=False, env=cluster_env(), timeout=timeout
         )
+
+    def load(self, archive: Path) -> None:
+        done = self._run("import", str(archive))
         if done.returncode != 0:
             raise DockerRunError(f"importing {archive.name} into the cluster failed: {done.stderr.strip()}")
 
-    return load
+    def digests(self, ref: str) -> set[str]:
+        """REF's digests in the node's containerd: its target, and below it every manifest
+        and config (a docker-save import's config digest is Docker's image ID); empty when
+        REF is not there or the node does not answer (then the image is imported)."""
+        listed = self._run("ctr", "images", "ls", f"name=={ref}", timeout=60)
+        rows = [line.split() for line in listed.stdout.splitlines()[1:]] if listed.returncode == 0 else []
+        found: set[str] = set()
+        todo = [row[2] for row in rows if len(row) > 2 and row[0] == ref and row[2].startswith("sha256:")]
+        while todo and len(found) < 64:
+            digest = todo.pop()
+            found.add(digest)
+            got = self._run("ctr", "content", "get", digest, timeout=60)
+            if got.returncode != 0:
+                continue
+            todo += [d for d in _children(got.stdout) if d not in found]
+        return found
+
+
+def _children(text: str) -> list[str]:
+    """The digests an index or manifest (JSON) names: its manifests, its config."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(doc, dict):
+        return []
+    items = [m for m in doc.get("manifests", []) if isinstance(m, dict)]
+    config = doc.get("config")
+    if isinstance(config, dict):
+        items.append(config)
+    return [d for d in (item.get("digest") for item in items) if isinstance(d, str) and d.startswith("sha256:")]
+
+
+def ctr_loader(script: Path) -> LocalCluster:
+    """The local cluster of scripts/kube-cluster.sh (its ``import`` and ``ctr``)."""
+    return LocalCluster(script)

@@ -49,12 +49,15 @@ def _cidr(text: str) -> str:
 
 
 class ImageCache:
-    """(data image, agent image) of a run, built from the Docker layers and published once."""
+    """(data image, agent image) of a run, built from the Docker layers and published once:
+    each image once per ``jobs run`` (the agent image is every task's), and into a local
+    cluster only when its containerd does not hold it already (``kube_images.publish``)."""
 
     def __init__(self, registry: str | None) -> None:
         self.registry = registry
         self.lock = threading.Lock()
         self.done: dict[tuple[str, str], tuple[str, str]] = {}
+        self.published: dict[str, str] = {}  # image -> the reference the manifests name
 
     def __call__(self, run: JobRun) -> tuple[str, str]:
         key = (run.spec.task_file, run.spec.agent or "")
@@ -84,9 +87,11 @@ class ImageCache:
         agent_image = docker.build_agent_image(engine, agent, task_image) if agent else task_image
         task = load_task(run.task)
         data = kube_images.build_data_image(engine, task_image, run.task.parent, task.source)
-        load = None if self.registry else kube_images.ctr_loader(script("kube-cluster.sh"))
-        published = [kube_images.publish(engine, image, self.registry, load) for image in (data, agent_image)]
-        return published[0], published[1]
+        cluster = None if self.registry else kube_images.ctr_loader(script("kube-cluster.sh"))
+        for image in (data, agent_image):
+            if image not in self.published:  # the tags name their content
+                self.published[image] = kube_images.publish(engine, image, self.registry, cluster)
+        return self.published[data], self.published[agent_image]
 
 
 #: the local test cluster's settings (ssebench/settings.py): its scripts read them, so
