@@ -45,6 +45,8 @@ CLIENT_PINS = REPO / "configs" / "client-clis"  # the read-back-only clients (te
 CLIENT_BINS = ("copilot", "mcporter", "mcp-remote")
 CONFORMANCE_PINS = REPO / "configs" / "conformance"  # the MCP conformance suite (test_conformance)
 CONFORMANCE_BINS = ("conformance", "node")
+#: FastMCP's client with its tasks extension (fastmcp-tasks), a venv of its own (test_mcp_clients)
+TASKS_CLIENT_PINS = REPO / "configs" / "mcp-clients" / "fastmcp-tasks" / "pins.json"
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 #: the npm pin folders of the agents that have their own (the Node 22 agents, with that Node) -> their programs
@@ -180,6 +182,13 @@ def install_pypi_clis(report: Callable[[str], None] = print) -> None:
 
     for pins, binary in PYPI_PINS.items():
         install_pypi(_cache_root(), pins, binary, report)
+
+
+def install_tasks_client(report: Callable[[str], None] = print) -> Path:
+    """The Python of the fastmcp-tasks client's locked venv (tests/e2e/fastmcp_tasks_client.py)."""
+    from tests.e2e.pypi_install import install_pypi
+
+    return install_pypi(_cache_root(), TASKS_CLIENT_PINS, "fastmcp", report).parent / "venv" / "bin" / "python"
 
 
 def install_clis(

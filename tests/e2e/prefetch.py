@@ -19,6 +19,7 @@ from tests.e2e.conftest import (
     CONFORMANCE_PINS,
     install_clis,
     install_pypi_clis,
+    install_tasks_client,
 )
 
 
@@ -31,6 +32,7 @@ def main() -> int:
         install_pypi_clis()  # the PyPI agents, each in a venv of its own
         install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
         install_clis(pins=CONFORMANCE_PINS, bins=CONFORMANCE_BINS)
+        install_tasks_client()  # FastMCP's tasks client (test_mcp_clients)
     except Exception as exc:  # the fixtures install again and fail the tests with it
         print(f"prefetch: {exc}", file=sys.stderr)
         return 1
