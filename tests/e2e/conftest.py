@@ -430,11 +430,13 @@ def run_agent(
     install_args: tuple[str, ...] = (),
     server_args: tuple[str, ...] = (),
     after_install: Callable[[Path], None] | None = None,
+    mcp_url: Callable[[str], str] | None = None,
 ) -> AgentRun:
     """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it.
 
     ``extra_env`` goes to the daemon, the server and the CLI; ``after_install(home)`` may
-    change what ``agents install`` wrote (to take one of its settings out of the picture)."""
+    change what ``agents install`` wrote (to take one of its settings out of the picture);
+    ``mcp_url(server_url)``, the URL the CLI is given instead (a proxy in front of the server)."""
     from ssebench.server.stack import running_stack
 
     task = copy_task(task_file, workdir / "task", fix=fix)
@@ -454,8 +456,9 @@ def run_agent(
             env={**env, **(extra_env or {})},
             server_args=server_args,
         ) as stack:
+            url = stack.url if mcp_url is None else mcp_url(stack.url)
             install = subprocess.run(
-                [SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
+                [SSEBENCH, "agents", "install", cli, "--url", url, *install_args],
                 env=env,
                 cwd=home,
                 stdin=subprocess.DEVNULL,
@@ -467,7 +470,7 @@ def run_agent(
             if after_install is not None:
                 after_install(home)
             proc, seconds, model = run_recipe(
-                cli, mcp_url=stack.url, home=home, env=env, cwd=tree, timeout=cli_timeout, extra_env=extra_env
+                cli, mcp_url=url, home=home, env=env, cwd=tree, timeout=cli_timeout, extra_env=extra_env
             )
         # after the stack stopped (the server flushed and closed its output), before the
         # stack folder goes
