@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # The find: empty folders an older install (data copied into site-packages/ssebench/)
-# left behind would shadow the editable install's one name (docs/ARCHITECTURE.md, "Layout").
+# left behind would shadow the editable install's one name (docs/layout.md).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

@@ -31,7 +31,6 @@ message's tool calls are lines ``@TOOL(CALL_ID): ARGS`` in its text, a tool resu
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -124,7 +123,7 @@ class GptmeEvents(StreamConverter):
             if call is None:
                 text.append(line)
                 continue
-            yield ev.tool_running(call["id"], call["tool"], _arguments(call["args"]))
+            yield ev.tool_running(call["id"], call["tool"], ev.arguments_of(call["args"]))
         if "\n".join(text).strip():
             yield ev.message("\n".join(text).strip())
 
@@ -134,13 +133,6 @@ class GptmeEvents(StreamConverter):
             cached = usage.get("cache_read_tokens", 0)
             self.add_tokens(input=usage.get("input_tokens", 0), output=usage.get("output_tokens", 0), cached=cached)
         self.add_cost(metadata.get("cost"))
-
-
-def _arguments(raw: str) -> Any:
-    try:
-        return json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return raw
 
 
 CLIENT = GptmeClient(

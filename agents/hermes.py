@@ -118,7 +118,7 @@ class HermesSession(StreamConverter):
                 function = call.get("function") or {}
                 tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
                 names[tool_id] = name
-                yield ev.tool_running(tool_id, name, _arguments(function.get("arguments")))
+                yield ev.tool_running(tool_id, name, ev.arguments_of(function.get("arguments")))
         elif role == "tool":
             tool_id = str(message.get("tool_call_id"))
             name = str(message.get("tool_name") or names.get(tool_id, "tool"))
@@ -133,15 +133,6 @@ def _calls(raw: Any) -> list[dict[str, Any]]:
         except ValueError:
             return []
     return [call for call in raw or [] if isinstance(call, dict)]
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw if raw is not None else {}
 
 
 CLIENT = TableClient(

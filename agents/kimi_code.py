@@ -122,19 +122,7 @@ class KimiCodeEvents(StreamConverter):
             function = call.get("function") or {}
             tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
             self._names[tool_id] = name
-            yield ev.tool_running(tool_id, name, _arguments(function.get("arguments")))
-
-
-def _arguments(raw: Any) -> Any:
-    """The call's arguments: a JSON text in this stream, decoded when it is valid."""
-    import json
-
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw if raw is not None else {}
+            yield ev.tool_running(tool_id, name, ev.arguments_of(function.get("arguments")))
 
 
 CLIENT = TableClient(

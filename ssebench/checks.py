@@ -9,7 +9,7 @@ when a run needs it, so the server never imports the daemon) and the words ``sse
 check`` says about it. The difficulty levels, the task loader, the daemon's sequence,
 its HTTP API, the MCP server's report, ``task check`` and grading read these rows instead
 of spelling a kind out again: adding a kind is a row here, its step function and its
-table in the task loader (docs/ARCHITECTURE.md, "The check kinds").
+table in the task loader (docs/daemon.md, "The check kinds").
 """
 
 from __future__ import annotations

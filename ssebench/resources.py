@@ -3,7 +3,7 @@
 A wheel carries ``configs/`` (templates and the agent CLI pins), ``examples/`` (the demo
 task and the demo job) and ``scripts/`` (the private Docker engine and the offline base image) inside the
 package; a source checkout reaches the same names through the committed symlinks
-``ssebench/configs`` etc. (docs/ARCHITECTURE.md, "Layout"), and has the real folders beside
+``ssebench/configs`` etc. (docs/layout.md), and has the real folders beside
 it. One lookup serves both so no command guesses at paths of its own.
 
 The example task's PoCs and intent diff must never reach a task image, where an agent

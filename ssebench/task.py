@@ -212,8 +212,13 @@ def normalize_path(path: Path) -> str:
 
 
 def load_task(path: str | Path) -> Task:
-    """Read, validate and resolve a task file; raises :class:`TaskError`."""
+    """Read, validate and resolve a task file, or the ``task.toml`` of a folder given
+    instead (as ``jobs``, ``task verify`` and ``run --docker`` take one); raises :class:`TaskError`."""
     file = Path(normalize_path(Path(path)))
+    if file.is_dir():
+        if not (file / "task.toml").is_file():
+            raise TaskError(f"{file}: a folder without task.toml, not a task file")
+        file = file / "task.toml"
     data = _read_toml(file)
     r = _TaskReader(file)
     r.unknown(data, _TOP_KEYS, "")

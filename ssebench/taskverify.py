@@ -108,7 +108,7 @@ class Expectation:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class TaskVerdict:
     """The result of ``task verify``: every expectation, its problems and warnings."""
 
     task_id: str
@@ -198,7 +198,7 @@ def verify(
     sandbox: Any = None,
     limits: Any = None,
     on_check: Callable[[str, CheckResult], None] | None = None,
-) -> Verdict:
+) -> TaskVerdict:
     """Run every expectation *repeat* times on each tree; raises VerifyUsageError, RunError.
 
     *on_check* sees each check result as it ends (the progress line)."""
@@ -234,7 +234,7 @@ def verify(
                     runs.setdefault(key, []).append(result)
     finally:
         shutil.rmtree(holder, ignore_errors=True)
-    return Verdict(task.id, task.file, fix, repeat, tuple(_expectations(task, runs)))
+    return TaskVerdict(task.id, task.file, fix, repeat, tuple(_expectations(task, runs)))
 
 
 def _expectations(task: Task, runs: dict[Key, list[CheckResult]]) -> Iterable[Expectation]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ssebench import ui
 from ssebench.contract import CheckResult
-from ssebench.taskverify import Expectation, Verdict
+from ssebench.taskverify import Expectation, TaskVerdict
 
 HEADER = ("tree", "check", "PoC", "expected", "got", "time")
 
@@ -92,7 +92,7 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if verdict.sound else 1
 
 
-def rows(verdict: Verdict) -> list[tuple[str, ...]]:
+def rows(verdict: TaskVerdict) -> list[tuple[str, ...]]:
     """The table's rows (no header): one per expectation."""
     return [
         (e.tree, e.check.label, e.poc or "-", e.expected.value, _got(e), _time(e.seconds)) for e in verdict.expectations
@@ -112,7 +112,7 @@ def _time(values: tuple[float, ...]) -> str:
     return f"{ui.seconds(min(values))[:-2]}-{ui.seconds(max(values))}"
 
 
-def lines(verdict: Verdict) -> list[str]:
+def lines(verdict: TaskVerdict) -> list[str]:
     """What ``task verify`` prints (no styles)."""
     fix = f"with fix {verdict.fix}" if verdict.fix is not None else "without a fix"
     runs = "1 run" if verdict.repeat == 1 else f"{verdict.repeat} runs"
@@ -125,21 +125,21 @@ def lines(verdict: Verdict) -> list[str]:
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
     problems, warnings = verdict.problems, verdict.warnings
     if problems:
-        out.append(f"Verdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
+        out.append(f"TaskVerdict: UNSOUND ({len(problems)} problem{'s' if len(problems) > 1 else ''})")
         out += [f"  - {p}" for p in problems]
     else:
-        out.append("Verdict: sound")
+        out.append("TaskVerdict: sound")
     if warnings:
         out.append("Warnings:")
         out += [f"  - {w}" for w in warnings]
     return out
 
 
-def print_verdict(verdict: Verdict) -> None:
+def print_verdict(verdict: TaskVerdict) -> None:
     for line in lines(verdict):
-        if line.startswith("Verdict: "):
-            word = line[len("Verdict: ") :]
-            ui.echo("Verdict: ", (word, "ok" if verdict.sound else "fail"))
+        if line.startswith("TaskVerdict: "):
+            word = line[len("TaskVerdict: ") :]
+            ui.echo("TaskVerdict: ", (word, "ok" if verdict.sound else "fail"))
         elif line == "Warnings:":
             ui.echo((line, "warn"))
         else:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssebench.task import Task
-from ssebench.taskverify import Verdict, VerifyUsageError
+from ssebench.taskverify import TaskVerdict, VerifyUsageError
 
 
-def verify_in_docker(task: Task, fix: Path | None, *, repeat: int = 1) -> Verdict:
+def verify_in_docker(task: Task, fix: Path | None, *, repeat: int = 1) -> TaskVerdict:
     raise VerifyUsageError(
         "--docker: verifying inside the task image is not available yet; verify on the host "
         "(the same runner and sandbox as test_patch) without --docker"

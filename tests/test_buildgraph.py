@@ -19,7 +19,7 @@ STRACE = tracefile.find_strace()
 needs_strace = pytest.mark.skipif(STRACE is None, reason="no strace here")
 
 
-def _trace(tmp_path: Path, script: str, **env: str) -> tracefile.Record:
+def _trace(tmp_path: Path, script: str, **env: str) -> tracefile.TraceRecord:
     assert STRACE is not None
     trace = tmp_path / "trace"
     with open(trace, "wb") as f:
@@ -170,7 +170,7 @@ def _open(pid: int, cwd: str, rel: str, flags: str) -> str:
 VFORK = "clone3({flags=CLONE_VM|CLONE_VFORK, exit_signal=SIGCHLD, stack=0x7f, stack_size=0x9000}, 88"
 
 
-def _record(tmp_path: Path, lines: list[str]) -> tracefile.Record:
+def _record(tmp_path: Path, lines: list[str]) -> tracefile.TraceRecord:
     trace = tmp_path / "trace"
     trace.write_text("".join(line + "\n" for line in lines))
     return tracefile.parse_trace(trace, "/t", "/t")

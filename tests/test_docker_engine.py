@@ -28,7 +28,7 @@ def _task(folder: Path) -> Path:
 def test_folder_without_task_file_is_refused_before_docker_is_asked(tmp_path: Path) -> None:
     with pytest.raises(DockerRunError) as error:
         run_in_docker(task=tmp_path, agent=None, agent_command=["true"], results_dir=tmp_path / "r", difficulty=2)
-    assert str(error.value) == f"{tmp_path}: no task.toml in this folder"
+    assert str(error.value) == f"{tmp_path}: a folder without task.toml, not a task file"
     assert not (tmp_path / "r").exists()
 
 
@@ -140,6 +140,6 @@ def test_a_task_file_of_any_name_keeps_its_name_in_the_containers(tmp_path: Path
     assert plan.task.file == folder / "custom.toml" and plan.task_file == "/task/custom.toml"
     assert (plan.env["SSE_DIFFICULTY"], plan.env["SSE_RESULTS_DIR"]) == ("3", "/results")
     # a folder still means its task.toml
-    with pytest.raises(DockerRunError, match=f"^{folder}: no task.toml in this folder$"):
+    with pytest.raises(DockerRunError, match=f"^{folder}: a folder without task.toml, not a task file$"):
         docker.plan_run(folder, agent=None, agent_command=["true"], results_dir=tmp_path / "r", network="none")
     assert not (tmp_path / "r").exists()  # planning writes nothing

@@ -72,3 +72,33 @@ def test_no_function_over_60_lines() -> None:
     assert over == {}, f"functions over {MAX_FUNCTION_LINES} lines: split them"
     stale = sorted(name for name in LONG_FUNCTIONS if lengths.get(name, 0) <= MAX_FUNCTION_LINES)
     assert stale == [], "no longer over the limit: remove them from LONG_FUNCTIONS"
+
+
+def _classes() -> dict[str, list[tuple[str, list[str]]]]:
+    """Every class by name: where it is defined and the names of its bases."""
+    found: dict[str, list[tuple[str, list[str]]]] = {}
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
+                found.setdefault(node.name, []).append((_name(path), bases))
+    return found
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """A name means one thing (issue 30: four Outcome, three Run, three Entry classes hid that
+    the stages read different things); private helper classes included."""
+    shared = {name: [where for where, _ in places] for name, places in _classes().items() if len(places) > 1}
+    assert shared == {}
+
+
+def test_no_inheritance_towers() -> None:
+    """Parts are composed: a class has at most one project class above it (issue 30: the
+    daemon was Runner(BuildEngine(CheckProcesses(Housekeeping))), three deep)."""
+    classes = {name: places[0][1] for name, places in _classes().items()}
+
+    def depth(name: str) -> int:
+        return 1 + max((depth(base) for base in classes.get(name, []) if base in classes and base != name), default=0)
+
+    towers = sorted(name for name in classes if depth(name) > 2)
+    assert towers == []

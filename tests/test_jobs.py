@@ -35,17 +35,26 @@ def _bad(tmp_path: Path, text: str) -> str:
     return done.stderr.replace(str(tmp_path), "DIR")
 
 
-def test_a_missing_task_is_one_line_naming_file_key_and_path(tmp_path: Path) -> None:
+def test_a_missing_task_is_a_preflight_problem_naming_file_key_and_path(tmp_path: Path) -> None:
     text = 'tasks = ["nope"]\n[[agents]]\nname = "noop"\ncommand = ["true"]\n'
-    assert _bad(tmp_path, text) == "ssebench jobs: DIR/job.toml: tasks[0]: 'nope': DIR/nope does not exist\n"
-
-
-def test_an_unknown_agent_is_one_line(tmp_path: Path) -> None:
-    text = f'tasks = ["{DEMO}"]\n[[agents]]\nname = "claud"\n'
     assert _bad(tmp_path, text) == (
-        "ssebench jobs: DIR/job.toml: agents[0].name: unknown agent 'claud' "
+        "ssebench jobs: preflight found 1 problem; nothing was started:\n"
+        "  task: DIR/job.toml: tasks[0]: 'nope': DIR/nope does not exist\n"
+    )
+
+
+def test_every_problem_of_a_job_at_once_an_unknown_agent_with_the_closest_name(tmp_path: Path) -> None:
+    """Tasks that do not exist, an unknown agent, another one's missing key: one list, exit 2,
+    no job folder (issue 31: all problems listed at once)."""
+    text = f'tasks = ["{DEMO}", "nope", "none*"]\n[[agents]]\nname = "claud"\n[[agents]]\nname = "noop"\ncommand = ["true"]\n'
+    assert _bad(tmp_path, text) == (
+        "ssebench jobs: preflight found 3 problems; nothing was started:\n"
+        "  task: DIR/job.toml: tasks[1]: 'nope': DIR/nope does not exist\n"
+        "  task: DIR/job.toml: tasks[2]: 'none*' matches no task\n"
+        "  agent claud: DIR/job.toml: agents[0].name: unknown agent 'claud', maybe you meant 'claude'? "
         f"(bundled: {', '.join(agent_names())}; or give a command)\n"
     )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["job.toml"]
 
 
 def test_a_level_outside_0_to_4_is_one_line(tmp_path: Path) -> None:

@@ -16,6 +16,8 @@ from ssebench.task import (
 )
 from tests.helpers.daemon import run_ssebench, short_tempdir
 
+DEMO_DIR = Path(__file__).resolve().parent.parent / "examples" / "tasks" / "demo-overflow"
+
 FULL = """\
 id = "demo-overflow"
 source = "src"
@@ -318,10 +320,14 @@ def test_task_file_missing(tmp_path: Path) -> None:
     assert str(err.value) == f"{tmp_path / 'nope.toml'}: the task file does not exist"
 
 
-def test_task_file_is_a_folder(tmp_path: Path) -> None:
+def test_a_folder_without_task_toml_is_not_a_task(tmp_path: Path) -> None:
     with pytest.raises(TaskError) as err:
         load_task(tmp_path)
-    assert str(err.value) == f"{tmp_path}: is a folder, not a task file"
+    assert str(err.value) == f"{tmp_path}: a folder without task.toml, not a task file"
+
+
+def test_a_folder_stands_for_its_task_toml() -> None:
+    assert load_task(DEMO_DIR) == load_task(DEMO_DIR / "task.toml")
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def test_a_sound_task_passes_every_expectation(tmp_path: Path) -> None:
         "  fixed    PoCs              pocs/poc-2  passed    passed  T s\n"
         "  fixed    intent tests      -           passed    passed  T s\n"
         "  fixed    functional tests  -           passed    passed  T s\n"
-        "Verdict: sound\n"
+        "TaskVerdict: sound\n"
     )
     # The task and the fix are as they were: verify only reads them.
     assert (task.tree / "state").read_text() == "buggy\n"
@@ -110,7 +110,7 @@ def test_every_problem_is_named(tmp_path: Path) -> None:
         "  unfixed  PoCs              pocs/poc-2  failed    passed  T s\n"
         "  unfixed  intent tests      -           failed    passed  T s\n"
         "  unfixed  functional tests  -           passed    failed  T s\n"
-        "Verdict: UNSOUND (2 problems)\n"
+        "TaskVerdict: UNSOUND (2 problems)\n"
         "  - PoC pocs/poc-2 does not trigger the bug on the unfixed tree (its check passes)\n"
         "  - the functional tests fail on the unfixed tree, without any change\n"
         "Warnings:\n"
@@ -124,7 +124,7 @@ def test_a_fix_that_does_not_fix(tmp_path: Path) -> None:
     fix.write_text(FIX.replace("+fixed", "+still buggy"))
     code, out, _ = verify(task.dir, "--fix", fix, cache=tmp_path / "cache")
     assert code == 1
-    assert out.split("Verdict: ")[1] == (
+    assert out.split("TaskVerdict: ")[1] == (
         "UNSOUND (1 problem)\n  - PoC pocs/poc-1 still triggers the bug with the fix applied\n"
     )
 
@@ -133,7 +133,7 @@ def test_a_build_that_fails_names_the_build_and_what_did_not_run(tmp_path: Path)
     task = make_task(tmp_path / "t", task_id="nobuild", build="exit 3", pocs=["x"], functional="true")
     code, out, _ = verify(task.file, cache=tmp_path / "cache")
     assert code == 1
-    assert out.split("Verdict: ")[1].split("Warnings:")[0] == (
+    assert out.split("TaskVerdict: ")[1].split("Warnings:")[0] == (
         "UNSOUND (3 problems)\n"
         "  - the build fails on the unfixed tree\n"
         "  - PoC pocs/poc-1 did not run on the unfixed tree (the build failed)\n"
@@ -180,7 +180,7 @@ def test_repeat_names_a_flaky_check(tmp_path: Path) -> None:
         "  unfixed  build             -           passed    passed x2       T s\n"
         "  unfixed  PoCs              pocs/poc-1  failed    failed x2       T s\n"
         "  unfixed  functional tests  -           passed    passed, failed  T s\n"
-        "Verdict: UNSOUND (1 problem)\n"
+        "TaskVerdict: UNSOUND (1 problem)\n"
         "  - flaky: functional tests on the unfixed tree gave passed, failed in 2 runs\n"
         "Warnings:\n"
         "  - no --fix given: only the unfixed tree was verified\n"
@@ -231,7 +231,7 @@ def test_the_demo_is_sound_with_its_fix(tmp_path: Path) -> None:
         EXAMPLES / "demo-overflow", "--fix", EXAMPLES / "demo-overflow.fix.patch", cache=tmp_path / "cache"
     )
     assert (code, err) == (0, ""), out
-    assert out.endswith("Verdict: sound\n")
+    assert out.endswith("TaskVerdict: sound\n")
     assert "  unfixed  PoCs              pocs/sixteen-chars  failed    failed" in out
 
 
@@ -250,5 +250,5 @@ def test_task_new_writes_a_task_that_verify_proves_sound(tmp_path: Path) -> None
         "  fixed    build             -               passed    passed  T s\n"
         "  fixed    PoCs              pocs/no-equals  passed    passed  T s\n"
         "  fixed    functional tests  -               passed    passed  T s\n"
-        "Verdict: sound\n"
+        "TaskVerdict: sound\n"
     )

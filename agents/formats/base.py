@@ -89,3 +89,21 @@ def prune_empty(data: Any) -> Any:
     if isinstance(data, dict):
         return {k: prune_empty(v) for k, v in data.items() if not (isinstance(v, dict) and not prune_empty(v))}
     return data
+
+
+def find_named(items: list[Any], name: str) -> int | None:
+    """The index of the list entry whose ``name`` is NAME (a named-list format: gptme's
+    ``[[mcp.servers]]``, Continue's YAML ``mcpServers`` list), or None."""
+    return next((i for i, item in enumerate(items) if isinstance(item, dict) and item.get("name") == name), None)
+
+
+def named_present(data: Any, keys: Sequence[str]) -> int:
+    """:meth:`Editor.present` over parsed data where a list holds entries by their ``name``."""
+    node: Any = data
+    for count, key in enumerate(keys):
+        if isinstance(node, list):
+            return count + 1 if find_named(node, key) is not None else count
+        if not isinstance(node, dict) or key not in node:
+            return count
+        node = node[key]
+    return len(keys)

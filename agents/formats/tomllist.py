@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ssebench.agents.formats.base import FormatError, depth_guarded
+from ssebench.agents.formats.base import FormatError, depth_guarded, find_named, named_present
 from ssebench.agents.formats.toml import TomlEditor
 
 
@@ -53,9 +53,7 @@ class NamedListTomlEditor:
             raise FormatError(f'"{key}" is not an array of tables')
         return items
 
-    @staticmethod
-    def _find(items: list[Any], name: str) -> int | None:
-        return next((i for i, item in enumerate(items) if isinstance(item, dict) and item.get("name") == name), None)
+    _find = staticmethod(find_named)
 
     def get(self, text: str, path: Sequence[str]) -> Any:
         doc = self._toml._parse(text)
@@ -98,14 +96,7 @@ class NamedListTomlEditor:
 
     def present(self, text: str, keys: Sequence[str]) -> int:
         doc = self._toml._parse(text)
-        node: Any = doc
-        for count, key in enumerate(keys):
-            if isinstance(node, list):
-                return count + 1 if self._find(node, key) is not None else count
-            if not isinstance(node, dict) or key not in node:
-                return count
-            node = node[key]
-        return len(keys)
+        return named_present(doc, keys)
 
     def remove(
         self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False

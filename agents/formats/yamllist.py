@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ssebench.agents.formats.base import FormatError, depth_guarded
+from ssebench.agents.formats.base import FormatError, depth_guarded, find_named, named_present
 from ssebench.agents.formats.yaml import YamlEditor, _plain
 
 _DASH = re.compile(r"^( *)- +\S")
@@ -58,12 +58,7 @@ class NamedListYamlEditor:
             node = value
         return node
 
-    @staticmethod
-    def _find(items: list[Any], name: str) -> int | None:
-        for index, item in enumerate(items):
-            if isinstance(item, dict) and item.get("name") == name:
-                return index
-        return None
+    _find = staticmethod(find_named)
 
     def get(self, text: str, path: Sequence[str]) -> Any:
         _, data = self._yaml._load(text)
@@ -104,14 +99,7 @@ class NamedListYamlEditor:
 
     def present(self, text: str, keys: Sequence[str]) -> int:
         _, data = self._yaml._load(text)
-        node: Any = data or {}
-        for count, key in enumerate(keys):
-            if isinstance(node, list):
-                return count + 1 if self._find(node, key) is not None else count
-            if not isinstance(node, dict) or key not in node:
-                return count
-            node = node[key]
-        return len(keys)
+        return named_present(data or {}, keys)
 
     def remove(
         self, text: str, path: Sequence[str], *, prune: int | None = None, keep_empty: bool = False

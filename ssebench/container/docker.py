@@ -323,13 +323,8 @@ def _load_task(task: Any) -> Any:
 
     if isinstance(task, Task):
         return task
-    path = Path(task)
-    if path.is_dir():
-        if not (path / "task.toml").is_file():
-            raise DockerRunError(f"{path}: no task.toml in this folder")
-        path = path / "task.toml"
     try:
-        return load_task(path)
+        return load_task(task)
     except TaskError as error:
         raise DockerRunError(str(error)) from None
 

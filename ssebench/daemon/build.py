@@ -45,7 +45,7 @@ class BuildEngine:
         self._graph: buildgraph.Graph | None = None
         self.last_build = ""  # "incremental" or "clean: <why>" (benchmarks, tests)
         self.build_counts: collections.Counter[str] = collections.Counter()
-        self.last_record: tracefile.Record | None = None  # the last build's (tests, benchmarks)
+        self.last_record: tracefile.TraceRecord | None = None  # the last build's (tests, benchmarks)
 
     @property
     def tree_path(self) -> Path:
@@ -71,7 +71,7 @@ class BuildEngine:
             incremental, changed = await self._to_mirror(snapshot)
             before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
             self._mirror_in()
-            records: list[tracefile.Record] = []
+            records: list[tracefile.TraceRecord] = []
             async for event in self._traced(run, result, records):
                 yield event
             retry = None
@@ -104,7 +104,7 @@ class BuildEngine:
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
 
     async def _rebuild(
-        self, run: CallRun, result: CheckRun, records: list[tracefile.Record], snapshot: Snapshot, *, traced: bool
+        self, run: CallRun, result: CheckRun, records: list[tracefile.TraceRecord], snapshot: Snapshot, *, traced: bool
     ) -> AsyncIterator[CheckHeartbeat]:
         """The build once more, clean: a fresh mirror; its log is the log, nothing added
         (the task format defines a check's log as its output; the agent is not told
@@ -194,7 +194,7 @@ class BuildEngine:
         self,
         run: CallRun,
         result: CheckRun,
-        records: list[tracefile.Record],
+        records: list[tracefile.TraceRecord],
         *,
         append: bool = False,
         traced: bool = True,
@@ -205,7 +205,7 @@ class BuildEngine:
         if strace is None or not traced:
             async for event in self.executor.run_check(run, result, command, self.tree_path, append=append):
                 yield event
-            records.append(tracefile.Record(complete=False, problem="not traced"))
+            records.append(tracefile.TraceRecord(complete=False, problem="not traced"))
             return
         trace = run.dir / "build.trace"
         fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -232,7 +232,7 @@ class BuildEngine:
                 os.unlink(trace)
 
     async def _verify(
-        self, record: tracefile.Record, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
+        self, record: tracefile.TraceRecord, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
     ) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
         assert self._graph is not None
@@ -244,7 +244,7 @@ class BuildEngine:
 
         return await asyncio.to_thread(go)
 
-    def _remember(self, incremental: bool, result: CheckRun, record: tracefile.Record) -> None:
+    def _remember(self, incremental: bool, result: CheckRun, record: tracefile.TraceRecord) -> None:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
         updates it; a failed or untraced build leaves none (the next build is clean)."""
         self.build_counts[self.last_build.split(":")[0]] += 1

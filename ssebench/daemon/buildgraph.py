@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ssebench.daemon import safefs
-from ssebench.daemon.traceparse import Record, Step
+from ssebench.daemon.traceparse import Step, TraceRecord
 from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
 
 # Files that describe the build itself: a change to one can change every step's command.
@@ -104,10 +104,10 @@ class Graph:
     steps: dict[str, Step] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, record: Record) -> Graph:
+    def of(cls, record: TraceRecord) -> Graph:
         return cls(dict(record.steps))
 
-    def update(self, record: Record) -> None:
+    def update(self, record: TraceRecord) -> None:
         self.steps.update(record.steps)
 
 
@@ -242,7 +242,9 @@ def written(before: Scan, after: Scan) -> set[str]:
     return out
 
 
-def verify(graph: Graph, record: Record, changed: set[str], wrote: set[str], new: Manifest, mirror: Path) -> str | None:
+def verify(
+    graph: Graph, record: TraceRecord, changed: set[str], wrote: set[str], new: Manifest, mirror: Path
+) -> str | None:
     """After a successful incremental build: why it may differ from a clean one, or None."""
     if not record.complete:
         return record.problem or "the trace is incomplete"

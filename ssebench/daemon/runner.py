@@ -116,7 +116,7 @@ class Runner:
         return self.builder.build_counts
 
     @property
-    def last_record(self) -> tracefile.Record | None:
+    def last_record(self) -> tracefile.TraceRecord | None:
         """The last build's trace record (tests, benchmarks)."""
         return self.builder.last_record
 

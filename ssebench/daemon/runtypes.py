@@ -1,6 +1,6 @@
 """What the daemon's parts share: the context each is handed, the records of one call's
 run, and the run's one error. Kept apart so that no part imports another's class for
-them (runner.py wires the parts; see docs/ARCHITECTURE.md, "The SDK daemon")."""
+them (runner.py wires the parts; see docs/daemon.md)."""
 
 from __future__ import annotations
 

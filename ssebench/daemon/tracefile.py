@@ -3,7 +3,7 @@
 Why apart from :mod:`ssebench.daemon.buildgraph`: what strace runs and how its trace
 reaches the daemon (never the build) is kept in one place. The trace is parsed by
 :mod:`ssebench.daemon.traceparse` (re-exported here: ``tracefile.parse_trace``,
-``tracefile.Record``); the graph and its rules (plan, verify) live in buildgraph.py.
+``tracefile.TraceRecord``); the graph and its rules (plan, verify) live in buildgraph.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from ssebench.daemon.traceparse import Record, Step, TraceParser, normalise_key, parse_trace
+from ssebench.daemon.traceparse import Step, TraceParser, TraceRecord, normalise_key, parse_trace
 
 # The syscalls the record needs: process tree, programs, opened files, working folders.
 SYSCALLS = "execve,execveat,open,openat,openat2,creat,clone,clone3,fork,vfork,chdir,fchdir"
@@ -136,4 +136,4 @@ def _version(strace: str) -> str:
     return "?"
 
 
-__all__ = ["Record", "Step", "TraceParser", "command", "find_strace", "normalise_key", "parse_trace", "probe"]
+__all__ = ["TraceRecord", "Step", "TraceParser", "command", "find_strace", "normalise_key", "parse_trace", "probe"]

@@ -1,5 +1,5 @@
 """The trace of a build, parsed: which process ran which program where, and which tree
-files it read and wrote (the :class:`Record` buildgraph.py's rules use).
+files it read and wrote (the :class:`TraceRecord` buildgraph.py's rules use).
 
 Why apart from how a build is traced (:mod:`ssebench.daemon.tracefile`): the trace is
 text the build itself influences (file names, argv), so its reading is kept in one
@@ -71,7 +71,7 @@ class _Proc:
 
 
 @dataclass
-class Record:
+class TraceRecord:
     """The parsed trace of one build: its steps by key; ``complete`` False on any doubt."""
 
     steps: dict[str, Step] = field(default_factory=dict)
@@ -80,12 +80,12 @@ class Record:
 
 
 class TraceParser:
-    """Feeds on strace's lines one at a time; :meth:`finish` gives the :class:`Record`."""
+    """Feeds on strace's lines one at a time; :meth:`finish` gives the :class:`TraceRecord`."""
 
     def __init__(self, tree: str, cwd: str) -> None:
         self.tree = tree.rstrip("/")
         self.cwd = cwd
-        self.record = Record()
+        self.record = TraceRecord()
         self._procs: dict[int, _Proc] = {}
         self._pending: dict[int, str] = {}  # pid -> the start of an unfinished call
         self._last: int | None = None  # the pid of the line before, if it was unfinished
@@ -274,7 +274,7 @@ class TraceParser:
         if writes:
             proc.step.writes.add(rel)
 
-    def finish(self) -> Record:
+    def finish(self) -> TraceRecord:
         """The record; incomplete if a process did anything before a fork that never
         returned (its folder and parent are unknown, so would its step's key be)."""
         if any(not body.startswith("+++") for events in self._held.values() for _, body in events):
@@ -288,7 +288,7 @@ def normalise_key(argv: list[str], cwd: str) -> str:
     return "\0".join([cwd, *words])
 
 
-def parse_trace(path: Path, tree: str, cwd: str, *, limit: int = 8 << 30) -> Record:
+def parse_trace(path: Path, tree: str, cwd: str, *, limit: int = 8 << 30) -> TraceRecord:
     """Parse a trace file streaming (line by line; an over-long line fails the record)."""
     parser = TraceParser(tree, cwd)
     try:
@@ -307,4 +307,4 @@ def parse_trace(path: Path, tree: str, cwd: str, *, limit: int = 8 << 30) -> Rec
     return parser.finish()
 
 
-__all__ = ["Record", "Step", "TraceParser", "normalise_key", "parse_trace"]
+__all__ = ["TraceRecord", "Step", "TraceParser", "normalise_key", "parse_trace"]

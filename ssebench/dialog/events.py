@@ -109,3 +109,16 @@ def text_of(content: Any) -> str:
                     parts.append(f"[{block.get('type', 'content')}]")
         return "\n".join(parts)
     return str(content)
+
+
+def arguments_of(raw: Any) -> Any:
+    """A tool call's arguments as a stream gives them: OpenAI-style streams carry a JSON text,
+    decoded when it is valid (kept as the text when not: the dialog shows what was sent)."""
+    if isinstance(raw, str):
+        import json
+
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw
+    return raw if raw is not None else {}

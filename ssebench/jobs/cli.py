@@ -19,7 +19,7 @@ from ssebench.jobs.execute import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from ssebench.jobs.jobfile import Job
-    from ssebench.jobs.preflight import Verdict
+    from ssebench.jobs.preflight import Preflight
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,7 +97,7 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _preflight(job: Job, backend: str, args: argparse.Namespace) -> Verdict | None:
+def _preflight(job: Job, backend: str, args: argparse.Namespace) -> Preflight | None:
     """The verdict when the job may start; None (every problem printed) when not."""
     from ssebench.jobs.preflight import check
     from ssebench.preflight import render

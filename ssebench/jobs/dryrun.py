@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from ssebench.jobs import matrix
 from ssebench.jobs.jobfile import Job
-from ssebench.jobs.preflight import Verdict
+from ssebench.jobs.preflight import Preflight
 from ssebench.plural import count
 
 
-def render(job: Job, backend: str, concurrency: int | None, verdict: Verdict) -> str:
+def render(job: Job, backend: str, concurrency: int | None, verdict: Preflight) -> str:
     runs = matrix.expand(job)
     head = ("task", "agent", "model", "level", "attempt")
     rows = [(r.task_id, r.agent.name, r.agent.model or "-", str(r.level), str(r.attempt)) for r in runs]

@@ -24,14 +24,14 @@ if TYPE_CHECKING:
     from ssebench.jobs.backend import Backend
     from ssebench.jobs.jobfile import Job
     from ssebench.jobs.outcome import Ending
-    from ssebench.jobs.preflight import Verdict
+    from ssebench.jobs.preflight import Preflight
     from ssebench.jobs.scratch import Scratch
     from ssebench.jobs.state import JobState
 
 EXIT_OK, EXIT_INFRA, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def execute(job: Job, state: JobState, verdict: Verdict, args: argparse.Namespace) -> int:
+def execute(job: Job, state: JobState, verdict: Preflight, args: argparse.Namespace) -> int:
     """Run what is to do in STATE's folder on the preflight's backend; the exit status."""
     from ssebench.jobs import folder as jobfolder
     from ssebench.jobs.outcome import NO_VERDICT

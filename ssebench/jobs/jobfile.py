@@ -27,6 +27,11 @@ _TOP_KEYS = {"tasks", "levels", "attempts", "concurrency", "backend", "agents", 
 _AGENT_KEYS = {"name", "command", "model", "env", "timeout"}
 
 
+class UnknownAgent(ValueError):
+    """An agent name that is neither bundled nor given a command: the preflight lists it
+    beside every other problem rather than stopping at it."""
+
+
 class JobFileError(ValueError):
     """One line: the file, the key, the problem."""
 
@@ -131,7 +136,7 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
     if "tasks" not in data:
         raise r.fail("tasks", "missing (required)")
     tasks, broken = _tasks(r, r.strings(data["tasks"], "tasks"), base)
-    agents = _agents(r, data.get("agents"))
+    agents, unknown = _agents(r, data.get("agents"))
     levels = _levels(r, data.get("levels", list(DEFAULT_LEVELS)))
     backend = data.get("backend")
     from ssebench.jobs.backends import BACKENDS
@@ -150,7 +155,7 @@ def parse(data: dict[str, Any], r: _JobReader, *, base: Path) -> Job:
         max_tries=max_tries,
         timeouts=_timeouts(r, data.get("timeouts", {})),
         base=base,
-        broken=broken,
+        broken=broken + unknown,
     )
 
 
@@ -166,11 +171,16 @@ def _tasks(r: _JobReader, entries: list[str], base: Path) -> tuple[tuple[Path, .
     broken: list[tuple[str, str]] = []
     for i, entry in enumerate(entries):
         key = f"tasks[{i}]"
-        for file in _task_files(r, key, entry, base):
+        try:
+            files = _task_files(r, key, entry, base)
+        except JobFileError as missing:  # listed with every other problem by the preflight
+            broken.append(("task", str(missing)))
+            continue
+        for file in files:
             try:
                 task = load_task(file)
             except TaskError as error:
-                broken.append((key, str(error)))
+                broken.append(("task", str(error)))
                 continue
             if task.id in ids and ids[task.id] != task.file:
                 raise r.fail(key, f"task id '{task.id}' is also the id of {ids[task.id]}")
@@ -193,7 +203,7 @@ def _task_files(r: _JobReader, key: str, entry: str, base: Path) -> list[Path]:
     return files
 
 
-def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:
+def _agents(r: _JobReader, tables: object) -> tuple[tuple[AgentSpec, ...], tuple[tuple[str, str], ...]]:
     from ssebench.agents.registry import names
 
     if tables is None:
@@ -201,12 +211,17 @@ def _agents(r: _JobReader, tables: object) -> tuple[AgentSpec, ...]:
     if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
         raise r.fail("agents", "must be one or more [[agents]] tables")
     agents: list[AgentSpec] = []
+    unknown: list[tuple[str, str]] = []
     for i, table in enumerate(tables):
-        agent = _agent(r, table, f"agents[{i}]", names())
+        try:
+            agent = _agent(r, table, f"agents[{i}]", names())
+        except UnknownAgent as error:
+            unknown.append((f"agent {table['name']}", str(r.fail(f"agents[{i}].name", str(error)))))
+            continue
         if any(a.name == agent.name for a in agents):
             raise r.fail(f"agents[{i}].name", f"'{agent.name}' is already the name of another agent")
         agents.append(agent)
-    return tuple(agents)
+    return tuple(agents), tuple(unknown)
 
 
 def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, ...]) -> AgentSpec:
@@ -222,7 +237,11 @@ def _agent(r: _JobReader, table: dict[str, Any], key: str, bundled: tuple[str, .
         if not command or not command[0]:
             raise r.fail(f"{key}.command", "must not be empty")
     elif name not in bundled:
-        raise r.fail(f"{key}.name", f"unknown agent '{name}' (bundled: {', '.join(bundled)}; or give a command)")
+        from ssebench.choices import maybe_meant
+
+        raise UnknownAgent(
+            f"unknown agent '{name}'{maybe_meant(name, bundled)} (bundled: {', '.join(bundled)}; or give a command)"
+        )
     model = table.get("model")
     if model is not None and not isinstance(model, str):
         raise r.fail(f"{key}.model", f"must be a string, got {_kind(model)}")

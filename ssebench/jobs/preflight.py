@@ -33,7 +33,7 @@ POD_ENV = "; on kubernetes, in the agent's env in the job file (a Pod gets no ot
 
 
 @dataclass
-class Verdict:
+class Preflight:
     """What the preflight found, and what the job needs from it when nothing was found."""
 
     problems: list[Problem] = field(default_factory=list)
@@ -50,9 +50,9 @@ def agent_env(agent: AgentSpec, backend: str, environ: Mapping[str, str] | None 
     return env
 
 
-def check(job: Job, backend_name: str, args: argparse.Namespace) -> Verdict:
+def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
     """Every problem of JOB on BACKEND_NAME (tasks, agents, lock, backend), and the backend."""
-    verdict = Verdict([Problem("task", text) for _, text in job.broken])
+    verdict = Preflight([Problem(subject, text) for subject, text in job.broken])
     local = backend_name == "local"
     for agent in job.agents:
         env = agent_env(agent, backend_name)
@@ -82,7 +82,7 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Verdict:
     return verdict
 
 
-def _lock(job: Job, args: argparse.Namespace, verdict: Verdict) -> list[Problem]:
+def _lock(job: Job, args: argparse.Namespace, verdict: Preflight) -> list[Problem]:
     """The tasks whose files differ from the ssebench.lock beside them (unless --ignore-lock)."""
     from ssebench.dataset.lock import preflight
     from ssebench.dataset.lockfile import DatasetError

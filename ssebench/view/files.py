@@ -7,13 +7,16 @@ descriptor, so a symlink swapped in after the check is not followed either.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 
 CHUNK = 64 << 10
+SMALL_LIMIT = 64 << 20  # a record or job.json larger than this is not one we wrote
 #: the files of a run folder an exported site may hold (``ssebench view --export``): the
 #: record, the dialog, the logs, the call texts; never the agent's HOME (its keys and
 #: configuration), install.log (what was written there), the tree, a dot-file, or a job's
@@ -112,3 +115,43 @@ def listing(root: Path, rel: str, only_exportable: bool = False) -> list[FileEnt
         if not only_exportable or exportable(found.rel, found.folder):
             entries.append(found)
     return sorted(entries, key=lambda e: (not e.folder, e.name))
+
+
+def read_small(path: Path, limit: int = SMALL_LIMIT) -> bytes | None:
+    """The bytes of a regular file, opened without following a symlink; None when absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path.name} is larger than {limit >> 20} MiB")
+    return data
+
+
+def open_nofollow(path: Path) -> BinaryIO:
+    """PATH opened for reading, never through a symlink (OSError for one), regular files only."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path.name} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def read_json(path: Path, problems: list[str]) -> Any:
+    """The JSON in PATH (job.json), or None with a named problem (missing files are no problem)."""
+    try:
+        data = read_small(path)
+    except OSError as exc:
+        problems.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
+        return None
+    if data is None:
+        return None
+    try:
+        return json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        problems.append(f"{path.name}: not valid JSON ({exc}); half-written?")
+        return None

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.view.runs import JOB, read_json
+from ssebench.view.files import read_json
+
+JOB = "job.json"  # the jobs layer's scheduling file: its presence makes a folder a job
 
 
 @dataclass(frozen=True)

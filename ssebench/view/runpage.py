@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ssebench.runrecord import CallRecord, RunResult
 from ssebench.view import dialog
-from ssebench.view.runs import DIALOG, open_nofollow
+from ssebench.view.files import open_nofollow
+from ssebench.view.runs import DIALOG
 
 #: the agent's output files a run page shows the end of
 OUTPUTS = ("agent-stdout.log", "agent-stderr.log")

@@ -11,24 +11,21 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from ssebench import runrecord
 from ssebench.runrecord import CallRecord, RecordError, RunResult
+from ssebench.view.files import open_nofollow
 
 if TYPE_CHECKING:
     from ssebench.view.jobs import JobFolder
 
 RESULTS = runrecord.RESULTS_FILE
 DIALOG = "dialog.jsonl"
-JOB = "job.json"
 #: the files whose size and mtime decide whether a run is read again
 WATCHED = (RESULTS, DIALOG)
-#: a job.json larger than this is not read
-SMALL_LIMIT = 64 << 20
 #: what the list shows for a run without a readable record
 PENDING, RUNNING, NO_RECORD, UNREADABLE = "pending", "running", "no record", "unreadable"
 
@@ -74,46 +71,6 @@ class RunRow:
         calls = [CallRecord.model_validate(c) for c in data.pop("calls", [])]
         checks = [(str(a), str(b)) for a, b in data.pop("checks", [])]
         return cls(**data, calls=calls, checks=checks)
-
-
-def read_small(path: Path, limit: int = SMALL_LIMIT) -> bytes | None:
-    """The bytes of a regular file, opened without following a symlink; None when absent."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    with os.fdopen(fd, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        data = stream.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{path.name} is larger than {limit >> 20} MiB")
-    return data
-
-
-def open_nofollow(path: Path) -> BinaryIO:
-    """PATH opened for reading, never through a symlink (OSError for one), regular files only."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(f"{path.name} is not a regular file")
-    return os.fdopen(fd, "rb")
-
-
-def read_json(path: Path, problems: list[str]) -> Any:
-    """The JSON in PATH (job.json), or None with a named problem (missing files are no problem)."""
-    try:
-        data = read_small(path)
-    except OSError as exc:
-        problems.append(f"{path.name}: cannot be read ({exc.strerror or exc})")
-        return None
-    if data is None:
-        return None
-    try:
-        return json.loads(data.decode("utf-8", errors="replace"))
-    except ValueError as exc:
-        problems.append(f"{path.name}: not valid JSON ({exc}); half-written?")
-        return None
 
 
 def read_record(folder: Path, problems: list[str]) -> RunResult | None:
