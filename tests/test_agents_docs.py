@@ -30,3 +30,21 @@ def test_every_bundled_agent_has_a_pin_row() -> None:
     table = text[text.index("### The pinned versions (one table)") : text.index("### Left out, and why (issue 32)")]
     rows = [line.split(" | ")[0].strip("| ") for line in table.splitlines() if line.startswith("| ")][1:]
     assert [row for row in rows if row in names()] == list(names())
+
+
+def test_every_client_has_its_mcp_modes_row() -> None:
+    """docs/mcp.md says, per client, what of sync / progress / resume / tasks it uses and which
+    timeout matters (issue 35); the bundled CLIs' rows are measured by
+    tests/e2e/test_cli_mcp_modes.py, which reads the same table."""
+    text = (DOC.parent / "mcp.md").read_text(encoding="utf-8")
+    start, end = "<!-- client-modes:start -->", "<!-- client-modes:end -->"
+    body = text[text.index(start) + len(start) : text.index(end)]
+    rows = [[c.strip() for c in line.strip("|").split(" | ")] for line in body.splitlines() if line.startswith("| ")]
+    assert rows[0] == ["AGENT", "revision", "progress", "resume", "tasks", "timeout that matters", "source"]
+    named = [name for row in rows[1:] for name in re.findall(r"`([a-z0-9-]+)`", row[0])]
+    assert sorted(named) == sorted(CLIENTS)  # each once
+    for row in rows[1:]:
+        assert len(row) == 7 and row[5] and row[6], row
+        if row[0].count("`") == 2 and row[0].strip("`") in names():  # a bundled CLI: measured
+            assert row[6].startswith("measured (`tests/e2e/test_cli_mcp_modes.py`"), row
+            assert row[2] in ("yes", "no") and row[3] in ("yes", "no", "—") and row[4] in ("yes", "no"), row

@@ -1,21 +1,27 @@
 """Resumable 2025-11-25 streams over real HTTP: the priming event and ``retry`` field, a
-client that reconnects with ``Last-Event-ID`` gets what it missed and the answer, a
-dropped stream's check goes on for the resume grace and stops after it, and on
-2026-07-28 (no resumption there) a dropped client stops the check at once."""
+client that reconnects with ``Last-Event-ID`` gets what it missed and the answer (by hand,
+and by the MCP SDK's own client through a connection that really drops), a dropped
+stream's check goes on for the resume grace and stops after it, and on 2026-07-28 (no
+resumption there) a dropped client stops the check at once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
+import mcp
 import pytest
 from test_report import SPEC_LEVEL_2
 from test_server import gone, slow_build
 from test_server_support import SLOW_BUILD, Served, call_sync, serve_task, set_markers
+
+from tests.helpers.cutproxy import CutProxy
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -90,6 +96,37 @@ def test_a_dropped_stream_is_resumed_with_what_it_missed_and_the_answer(clean: S
     assert counters == sorted(counters) and counters[0] == json.loads(seen[2]["data"])["params"]["progress"] + 1
     answer = messages[-1]
     assert answer["id"] == 7 and answer["result"]["content"][0]["text"] == SPEC_LEVEL_2
+
+
+def test_the_sdk_client_resumes_a_dropped_stream_by_itself(clean: Served) -> None:
+    """The MCP SDK's client (2025-11-25) loses its call's stream mid-call, reconnects with
+    ``Last-Event-ID`` after the server's ``retry``, and gets the rest and the answer."""
+    set_markers(clean.tree, **{SLOW_BUILD: "2"})
+    server = urlsplit(clean.stack.url)
+    progress: list[str | None] = []
+    counters: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+        counters.append(value)
+
+    async def scenario() -> tuple[str, CutProxy]:
+        async with CutProxy(server.port or 80, b"notifications/progress") as proxy:
+            url = f"http://127.0.0.1:{proxy.port}{server.path}"
+            async with mcp.Client(url, mode="legacy") as client:
+                assert client.session.protocol_version == "2025-11-25"
+                result = await client.call_tool("test_patch", {}, progress_callback=on_progress)
+            return result.content[0].text, proxy  # type: ignore[union-attr]
+
+    text, proxy = asyncio.run(scenario())
+    assert text == SPEC_LEVEL_2
+    assert proxy.cut.is_set()  # the stream really dropped mid-call
+    resumed = [event_id for method, event_id in proxy.requests if method == "GET" and event_id]
+    assert len(resumed) == 1, proxy.requests
+    assert progress[0] in ("build: started", "build: running, 0s")  # before the drop
+    assert "build: passed" in progress and "functional tests: passed" in progress  # after it
+    # each progress once, in order, none missed across the drop
+    assert counters == [counters[0] + i for i in range(len(counters))]
 
 
 def test_another_session_cannot_resume_a_stream(clean: Served) -> None:

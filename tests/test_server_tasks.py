@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import httpx
+import mcp
 import pytest
 from mcp.shared.exceptions import MCPError
 from test_report import SPEC_LEVEL_2
@@ -204,3 +205,20 @@ def _initialize(http: httpx.Client, url: str) -> str:
 
 
 _HEADERS_2025: dict[str, str] = {}
+
+
+def test_server_discover_answers_on_2026_07_28(clean: Served) -> None:
+    """FastMCP 4.2 serves ``server/discover``: the SDK client's default mode probes it first."""
+
+    async def scenario() -> dict[str, object]:
+        async with mcp.Client(clean.stack.url) as client:  # mode "auto": server/discover, then adopt
+            found = await client.session.discover()  # the probe's answer, kept by the session
+            assert client.protocol_version == "2026-07-28"
+            return found.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    found = asyncio.run(scenario())
+    assert found["supportedVersions"] == ["2026-07-28"] and found["resultType"] == "complete"
+    assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "ssebench"  # type: ignore[index]
+    capabilities = found["capabilities"]
+    assert capabilities["tools"] == {"listChanged": False}  # type: ignore[index]
+    assert TASKS in capabilities["extensions"]  # type: ignore[index]

@@ -45,6 +45,8 @@ CLIENT_PINS = REPO / "configs" / "client-clis"  # the read-back-only clients (te
 CLIENT_BINS = ("copilot", "mcporter", "mcp-remote")
 CONFORMANCE_PINS = REPO / "configs" / "conformance"  # the MCP conformance suite (test_conformance)
 CONFORMANCE_BINS = ("conformance", "node")
+#: FastMCP's client with its tasks extension (fastmcp-tasks), a venv of its own (test_mcp_clients)
+TASKS_CLIENT_PINS = REPO / "configs" / "mcp-clients" / "fastmcp-tasks" / "pins.json"
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 CLIS = names()  # every bundled agent: each is installed from the pin file and driven for real
 #: the npm pin folders of the agents that have their own (the Node 22 agents, with that Node) -> their programs
@@ -190,6 +192,13 @@ def install_pypi_clis(report: Callable[[str], None] = print) -> None:
 
     for pins, binary in PYPI_PINS.items():
         install_pypi(_cache_root(), pins, binary, report)
+
+
+def install_tasks_client(report: Callable[[str], None] = print) -> Path:
+    """The Python of the fastmcp-tasks client's locked venv (tests/e2e/fastmcp_tasks_client.py)."""
+    from tests.e2e.pypi_install import install_pypi
+
+    return install_pypi(_cache_root(), TASKS_CLIENT_PINS, "fastmcp", report).parent / "venv" / "bin" / "python"
 
 
 def install_clis(
@@ -431,11 +440,13 @@ def run_agent(
     install_args: tuple[str, ...] = (),
     server_args: tuple[str, ...] = (),
     after_install: Callable[[Path], None] | None = None,
+    mcp_url: Callable[[str], str] | None = None,
 ) -> AgentRun:
     """One run of ``cli`` on a copy of the task at ``difficulty``, the way ssebench runs it.
 
     ``extra_env`` goes to the daemon, the server and the CLI; ``after_install(home)`` may
-    change what ``agents install`` wrote (to take one of its settings out of the picture)."""
+    change what ``agents install`` wrote (to take one of its settings out of the picture);
+    ``mcp_url(server_url)``, the URL the CLI is given instead (a proxy in front of the server)."""
     from ssebench.server.stack import running_stack
 
     task = copy_task(task_file, workdir / "task", fix=fix)
@@ -455,8 +466,9 @@ def run_agent(
             env={**env, **(extra_env or {})},
             server_args=server_args,
         ) as stack:
+            url = stack.url if mcp_url is None else mcp_url(stack.url)
             install = subprocess.run(
-                [SSEBENCH, "agents", "install", cli, "--url", stack.url, *install_args],
+                [SSEBENCH, "agents", "install", cli, "--url", url, *install_args],
                 env=env,
                 cwd=home,
                 stdin=subprocess.DEVNULL,
@@ -468,7 +480,7 @@ def run_agent(
             if after_install is not None:
                 after_install(home)
             proc, seconds, model = run_recipe(
-                cli, mcp_url=stack.url, home=home, env=env, cwd=tree, timeout=cli_timeout, extra_env=extra_env
+                cli, mcp_url=url, home=home, env=env, cwd=tree, timeout=cli_timeout, extra_env=extra_env
             )
         # after the stack stopped (the server flushed and closed its output), before the
         # stack folder goes

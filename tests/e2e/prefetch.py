@@ -20,6 +20,7 @@ from tests.e2e.conftest import (
     install_clis,
     install_gateway,
     install_pypi_clis,
+    install_tasks_client,
 )
 
 
@@ -33,6 +34,7 @@ def main() -> int:
         install_gateway()  # the jobs' model gateway (LiteLLM's proxy), in a venv of its own
         install_clis(pins=CLIENT_PINS, bins=CLIENT_BINS)
         install_clis(pins=CONFORMANCE_PINS, bins=CONFORMANCE_BINS)
+        install_tasks_client()  # FastMCP's tasks client (test_mcp_clients)
     except Exception as exc:  # the fixtures install again and fail the tests with it
         print(f"prefetch: {exc}", file=sys.stderr)
         return 1
