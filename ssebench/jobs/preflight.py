@@ -116,7 +116,7 @@ def _local_cluster() -> list[Problem]:
     """Without --registry the images go into ssebench's own local cluster: it must be up."""
     import subprocess
 
-    from ssebench.jobs.backends.kube_setup import cluster_env
+    from ssebench.jobs.backends.kube_images import cluster_env
     from ssebench.resources import script
 
     cluster = script("kube-cluster.sh")

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ssebench import settings
 from ssebench.container.engine import DockerEngine, DockerRunError
 from ssebench.container.sidecar import UNPRIVILEGED_ID
 from ssebench.jobs.backends.kube_manifests import DATA_DIR
@@ -114,7 +115,6 @@ class LocalCluster:
         self.script = script
 
     def _run(self, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        from ssebench.jobs.backends.kube_setup import cluster_env
 
         return subprocess.run(
             [str(self.script), *argv], capture_output=True, text=True, check=False, env=cluster_env(), timeout=timeout
@@ -161,3 +161,26 @@ def _children(text: str) -> list[str]:
 def ctr_loader(script: Path) -> LocalCluster:
     """The local cluster of scripts/kube-cluster.sh (its ``import`` and ``ctr``)."""
     return LocalCluster(script)
+
+
+#: the local test cluster's settings (ssebench/settings.py): its scripts read them, so
+#: ``jobs run`` hands them on as it read them, and the import lands in the cluster they started
+CLUSTER_VARIABLES = (
+    "SSEBENCH_KUBE_DIR",
+    "SSEBENCH_KUBE_API_PORT",
+    "SSEBENCH_KUBE_START_TIMEOUT",
+    "SSEBENCH_KUBE_CACHE",
+)
+
+
+def cluster_env() -> dict[str, str]:
+    """The environment of scripts/kube-cluster.sh (status, import): this one, with the
+    cluster's settings as ssebench/settings.py reads them."""
+    import os
+
+    env = dict(os.environ)
+    for name in CLUSTER_VARIABLES:
+        value = settings.raw(name)
+        if value is not None and value.strip():
+            env[name] = value.strip()
+    return env

@@ -94,29 +94,6 @@ class ImageCache:
         return self.published[data], self.published[agent_image]
 
 
-#: the local test cluster's settings (ssebench/settings.py): its scripts read them, so
-#: ``jobs run`` hands them on as it read them, and the import lands in the cluster started
-CLUSTER_VARIABLES = (
-    "SSEBENCH_KUBE_DIR",
-    "SSEBENCH_KUBE_API_PORT",
-    "SSEBENCH_KUBE_START_TIMEOUT",
-    "SSEBENCH_KUBE_CACHE",
-)
-
-
-def cluster_env() -> dict[str, str]:
-    """The environment of scripts/kube-cluster.sh (status, import): this one, with the
-    cluster's settings as ssebench/settings.py reads them."""
-    import os
-
-    env = dict(os.environ)
-    for name in CLUSTER_VARIABLES:
-        value = settings.raw(name)
-        if value is not None and value.strip():
-            env[name] = value.strip()
-    return env
-
-
 def from_arguments(args: argparse.Namespace) -> KubernetesBackend:
     """The backend of ``--backend kubernetes``, from the parsed flags; RuntimeError (one
     line) when the client is not installed or the cluster cannot be reached."""
