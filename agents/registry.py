@@ -23,6 +23,7 @@ from ssebench.agents import (
     kilo,
     kimi_code,
     mastracode,
+    mistral_vibe,
     nanocoder,
     opencode,
     pi,
@@ -49,6 +50,7 @@ _BUNDLED: tuple[Agent, ...] = (
     gptme.AGENT,
     mastracode.AGENT,
     droid.AGENT,
+    mistral_vibe.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

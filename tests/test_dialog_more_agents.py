@@ -1,5 +1,5 @@
 """The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
-Factory Droid), read from
+Factory Droid, Mistral Vibe), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -149,3 +149,39 @@ def test_droid_error_event_fails_the_run() -> None:
     ]
     events = without_duration(convert("droid", [json.dumps(e) for e in lines], exit_code=1))
     assert events[-1]["status"] == "error" and events[-1]["error"] == "Exec failed"
+
+
+def test_mistral_vibe_stream() -> None:
+    """Vibe's streaming entries: the user's turn (the pipeline writes its own prompt line), the
+    tool as one effect entry with its input and the MCP result's text, the answer."""
+    events = without_duration(convert("mistral-vibe", fixture("mistral-vibe")))
+    init = {"type": "init", "agent": "mistral-vibe", "session": "30320e5c-f862-e262-3577-c3509d9ea9b6"}
+    assert events[:4] == [
+        init,
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": "call_0001", "name": "ssebench_test_patch", "status": "running", "input": {}},
+        {"type": "tool", "id": "call_0001", "name": "ssebench_test_patch", "status": "success", "output": RESULT},
+    ]
+    assert events[4:] == [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": {"input": 0, "output": 0, "cached": 0},
+         "exit_code": 0},
+    ]  # fmt: skip
+
+
+def test_mistral_vibe_failed_tool_and_thinking() -> None:
+    lines = [
+        {"type": "message", "role": "assistant", "sessionId": "s", "content": [{"type": "thinking", "thinking": "hm"}]},
+        {
+            "type": "effect",
+            "id": "c1",
+            "detail": {"kind": "tool", "toolName": "bash", "input": {"command": "false"}},
+            "state": {"status": "failed", "outputText": "exit 1", "display": {"success": False}},
+        },
+    ]
+    events = without_duration(convert("mistral-vibe", [json.dumps(e) for e in lines], exit_code=0))
+    assert events[2] == {"type": "thinking", "text": "hm"}
+    assert events[3:5] == [
+        {"type": "tool", "id": "c1", "name": "bash", "status": "running", "input": {"command": "false"}},
+        {"type": "tool", "id": "c1", "name": "bash", "status": "error", "output": "exit 1"},
+    ]
