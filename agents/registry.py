@@ -17,6 +17,7 @@ from ssebench.agents import (
     continue_cli,
     copilot,
     droid,
+    fast_agent,
     gemini,
     gptme,
     hermes,
@@ -51,6 +52,7 @@ _BUNDLED: tuple[Agent, ...] = (
     mastracode.AGENT,
     droid.AGENT,
     mistral_vibe.AGENT,
+    fast_agent.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

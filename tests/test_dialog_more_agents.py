@@ -1,5 +1,5 @@
 """The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
-Factory Droid, Mistral Vibe), read from
+Factory Droid, Mistral Vibe, fast-agent), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -185,3 +185,39 @@ def test_mistral_vibe_failed_tool_and_thinking() -> None:
         {"type": "tool", "id": "c1", "name": "bash", "status": "running", "input": {"command": "false"}},
         {"type": "tool", "id": "c1", "name": "bash", "status": "error", "output": "exit 1"},
     ]
+
+
+def test_fast_agent_history() -> None:
+    """fast-agent's saved history, one pretty-printed document: the call, its result, the answer
+    and the token counts of its two requests."""
+    events = without_duration(convert("fast-agent", fixture("fast-agent")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    assert events[0] == {"type": "init", "agent": "fast-agent"}
+    assert events[1:] == _dialog(events[0], "call_0001", "ssebench__test_patch", RESULT, 0, tokens)[1:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_fast_agent_failed_tool_and_error_stop() -> None:
+    history = {
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [],
+                "tool_calls": {"c1": {"params": {"name": "x", "arguments": {"a": 1}}}},
+            },
+            {
+                "role": "user",
+                "content": [],
+                "tool_results": {"c1": {"content": [{"type": "text", "text": "no"}], "isError": True}},
+            },
+            {"role": "assistant", "content": [], "stop_reason": "error"},
+        ]
+    }
+    events = without_duration(convert("fast-agent", json.dumps(history, indent=2).splitlines(), exit_code=1))
+    assert events[2:4] == [
+        {"type": "tool", "id": "c1", "name": "x", "status": "running", "input": {"a": 1}},
+        {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "no"},
+    ]
+    assert events[-1]["status"] == "error" and events[-1]["error"] == "the model request failed"

@@ -48,6 +48,7 @@ MISSING_KEY = {
     "mastracode": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "droid": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "mistral-vibe": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "fast-agent": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -67,6 +68,7 @@ KEYS = {
     "mastracode": {"OPENAI_API_KEY": "k"},
     "droid": {"OPENAI_API_KEY": "k"},
     "mistral-vibe": {"OPENAI_API_KEY": "k"},
+    "fast-agent": {"OPENAI_API_KEY": "k"},
 }
 
 

@@ -77,10 +77,23 @@ TOOL_NAMES = {
     "mastracode": "ssebench_test_patch",
     "droid": "ssebench___test_patch",
     "mistral-vibe": "ssebench_test_patch",
+    "fast-agent": "ssebench__test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes", "droid", "mistral-vibe")
+CHAT_CLIS = (
+    "qwen",
+    "continue",
+    "cline",
+    "nanocoder",
+    "pi",
+    "kimi-code",
+    "gptme",
+    "hermes",
+    "droid",
+    "mistral-vibe",
+    "fast-agent",
+)
 #: the CLIs that offer MCP tools only through a loader tool, which the script calls first
 LOADERS = {"droid": "ToolSearch"}
 
