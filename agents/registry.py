@@ -13,6 +13,7 @@ from __future__ import annotations
 from ssebench.agents import (
     claude,
     cline,
+    code_puppy,
     codex,
     continue_cli,
     copilot,
@@ -53,6 +54,7 @@ _BUNDLED: tuple[Agent, ...] = (
     droid.AGENT,
     mistral_vibe.AGENT,
     fast_agent.AGENT,
+    code_puppy.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

@@ -47,6 +47,7 @@ def test_timeouts_in_each_clients_unit() -> None:
         "hermes": ("timeout", 3600),
         "mistral-vibe": ("tool_timeout_sec", 3600),
         "fast-agent": ("read_timeout_seconds", 3600),
+        "code-puppy": ("read_timeout", 3600),
         "grok-build": ("tool_timeout_sec", 3600),
         "librechat": ("timeout", 3_600_000),
         "amazonq": ("timeout", 3_600_000),

@@ -379,6 +379,7 @@ USAGE = {  # what each CLI reported in its captured stream (agents/usage.py)
     "droid": Usage(input_tokens=400, output_tokens=40, cached_tokens=0, cost_usd=None),  # 4 requests
     "mistral-vibe": None,  # its stream carries no token counts
     "fast-agent": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),  # no price
+    "code-puppy": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
 }
 
 

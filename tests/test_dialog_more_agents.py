@@ -1,5 +1,5 @@
 """The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
-Factory Droid, Mistral Vibe, fast-agent), read from
+Factory Droid, Mistral Vibe, fast-agent, Code Puppy), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -221,3 +221,31 @@ def test_fast_agent_failed_tool_and_error_stop() -> None:
         {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "no"},
     ]
     assert events[-1]["status"] == "error" and events[-1]["error"] == "the model request failed"
+
+
+def test_code_puppy_session() -> None:
+    """Code Puppy's saved session: pydantic-ai's tool-call and tool-return parts, the answer,
+    the token counts of its two responses."""
+    events = without_duration(convert("code-puppy", fixture("code-puppy")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    init = {"type": "init", "agent": "code-puppy"}
+    assert events == _dialog(init, "call_0001", "ssebench_test_patch", RESULT, 0, tokens)[:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_code_puppy_retry_prompt_is_a_failed_tool() -> None:
+    session = {
+        "messages": [
+            {"kind": "response", "parts": [{"part_kind": "tool-call", "tool_name": "x", "args": "{\"a\": 1}",
+                                            "tool_call_id": "c1"}]},
+            {"kind": "request", "parts": [{"part_kind": "retry-prompt", "tool_name": "x", "content": "bad args",
+                                           "tool_call_id": "c1"}]},
+        ]
+    }  # fmt: skip
+    events = without_duration(convert("code-puppy", json.dumps(session, indent=2).splitlines()))
+    assert events[2:4] == [
+        {"type": "tool", "id": "c1", "name": "x", "status": "running", "input": {"a": 1}},
+        {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "bad args"},
+    ]

@@ -49,6 +49,7 @@ MISSING_KEY = {
     "droid": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "mistral-vibe": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "fast-agent": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "code-puppy": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -69,6 +70,7 @@ KEYS = {
     "droid": {"OPENAI_API_KEY": "k"},
     "mistral-vibe": {"OPENAI_API_KEY": "k"},
     "fast-agent": {"OPENAI_API_KEY": "k"},
+    "code-puppy": {"OPENAI_API_KEY": "k"},
 }
 
 

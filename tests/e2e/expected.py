@@ -107,7 +107,13 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         assert json.loads(result.content) == {"content": [{"type": "text", "text": expected}], "isError": False}, (
             run.explain()
         )
-    elif cli in ("nanocoder", "pi", "droid", "fast-agent"):  # a role=tool message whose content is the text itself
+    elif cli in (
+        "nanocoder",
+        "pi",
+        "droid",
+        "fast-agent",
+        "code-puppy",
+    ):  # a role=tool message whose content is the text itself
         assert result.content == expected, run.explain()
     elif cli == "kimi-code":  # the text after a "Wall time" line, as Codex does
         wall, _, text = result.content.partition("\n")

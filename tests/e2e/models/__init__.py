@@ -78,6 +78,7 @@ TOOL_NAMES = {
     "droid": "ssebench___test_patch",
     "mistral-vibe": "ssebench_test_patch",
     "fast-agent": "ssebench__test_patch",
+    "code-puppy": "ssebench_test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
@@ -93,6 +94,7 @@ CHAT_CLIS = (
     "droid",
     "mistral-vibe",
     "fast-agent",
+    "code-puppy",
 )
 #: the CLIs that offer MCP tools only through a loader tool, which the script calls first
 LOADERS = {"droid": "ToolSearch"}
