@@ -23,6 +23,7 @@ from ssebench.agents import (
     gptme,
     hermes,
     kilo,
+    kimi_cli,
     kimi_code,
     mastracode,
     mistral_vibe,
@@ -55,6 +56,7 @@ _BUNDLED: tuple[Agent, ...] = (
     mistral_vibe.AGENT,
     fast_agent.AGENT,
     code_puppy.AGENT,
+    kimi_cli.AGENT,
 )
 _REGISTER_ONLY: tuple[Client, ...] = (
     *table.CLIENTS,

@@ -380,6 +380,7 @@ USAGE = {  # what each CLI reported in its captured stream (agents/usage.py)
     "mistral-vibe": None,  # its stream carries no token counts
     "fast-agent": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),  # no price
     "code-puppy": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
+    "kimi-cli": None,  # its stream carries no token counts
 }
 
 

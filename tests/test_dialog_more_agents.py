@@ -1,5 +1,5 @@
 """The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
-Factory Droid, Mistral Vibe, fast-agent, Code Puppy), read from
+Factory Droid, Mistral Vibe, fast-agent, Code Puppy, Kimi CLI), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -249,3 +249,20 @@ def test_code_puppy_retry_prompt_is_a_failed_tool() -> None:
         {"type": "tool", "id": "c1", "name": "x", "status": "running", "input": {"a": 1}},
         {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "bad args"},
     ]
+
+
+def test_kimi_cli_stream() -> None:
+    """Kimi CLI's stream-json: OpenAI-style messages, the tool's result as role=tool."""
+    events = without_duration(convert("kimi-cli", fixture("kimi-cli")))
+    tokens = {"input": 0, "output": 0, "cached": 0}
+    init = {"type": "init", "agent": "kimi-cli"}
+    assert events == _dialog(init, "call_0001", "test_patch", RESULT, 0, tokens)[:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_kimi_cli_thinking_parts() -> None:
+    lines = [{"role": "assistant", "content": [{"type": "think", "think": "hm"}, {"type": "text", "text": "ok"}]}]
+    events = without_duration(convert("kimi-cli", [json.dumps(e) for e in lines]))
+    assert events[2:4] == [{"type": "thinking", "text": "hm"}, {"type": "message", "role": "assistant", "text": "ok"}]

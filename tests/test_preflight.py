@@ -50,6 +50,7 @@ MISSING_KEY = {
     "mistral-vibe": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "fast-agent": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "code-puppy": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "kimi-cli": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -71,6 +72,7 @@ KEYS = {
     "mistral-vibe": {"OPENAI_API_KEY": "k"},
     "fast-agent": {"OPENAI_API_KEY": "k"},
     "code-puppy": {"OPENAI_API_KEY": "k"},
+    "kimi-cli": {"OPENAI_API_KEY": "k"},
 }
 
 

@@ -115,7 +115,17 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
             "OPENAI_API_KEY": "sk-e2e",
             "SSE_AGENT_MODEL": "scripted-model",
         }
-        for cli in ("pi", "kimi-code", "gptme", "hermes", "droid", "mistral-vibe", "fast-agent", "code-puppy")
+        for cli in (
+            "pi",
+            "kimi-code",
+            "gptme",
+            "hermes",
+            "droid",
+            "mistral-vibe",
+            "fast-agent",
+            "code-puppy",
+            "kimi-cli",
+        )
     },
     # Mastra Code's default model (openai/gpt-5.5) through the OpenAI provider: the Responses API
     "mastracode": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e"},

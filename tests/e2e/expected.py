@@ -113,6 +113,7 @@ def assert_model_received(cli: str, run: Any, expected: str) -> None:
         "droid",
         "fast-agent",
         "code-puppy",
+        "kimi-cli",
     ):  # a role=tool message whose content is the text itself
         assert result.content == expected, run.explain()
     elif cli == "kimi-code":  # the text after a "Wall time" line, as Codex does

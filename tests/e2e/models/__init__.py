@@ -79,6 +79,7 @@ TOOL_NAMES = {
     "mistral-vibe": "ssebench_test_patch",
     "fast-agent": "ssebench__test_patch",
     "code-puppy": "ssebench_test_patch",
+    "kimi-cli": "test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
@@ -95,6 +96,7 @@ CHAT_CLIS = (
     "mistral-vibe",
     "fast-agent",
     "code-puppy",
+    "kimi-cli",
 )
 #: the CLIs that offer MCP tools only through a loader tool, which the script calls first
 LOADERS = {"droid": "ToolSearch"}
