@@ -36,8 +36,8 @@ demo: setup
 # kube-build.sh install also installs docker-registry (the --registry test's loopback registry).
 # Its first line says what it installs (the README says it too).
 test-deps: setup
-	@if [ "$$(id -u)" = 0 ]; then echo "make test-deps: installing what is missing for the end-to-end tests: Debian packages (docker.io, debootstrap, docker-compose, strace, chromium, Go, etcd, containerd) and, in the background, about 5.3 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into $(HOME)/.cache/ssebench"; \
-	  else echo "make test-deps: installing what is missing for the end-to-end tests: in the background, about 5.3 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into $(HOME)/.cache/ssebench (not root: no Debian packages; the tests that need them skip)"; fi
+	@if [ "$$(id -u)" = 0 ]; then echo "make test-deps: installing what is missing for the end-to-end tests: Debian packages (docker.io, debootstrap, docker-compose, strace, chromium, Go, etcd, containerd) and, in the background, about 6.6 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into $(HOME)/.cache/ssebench"; \
+	  else echo "make test-deps: installing what is missing for the end-to-end tests: in the background, about 6.6 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into $(HOME)/.cache/ssebench (not root: no Debian packages; the tests that need them skip)"; fi
 	@mkdir -p $(HOME)/.cache/ssebench && nohup $(BIN)/python -m tests.e2e.prefetch \
 	  >$(HOME)/.cache/ssebench/prefetch.log 2>&1 &
 	@scripts/kube-build.sh install >/dev/null && scripts/kube-build.sh background || { [ "$$CI" != true ] || exit 1; \

@@ -95,6 +95,8 @@ class Agent:
     binary: str  # the command that package installs
     pins_file: Path | None = None  # None: configs/agent-clis/package.json
     registry: str = "npm"  # "pypi": installed in a venv of its own from the lock beside pins_file
+    # a PyPI agent's oldest Python (its Requires-Python); (): the Python running ssebench will do
+    python_min: tuple[int, ...] = ()
     # the npm package in its pin file that brings the Node it runs on (agents/runtime.py), and
     # the oldest Node it runs on; "" / (): the machine's node, whatever its version
     node_runtime: str = ""

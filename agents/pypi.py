@@ -17,6 +17,9 @@ the venv's ``*.dist-info`` folder.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,11 +43,53 @@ def _pins_name(path: Path) -> str:
     return "/".join(parts[parts.index("configs") :]) if "configs" in parts else str(path)
 
 
+#: the newest minor version of Python 3 looked for
+NEWEST_MINOR = 14
+
+
+def _runs_as(python: str) -> tuple[int, int] | None:
+    """The version the interpreter reports when it runs (None: it does not, e.g. a pyenv shim
+    of a version that is installed but not selected)."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    major, _, minor = proc.stdout.strip().partition(" ")
+    return (int(major), int(minor)) if proc.returncode == 0 and major.isdigit() and minor.isdigit() else None
+
+
+def find_python(minimum: tuple[int, ...]) -> str | None:
+    """An interpreter at least ``minimum`` to create an agent's venv with: the base Python of
+    the one running, else ``python3.N`` on PATH, else one of pyenv's installed versions
+    (``~/.pyenv/versions/*/bin``: Python CLIs that need 3.12 while the machine's python3 is 3.11)."""
+    base = getattr(sys, "_base_executable", sys.executable)  # a venv of the base Python, not of ours
+    if sys.version_info[:2] >= tuple(minimum[:2]):
+        return base
+    wanted = range(minimum[1] if len(minimum) > 1 else 0, NEWEST_MINOR + 1)
+    candidates = [shutil.which(f"python3.{minor}") for minor in wanted]
+    for minor in wanted:
+        candidates += sorted(map(str, Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3.{minor}")))
+    for python in filter(None, candidates):
+        version = _runs_as(python)
+        if version is not None and version >= tuple(minimum[:2]):
+            return python
+    return None
+
+
+def python_name(record: Agent) -> str:
+    """The interpreter a user names in the install hint: ``python3``, or ``python3.N`` when
+    the CLI needs a newer one than ssebench does."""
+    return f"python{'.'.join(map(str, record.python_min[:2]))}" if record.python_min else "python3"
+
+
 def install_hint(record: Agent) -> str:
     """The command that installs the CLI at its pin, in a venv of its own."""
     lock = _pins_name(lock_file(record))
     return (
-        f"python3 -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r {lock} "
+        f"{python_name(record)} -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r {lock} "
         f"({record.package}=={record.pin()} and its locked dependencies), then link DIR/bin/{record.binary} onto PATH"
     )
 

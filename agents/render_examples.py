@@ -19,7 +19,14 @@ TABLE_START = "<!-- clients-table:start (python -m ssebench.agents.render_exampl
 TABLE_END = "<!-- clients-table:end -->\n"
 AGENTS_START = "<!-- agents-table:start (python -m ssebench.agents.render_examples) -->\n"
 AGENTS_END = "<!-- agents-table:end -->\n"
-SUFFIX = {"json": "json", "toml": "toml", "yaml": "yaml", "yaml-list": "yaml", "toml-list": "toml"}
+SUFFIX = {
+    "json": "json",
+    "toml": "toml",
+    "yaml": "yaml",
+    "yaml-list": "yaml",
+    "toml-list": "toml",
+    "toml-array": "toml",
+}
 
 
 def expected(root: Path) -> dict[Path, str]:

@@ -71,6 +71,7 @@ _EXISTING = {
     "yaml": "# the user's\ntheme: dark  # kept\n",
     "yaml-list": "# the user's\nname: mine  # kept\nversion: 1.0.0\nschema: v1\n",
     "toml-list": '# the user\'s\nmodel = "x"  # kept\n',
+    "toml-array": '# the user\'s\nactive_model = "x"  # kept\n',
 }
 
 

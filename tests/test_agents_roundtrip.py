@@ -85,12 +85,23 @@ TOML_LIST_FIXTURES = {
     "no-mcp": '[env]\nOPENAI_API_KEY = "x"\n\n[[providers]]\nname = "local"\nbase_url = "http://h/v1"\n',
 }
 
+# Mistral Vibe's config.toml: [[mcp_servers]] at the top level, beside its providers and models
+TOML_ARRAY_FIXTURES = {
+    "vibe": (
+        '# my vibe config\nactive_model = "devstral"  # kept\nenable_telemetry = false\n\n[[providers]]\n'
+        'name = "mistral"\napi_base = "https://api.mistral.ai/v1"\n\n[[mcp_servers]]\nname = "other"\n'
+        'transport = "stdio"\ncommand = "npx"\nargs = ["-y", "srv-ü"]\n'
+    ),
+    "no-mcp": 'active_model = "local"\n\n[[models]]\nname = "m"\nprovider = "local"\nalias = "m"\n',
+}
+
 FIXTURES = {
     "json": JSON_FIXTURES,
     "toml": TOML_FIXTURES,
     "yaml": YAML_FIXTURES,
     "yaml-list": YAML_LIST_FIXTURES,
     "toml-list": TOML_LIST_FIXTURES,
+    "toml-array": TOML_ARRAY_FIXTURES,
 }
 CASES = [
     pytest.param(client, name, id=f"{client.name}-{name}")

@@ -377,6 +377,10 @@ USAGE = {  # what each CLI reported in its captured stream (agents/usage.py)
     "gptme": Usage(input_tokens=400, output_tokens=40, cached_tokens=0, cost_usd=0.0032),  # 4 requests
     "mastracode": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
     "droid": Usage(input_tokens=400, output_tokens=40, cached_tokens=0, cost_usd=None),  # 4 requests
+    "mistral-vibe": None,  # its stream carries no token counts
+    "fast-agent": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),  # no price
+    "code-puppy": Usage(input_tokens=200, output_tokens=20, cached_tokens=0, cost_usd=None),
+    "kimi-cli": None,  # its stream carries no token counts
 }
 
 

@@ -1,5 +1,5 @@
 """The dialogs of the agents added for issue 32 (Pi, Kimi Code, gptme, Hermes Agent, Mastra Code,
-Factory Droid), read from
+Factory Droid, Mistral Vibe, fast-agent, Code Puppy, Kimi CLI), read from
 the streams their pinned CLIs printed (tests/fixtures/streams/, README.md there), and the
 shapes of their streams the captured run did not show (errors, thinking, a failed session)."""
 
@@ -149,3 +149,120 @@ def test_droid_error_event_fails_the_run() -> None:
     ]
     events = without_duration(convert("droid", [json.dumps(e) for e in lines], exit_code=1))
     assert events[-1]["status"] == "error" and events[-1]["error"] == "Exec failed"
+
+
+def test_mistral_vibe_stream() -> None:
+    """Vibe's streaming entries: the user's turn (the pipeline writes its own prompt line), the
+    tool as one effect entry with its input and the MCP result's text, the answer."""
+    events = without_duration(convert("mistral-vibe", fixture("mistral-vibe")))
+    init = {"type": "init", "agent": "mistral-vibe", "session": "30320e5c-f862-e262-3577-c3509d9ea9b6"}
+    assert events[:4] == [
+        init,
+        {"type": "prompt", "text": PROMPT},
+        {"type": "tool", "id": "call_0001", "name": "ssebench_test_patch", "status": "running", "input": {}},
+        {"type": "tool", "id": "call_0001", "name": "ssebench_test_patch", "status": "success", "output": RESULT},
+    ]
+    assert events[4:] == [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": {"input": 0, "output": 0, "cached": 0},
+         "exit_code": 0},
+    ]  # fmt: skip
+
+
+def test_mistral_vibe_failed_tool_and_thinking() -> None:
+    lines = [
+        {"type": "message", "role": "assistant", "sessionId": "s", "content": [{"type": "thinking", "thinking": "hm"}]},
+        {
+            "type": "effect",
+            "id": "c1",
+            "detail": {"kind": "tool", "toolName": "bash", "input": {"command": "false"}},
+            "state": {"status": "failed", "outputText": "exit 1", "display": {"success": False}},
+        },
+    ]
+    events = without_duration(convert("mistral-vibe", [json.dumps(e) for e in lines], exit_code=0))
+    assert events[2] == {"type": "thinking", "text": "hm"}
+    assert events[3:5] == [
+        {"type": "tool", "id": "c1", "name": "bash", "status": "running", "input": {"command": "false"}},
+        {"type": "tool", "id": "c1", "name": "bash", "status": "error", "output": "exit 1"},
+    ]
+
+
+def test_fast_agent_history() -> None:
+    """fast-agent's saved history, one pretty-printed document: the call, its result, the answer
+    and the token counts of its two requests."""
+    events = without_duration(convert("fast-agent", fixture("fast-agent")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    assert events[0] == {"type": "init", "agent": "fast-agent"}
+    assert events[1:] == _dialog(events[0], "call_0001", "ssebench__test_patch", RESULT, 0, tokens)[1:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_fast_agent_failed_tool_and_error_stop() -> None:
+    history = {
+        "messages": [
+            {
+                "role": "assistant",
+                "content": [],
+                "tool_calls": {"c1": {"params": {"name": "x", "arguments": {"a": 1}}}},
+            },
+            {
+                "role": "user",
+                "content": [],
+                "tool_results": {"c1": {"content": [{"type": "text", "text": "no"}], "isError": True}},
+            },
+            {"role": "assistant", "content": [], "stop_reason": "error"},
+        ]
+    }
+    events = without_duration(convert("fast-agent", json.dumps(history, indent=2).splitlines(), exit_code=1))
+    assert events[2:4] == [
+        {"type": "tool", "id": "c1", "name": "x", "status": "running", "input": {"a": 1}},
+        {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "no"},
+    ]
+    assert events[-1]["status"] == "error" and events[-1]["error"] == "the model request failed"
+
+
+def test_code_puppy_session() -> None:
+    """Code Puppy's saved session: pydantic-ai's tool-call and tool-return parts, the answer,
+    the token counts of its two responses."""
+    events = without_duration(convert("code-puppy", fixture("code-puppy")))
+    tokens = {"input": 200, "output": 20, "cached": 0}
+    init = {"type": "init", "agent": "code-puppy"}
+    assert events == _dialog(init, "call_0001", "ssebench_test_patch", RESULT, 0, tokens)[:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_code_puppy_retry_prompt_is_a_failed_tool() -> None:
+    session = {
+        "messages": [
+            {"kind": "response", "parts": [{"part_kind": "tool-call", "tool_name": "x", "args": "{\"a\": 1}",
+                                            "tool_call_id": "c1"}]},
+            {"kind": "request", "parts": [{"part_kind": "retry-prompt", "tool_name": "x", "content": "bad args",
+                                           "tool_call_id": "c1"}]},
+        ]
+    }  # fmt: skip
+    events = without_duration(convert("code-puppy", json.dumps(session, indent=2).splitlines()))
+    assert events[2:4] == [
+        {"type": "tool", "id": "c1", "name": "x", "status": "running", "input": {"a": 1}},
+        {"type": "tool", "id": "c1", "name": "x", "status": "error", "output": "bad args"},
+    ]
+
+
+def test_kimi_cli_stream() -> None:
+    """Kimi CLI's stream-json: OpenAI-style messages, the tool's result as role=tool."""
+    events = without_duration(convert("kimi-cli", fixture("kimi-cli")))
+    tokens = {"input": 0, "output": 0, "cached": 0}
+    init = {"type": "init", "agent": "kimi-cli"}
+    assert events == _dialog(init, "call_0001", "test_patch", RESULT, 0, tokens)[:-1] + [
+        {"type": "message", "role": "assistant", "text": "I ran test_patch; see its result above."},
+        {"type": "complete", "status": "success", "turns": 2, "tokens": tokens, "exit_code": 0},
+    ]
+
+
+def test_kimi_cli_thinking_parts() -> None:
+    lines = [{"role": "assistant", "content": [{"type": "think", "think": "hm"}, {"type": "text", "text": "ok"}]}]
+    events = without_duration(convert("kimi-cli", [json.dumps(e) for e in lines]))
+    assert events[2:4] == [{"type": "thinking", "text": "hm"}, {"type": "message", "role": "assistant", "text": "ok"}]

@@ -47,6 +47,10 @@ MISSING_KEY = {
     "gptme": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "mastracode": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
     "droid": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "mistral-vibe": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "fast-agent": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "code-puppy": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
+    "kimi-cli": "no model API key: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)",
 }
 KEYS = {
     "claude": {"ANTHROPIC_API_KEY": "k"},
@@ -65,6 +69,10 @@ KEYS = {
     "gptme": {"OPENAI_API_KEY": "k"},
     "mastracode": {"OPENAI_API_KEY": "k"},
     "droid": {"OPENAI_API_KEY": "k"},
+    "mistral-vibe": {"OPENAI_API_KEY": "k"},
+    "fast-agent": {"OPENAI_API_KEY": "k"},
+    "code-puppy": {"OPENAI_API_KEY": "k"},
+    "kimi-cli": {"OPENAI_API_KEY": "k"},
 }
 
 
@@ -72,8 +80,9 @@ def install_text(agent: str) -> str:
     """What preflight tells the user to run: npm, or a venv from the PyPI agent's hashed lock."""
     record = registry.agent(agent)
     if record.registry == "pypi":
+        python = f"python{'.'.join(map(str, record.python_min))}" if record.python_min else "python3"
         return (
-            f"python3 -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r "
+            f"{python} -m venv DIR && DIR/bin/pip install --no-deps --require-hashes -r "
             f"configs/agent-clis/pypi/{agent}/requirements.txt ({record.package}=={record.pin()} and its locked "
             f"dependencies), then link DIR/bin/{record.binary} onto PATH"
         )

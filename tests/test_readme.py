@@ -31,7 +31,7 @@ def test_what_ssebench_is_comes_before_any_install() -> None:
 
 def test_the_readme_says_what_make_test_installs() -> None:
     said = " ".join(README[: README.index("## Plain install")].split())
-    for word in ("`docker.io`", "`debootstrap`", "`docker-compose`", "`strace`", "`chromium`", "5.3 GiB of agent CLIs"):
+    for word in ("`docker.io`", "`debootstrap`", "`docker-compose`", "`strace`", "`chromium`", "6.6 GiB of agent CLIs"):
         assert word in said, word
 
 
@@ -53,7 +53,7 @@ def test_make_test_deps_says_what_it_installs_first() -> None:
         assert shown == (
             "make test-deps: installing what is missing for the end-to-end tests: Debian packages (docker.io, "
             "debootstrap, docker-compose, strace, chromium, Go, etcd, containerd) and, in the background, about "
-            f"5.3 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into {home}/.cache/ssebench\n"
+            f"6.6 GiB of agent CLIs and the jobs' model gateway (LiteLLM) from npm and PyPI into {home}/.cache/ssebench\n"
         )
     else:
         assert re.fullmatch(r"make test-deps: installing [^\n]+ \(not root: no Debian packages; [^\n]+\)\n", shown)

@@ -3,8 +3,9 @@
 ``json`` (JSON/JSONC/JSON5: ``jsonc``), ``toml`` (``toml``, via tomlkit), ``yaml``
 (``yaml`` + ``yamltext``, via ruamel.yaml) and ``yaml-list`` (``yamllist``: servers as a list
 of named items, Continue's; a new file starts with Continue's top-level keys) and ``toml-list``
-(``tomllist``: an array of named tables, gptme's ``[[mcp.servers]]``). Each turns a
-text into a text with one entry set or removed; reading, locking and writing files is ``agents/files.py``'s.
+(``tomllist``: an array of named tables, gptme's ``[[mcp.servers]]``; ``toml-array`` the
+same without gptme's switches, Mistral Vibe's ``[[mcp_servers]]``). Each turns a text into a
+text with one entry set or removed; reading, locking and writing files is ``agents/files.py``'s.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ EDITORS: dict[str, Editor] = {
     "yaml-list": NamedListYamlEditor(CONTINUE_SKELETON),
     # gptme reads [[mcp.servers]] only with [mcp] enabled = true, and connects at start only with auto_start
     "toml-list": NamedListTomlEditor({"enabled": True, "auto_start": True}),
+    # the same array of named tables with nothing else to switch on (Mistral Vibe's [[mcp_servers]])
+    "toml-array": NamedListTomlEditor(),
 }
 
 __all__ = [

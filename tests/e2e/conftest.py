@@ -59,6 +59,8 @@ for _record in map(agent, CLIS):
         )
 #: the PyPI agents: each one's pins.json (its lock beside it) -> its program (agents/pypi.py)
 PYPI_PINS = {r.pins_file: r.binary for r in map(agent, CLIS) if r.registry == "pypi" and r.pins_file}
+#: ... and the oldest Python each needs (agents/pypi.py's find_python looks for one)
+PYPI_PYTHON = {r.pins_file: r.python_min for r in map(agent, CLIS) if r.registry == "pypi" and r.pins_file}
 INSTALL_TIMEOUT = 900
 PROMPT = "Check the patch in this tree with the test_patch tool, then report the result."
 
@@ -115,7 +117,17 @@ MODEL_ENV: dict[str, Callable[[str], dict[str, str]]] = {
             "OPENAI_API_KEY": "sk-e2e",
             "SSE_AGENT_MODEL": "scripted-model",
         }
-        for cli in ("pi", "kimi-code", "gptme", "hermes", "droid")
+        for cli in (
+            "pi",
+            "kimi-code",
+            "gptme",
+            "hermes",
+            "droid",
+            "mistral-vibe",
+            "fast-agent",
+            "code-puppy",
+            "kimi-cli",
+        )
     },
     # Mastra Code's default model (openai/gpt-5.5) through the OpenAI provider: the Responses API
     "mastracode": lambda url: {"OPENAI_BASE_URL": url + "/v1", "OPENAI_API_KEY": "sk-e2e"},
@@ -142,6 +154,11 @@ _LEAKY = (
     "HERMES_",
     "MASTRA",
     "FACTORY_",
+    "VIBE_",
+    "FAST_AGENT",
+    "GENERIC_",
+    "CODE_PUPPY",
+    "PUPPY_",
     "GH_",
     "GITHUB_",
     "SSE_",
@@ -191,7 +208,7 @@ def install_pypi_clis(report: Callable[[str], None] = print) -> None:
     from tests.e2e.pypi_install import install_pypi
 
     for pins, binary in PYPI_PINS.items():
-        install_pypi(_cache_root(), pins, binary, report)
+        install_pypi(_cache_root(), pins, binary, report, PYPI_PYTHON[pins])
 
 
 def install_tasks_client(report: Callable[[str], None] = print) -> Path:

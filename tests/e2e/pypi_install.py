@@ -1,7 +1,7 @@
 """The PyPI agents for the end-to-end tests: each in a venv of its own, from its hashed lock.
 
 ``install_pypi(pins_json, binary)`` creates ``CACHE/pypi-<hash of pins.json + lock>/venv``
-with the Python running the tests, installs ``requirements.txt`` there with
+with the Python running the tests (or a newer one the agent needs), installs ``requirements.txt`` there with
 ``--no-deps --require-hashes`` (exactly the lock, nothing resolved), and links the agent's
 command into ``bin/`` beside it, which goes on the runs' PATH: only the command, never the
 venv's ``python`` or ``pip`` (agents/pypi.py). Done once per lock hash, under a file lock,
@@ -14,7 +14,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,9 +31,18 @@ def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
-def install_pypi(cache: Path, pins_json: Path, binary: str, report: Callable[[str], None] = print) -> Path:
-    """The ``bin`` folder holding ``binary``, a link into the agent's locked venv."""
+def install_pypi(
+    cache: Path,
+    pins_json: Path,
+    binary: str,
+    report: Callable[[str], None] = print,
+    python_min: tuple[int, ...] = (),
+) -> Path:
+    """The ``bin`` folder holding ``binary``, a link into the agent's locked venv (made with a
+    Python at least ``python_min``: agents/pypi.py's ``find_python``)."""
     from filelock import FileLock
+
+    from ssebench.agents.pypi import find_python
 
     target = install_dir(cache, pins_json)
     bin_dir, stamp = target / "bin", target / "installed.json"
@@ -45,7 +53,12 @@ def install_pypi(cache: Path, pins_json: Path, binary: str, report: Callable[[st
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(mode=0o755)
         started = time.monotonic()
-        base = getattr(sys, "_base_executable", sys.executable)  # a venv of the base Python, not of ours
+        base = find_python(python_min)
+        if base is None:
+            wanted = ".".join(map(str, python_min))
+            raise RuntimeError(
+                f"{pins_json.parent.name} needs Python {wanted} or newer: none found on PATH or in pyenv"
+            )
         steps = (
             [base, "-m", "venv", str(target / "venv")],
             [str(target / "venv" / "bin" / "pip"), "install", "--quiet", "--no-input", "--disable-pip-version-check",

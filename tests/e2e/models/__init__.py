@@ -76,10 +76,28 @@ TOOL_NAMES = {
     "hermes": "mcp__ssebench__test_patch",
     "mastracode": "ssebench_test_patch",
     "droid": "ssebench___test_patch",
+    "mistral-vibe": "ssebench_test_patch",
+    "fast-agent": "ssebench__test_patch",
+    "code-puppy": "ssebench_test_patch",
+    "kimi-cli": "test_patch",
 }
 
 #: the CLIs that talk OpenAI chat completions (OpenAIChatModel)
-CHAT_CLIS = ("qwen", "continue", "cline", "nanocoder", "pi", "kimi-code", "gptme", "hermes", "droid")
+CHAT_CLIS = (
+    "qwen",
+    "continue",
+    "cline",
+    "nanocoder",
+    "pi",
+    "kimi-code",
+    "gptme",
+    "hermes",
+    "droid",
+    "mistral-vibe",
+    "fast-agent",
+    "code-puppy",
+    "kimi-cli",
+)
 #: the CLIs that offer MCP tools only through a loader tool, which the script calls first
 LOADERS = {"droid": "ToolSearch"}
 

@@ -1,0 +1,161 @@
+"""Kimi CLI (the Python one): ``kimi-cli --print -p PROMPT --output-format stream-json``, on Python 3.13.
+
+**Install.** ``kimi-cli`` from PyPI, in a venv of its own from the hashed lock in
+configs/agent-clis/pypi/kimi-cli/ (agents/pypi.py). It requires Python 3.12 or newer, but dies
+at start on pyenv's 3.12.1 (``TypeError: super(type, obj)`` while registering its slash
+commands: that patch release sets ``__orig_class__`` on a frozen slotted dataclass), so
+``python_min`` asks for 3.13. Pinned at 1.51.0: 1.52.0, the last release, is a deprecation gate
+whose every entry point only prints that Kimi CLI is no longer maintained
+(``kimi_cli/deprecation.py``), in favour of Kimi Code, which is bundled too (``kimi-code``). Its
+command is ``kimi-cli`` (it also installs ``kimi``, Kimi Code's command, which the run does not use).
+
+**Config.** ``~/.kimi/mcp.json`` (or ``$KIMI_SHARE_DIR/mcp.json``): ``mcpServers.NAME`` with
+``url`` and ``transport: "http"`` (fastmcp's MCP config). The tool-call timeout is not per server:
+``[mcp.client] tool_call_timeout_ms`` (default 60000) in its config bounds every MCP call
+(``kimi_cli/config.py``, ``MCPClientConfig``), and progress does not extend it. The launch sets
+it to 3600000 ms with the rest of the run's config.
+
+**Launch.** ``--print`` runs headless and approves every tool (it implies ``--afk``);
+``--output-format stream-json`` prints each message as a JSON line. The model config is passed
+with ``--config`` (a JSON text; no file is written): provider ``ssebench`` of type
+``openai_legacy`` (OpenAI chat completions), whose ``base_url`` and ``api_key`` Kimi CLI takes
+from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` when it starts (``kimi_cli/llm.py``,
+``augment_provider_with_env_vars``), and model ``ssebench`` as the default.
+
+**Stream.** OpenAI-style messages, one per line: the assistant's ``content`` (text, or parts of
+type ``text`` and ``think``) and ``tool_calls``, then ``role: tool`` with ``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ssebench.agents import pypi
+from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.generic.table import URL, TableClient
+from ssebench.dialog import events as ev
+from ssebench.dialog.events import Event
+from ssebench.dialog.stream import StreamConverter
+from ssebench.resources import cli_pins_file
+
+BINARY = "kimi-cli"
+MODEL_KEY = "ssebench"
+DEFAULT_MODEL = "gpt-5"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: every MCP call's limit (ms), set with the run's config: Kimi CLI has none per server
+TOOL_CALL_TIMEOUT_MS = 3_600_000
+
+
+def run_config(env: Mapping[str, str]) -> dict[str, Any]:
+    """The ``--config`` of a run: the endpoint's provider (URL and key from the environment) and model."""
+    model = {"provider": MODEL_KEY, "model": model_from(env) or DEFAULT_MODEL, "max_context_size": 128000}
+    return {
+        "default_model": MODEL_KEY,
+        "providers": {MODEL_KEY: {"type": "openai_legacy", "base_url": DEFAULT_BASE_URL, "api_key": ""}},
+        "models": {MODEL_KEY: model},
+        "mcp": {"client": {"tool_call_timeout_ms": TOOL_CALL_TIMEOUT_MS}},
+    }
+
+
+def model_api(env: Mapping[str, str]) -> ModelApi:
+    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
+
+
+def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
+    argv = (
+        BINARY, "--print", "--output-format", "stream-json",
+        "--config", json.dumps(run_config(env)), "-p", prompt,
+    )  # fmt: skip
+    return AgentCommand(
+        argv=argv,
+        env=pick(env, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        timeouts={"tool_call_timeout_ms": f"{TOOL_CALL_TIMEOUT_MS} ms (the run's config), every MCP call"},
+    )
+
+
+class KimiCliEvents(StreamConverter):
+    """``kimi-cli --print --output-format stream-json`` → dialog events."""
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(agent)
+        self._names: dict[str, str] = {}
+        self._started = False
+
+    def feed(self, event: dict) -> Iterator[Event]:
+        if not self._started:
+            self._started = True
+            yield ev.init(self.agent)
+        role = event.get("role")
+        if role == "assistant":
+            yield from self._assistant(event)
+        elif role == "tool":
+            tool_id = str(event.get("tool_call_id"))
+            yield ev.tool_finished(tool_id, self._names.get(tool_id, "tool"), ok=True, output=_text(event))
+
+    def _assistant(self, event: dict[str, Any]) -> Iterator[Event]:
+        content = event.get("content")
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            if part.get("type") == "think" and part.get("think"):
+                yield ev.thinking(str(part["think"]))
+            elif part.get("type") == "text" and part.get("text"):
+                yield ev.message(str(part["text"]))
+        for call in event.get("tool_calls") or []:
+            function = (call.get("function") or {}) if isinstance(call, dict) else {}
+            tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
+            self._names[tool_id] = name
+            yield ev.tool_running(tool_id, name, _arguments(function.get("arguments")))
+
+
+def _text(event: dict[str, Any]) -> str:
+    return ev.text_of(event.get("content"))
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            return raw
+    return raw if raw is not None else {}
+
+
+CLIENT = TableClient(
+    name="kimi-cli",
+    title="Kimi CLI",
+    format="json",
+    container=("mcpServers",),
+    user_path=".kimi/mcp.json",
+    home_var=("KIMI_SHARE_DIR", ".kimi"),
+    shape=(("url", URL), ("transport", "http")),
+    timeout_behaviour=(
+        "Kimi CLI has no timeout per server: [mcp.client] tool_call_timeout_ms in its config (default "
+        "60000 ms) bounds every MCP call, and progress does not extend it; set it to 3600000."
+    ),
+    binaries=(BINARY,),
+    extra_notes=("Kimi CLI needs Python 3.13 here; Kimi Code (kimi-code) is its maintained successor.",),
+)
+
+AGENT = Agent(
+    package="kimi-cli",
+    binary=BINARY,
+    pins_file=cli_pins_file().parent / "pypi" / "kimi-cli" / "pins.json",
+    registry="pypi",
+    python_min=(3, 13),
+    layer_template=pypi.LAYER_TEMPLATE,
+    client=CLIENT,
+    launch=launch,
+    config_vars=("KIMI_SHARE_DIR",),
+    model_api=model_api,
+    model_vars=(
+        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
+        "`https://api.openai.com/v1`, model `gpt-5`)"
+    ),
+    stream_format="kimi-cli-stream-json",  # kimi-cli --print --output-format stream-json
+    reader=KimiCliEvents,
+)

@@ -1,0 +1,29 @@
+# ssebench agent layer for code-puppy: code-puppy==0.0.946 (PyPI) on top of the task image,
+# registered with the test_patch server by `ssebench agents install code-puppy`.
+# Rendered from configs/docker/agent-pypi.Dockerfile.j2; do not edit the rendered copy.
+#
+# Build context (to be made by ssebench.container.images for a PyPI agent: not done yet, see
+# docs/adding-an-agent.md, "PyPI agents"):
+#   cli/requirements.txt  the hashed lock beside configs/agent-clis/pypi/code-puppy/pins.json
+#   cli/wheels/           its wheels, `pip download --no-deps --require-hashes -r requirements.txt` on the host
+FROM ssebench-task:latest
+
+LABEL org.ssebench.image="agent" \
+      org.ssebench.agent="code-puppy" \
+      org.ssebench.agent-package="code-puppy==0.0.946"
+
+# A venv of its own (its dependencies never meet ssebench's), installed offline from the
+# wheels with their hashes checked; only its command goes on PATH.
+COPY cli/ /opt/ssebench-agent/
+RUN python3 -m venv --without-pip /opt/ssebench-agent/venv \
+ && python3 -m pip --python /opt/ssebench-agent/venv/bin/python install --no-index \
+      --find-links /opt/ssebench-agent/wheels --no-deps --require-hashes -r /opt/ssebench-agent/requirements.txt \
+ && ln -s /opt/ssebench-agent/venv/bin/code-puppy /usr/local/bin/code-puppy \
+ && code-puppy --version
+
+# Register the test_patch server (user scope, http://localhost:3000/mcp), then the run
+# recipe's one-time setup in the agent's HOME (agents/recipe.py), as for the npm agents.
+RUN ssebench agents install code-puppy \
+ && python3 -c "import os, pathlib; from ssebench.agents.recipe import get_recipe; \
+get_recipe('code-puppy').prepare(home=pathlib.Path.home(), env=dict(os.environ))" \
+ && chmod -R a+rwX /root
