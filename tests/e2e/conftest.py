@@ -203,12 +203,20 @@ def install_gateway(report: Callable[[str], None] = print) -> Path:
     return install_pypi(_cache_root(), GATEWAY_PINS, "litellm", report) / "litellm"
 
 
+#: PyPI agents that could not be installed for want of their Python: binary -> why (their runs skip)
+NO_PYTHON: dict[str, str] = {}
+
+
 def install_pypi_clis(report: Callable[[str], None] = print) -> None:
     """Every PyPI agent in its locked venv (tests/e2e/pypi_install.py)."""
-    from tests.e2e.pypi_install import install_pypi
+    from tests.e2e.pypi_install import NoPython, install_pypi
 
     for pins, binary in PYPI_PINS.items():
-        install_pypi(_cache_root(), pins, binary, report, PYPI_PYTHON[pins])
+        try:
+            install_pypi(_cache_root(), pins, binary, report, PYPI_PYTHON[pins])
+        except NoPython as missing:
+            NO_PYTHON[binary] = str(missing)
+            report(f"e2e: {missing}; its tests skip")
 
 
 def install_tasks_client(report: Callable[[str], None] = print) -> Path:
@@ -466,6 +474,8 @@ def run_agent(
     ``mcp_url(server_url)``, the URL the CLI is given instead (a proxy in front of the server)."""
     from ssebench.server.stack import running_stack
 
+    if (binary := agent(cli).binary) in NO_PYTHON:
+        pytest.skip(NO_PYTHON[binary])
     task = copy_task(task_file, workdir / "task", fix=fix)
     import tomlkit
 
