@@ -20,7 +20,7 @@ started=
 if ! scripts/docker-engine.sh status >/dev/null 2>&1; then
     scripts/docker-engine.sh start >/dev/null 2>&1 && started=1
 fi
-work=$(mktemp -d /tmp/ssebench-pytest-kube.XXXXXX)
+work=$(mktemp -d /tmp/ssebench-pt.XXXXXX)  # short: sockets live under the tests' temp folders
 cleanup() {
     [ -z "${kube:-}" ] || { kill -INT "$kube" 2>/dev/null; wait "$kube" 2>/dev/null; }
     [ -z "$started" ] || scripts/docker-engine.sh stop >/dev/null 2>&1
@@ -33,8 +33,10 @@ trap 'exit 130' INT TERM
 kube=$!
 echo "pytest-all: $KUBE_TESTS runs beside the other tests (its output follows theirs)"
 
+# Its own basetemp too: a pytest started elsewhere on the machine sets /tmp/pytest-of-USER back
+# to 0700, which the sandbox's uid must traverse (tests/conftest.py opens tmp_path's parents).
 "$BIN/pytest" -n "${PYTEST_WORKERS:-3}" --dist loadgroup --no-loadscope-reorder --durations=25 \
-    --ignore="$KUBE_TESTS" "$@"
+    --basetemp="$work/main" --ignore="$KUBE_TESTS" "$@"
 status=$?
 
 wait "$kube"

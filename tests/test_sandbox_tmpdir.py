@@ -37,8 +37,12 @@ pytestmark = [
 DRIVER = r"""
 import json, os, signal, subprocess, sys
 spec = json.loads(sys.argv[1])
+keep = os.open(spec["keep"], os.O_PATH)  # the checkout: a clone under /tmp stays reachable
 for where, mode in spec["mounts"]:
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"mode={mode}", "tmpfs", where], check=True)
+    if spec["keep"].startswith(where.rstrip("/") + "/"):
+        os.makedirs(spec["keep"], mode=0o755)
+        subprocess.run(["mount", "--bind", f"/proc/self/fd/{keep}", spec["keep"]], check=True)
 os.mkdir("/tmp/ci", 0o700)
 env = {**os.environ, "TMPDIR": "/tmp/ci", "MCP_LOG_DIR": "/tmp/logs", **spec["env"]}
 proc = subprocess.Popen(spec["argv"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -56,11 +60,14 @@ print(json.dumps({
 # What a command may leave in /tmp: the TMPDIR it was given (empty), the log folder it was
 # told to use, the results folder it was told to write.
 ALLOWED = {"ci", "logs", "results"}
+#: a checkout cloned under /tmp is bound back into the private /tmp (its first folder there)
+if REPO.is_relative_to("/tmp"):
+    ALLOWED.add(REPO.relative_to("/tmp").parts[0])
 
 
 def in_private_tmp(*args: str, env: dict[str, str] | None = None, mounts: tuple = (("/tmp", "1777"),)):
     """Start ``ssebench ARGS`` in a mount namespace with its own /tmp; the driver's process."""
-    spec = {"argv": [SSEBENCH, *args], "env": env or {}, "mounts": list(mounts)}
+    spec = {"argv": [SSEBENCH, *args], "env": env or {}, "mounts": list(mounts), "keep": str(REPO)}
     return subprocess.Popen(
         ["unshare", "--mount", "--propagation", "private", "--", sys.executable, "-c", DRIVER, json.dumps(spec)],
         stdout=subprocess.PIPE,
