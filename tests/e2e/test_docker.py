@@ -307,6 +307,7 @@ def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
         )
         _timed(f"ssebench run --docker --agent {cli}", began)
         assert run.returncode == 1, run.stderr
+        assert (results / "results.json").is_file(), run.stderr
         report = json.loads((results / "results.json").read_text(encoding="utf-8"))
         assert json.loads(run.stdout) == report
         # Sidecar mode (the default): the agent's container had the tree only; the sidecar,
