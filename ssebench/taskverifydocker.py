@@ -125,9 +125,13 @@ def _in_container(image: TaskImage, task: Task, fix: Path | None, repeat: int, a
             network="none",
             timeout=RUN_TIMEOUT * repeat,
             log_path=log,
-            options=[*sandbox_options(uid, gid), "--entrypoint", "sh"],
+            options=[*sandbox_options(uid, gid), "--entrypoint", "sh", "--label", VERIFY_LABEL],
         )
         return _read_back(task, fix, repeat, image.digest, code, space.results / VERDICT_FILE, log)
+
+
+#: every verify container carries it: `docker ps --filter label=...` finds them, and only them
+VERIFY_LABEL = "ssebench.role=task-verify"
 
 
 class DockerVerifyError(RuntimeError):

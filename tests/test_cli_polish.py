@@ -153,7 +153,7 @@ def test_bash_completion_completes_commands_agents_and_choices(tmp_path: Path) -
     assert _complete(script, "ssebench", "task", "") == ["check", "new", "verify", "-h", "--help"]
     assert _complete(script, "ssebench", "dataset", "") == ["lock", "verify", "import", "-h", "--help"]
     assert _complete(script, "ssebench", "dataset", "import", "") == ["arvo", "-h", "--help", "--id"]
-    assert _complete(script, "ssebench", "agents", "install", "co") == ["codex", "continue", "copilot"]
+    assert _complete(script, "ssebench", "agents", "install", "co") == ["codex", "continue", "copilot", "code-puppy"]
     assert _complete(script, "ssebench", "agents", "install", "claude", "--scope", "") == ["user", "project"]
     assert _complete(script, "ssebench", "completion", "") == ["bash", "zsh", "fish", "-h", "--help"]
     (tmp_path / "task.toml").write_text("")

@@ -42,7 +42,7 @@ for where, mode in spec["mounts"]:
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"mode={mode}", "tmpfs", where], check=True)
     if spec["keep"].startswith(where.rstrip("/") + "/"):
         os.makedirs(spec["keep"], mode=0o755)
-        subprocess.run(["mount", "--bind", f"/proc/self/fd/{keep}", spec["keep"]], check=True)
+        subprocess.run(["mount", "--no-canonicalize", "--bind", f"/proc/{os.getpid()}/fd/{keep}", spec["keep"]], check=True)
 os.mkdir("/tmp/ci", 0o700)
 env = {**os.environ, "TMPDIR": "/tmp/ci", "MCP_LOG_DIR": "/tmp/logs", **spec["env"]}
 proc = subprocess.Popen(spec["argv"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

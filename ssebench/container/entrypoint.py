@@ -97,7 +97,7 @@ class Entrypoint(SignalHandling):
         import psutil
 
         self._keep = {p.pid for p in psutil.Process().children(recursive=True)}  # not ours to stop
-        workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))  # 0700, ours
+        workdir = private_workdir()
         agent = AgentRun(command=list(self.agent_command), timeout=self.settings.agent_timeout)
         try:
             exit_code, error, grading, grade_error = self._stages_run(task, tree, workdir, agent)
@@ -336,6 +336,19 @@ class Entrypoint(SignalHandling):
         old = self._stages[stage].model_dump(exclude_none=True) if stage in self._stages else {}
         rounded = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in fields.items()}
         self._stages[stage] = Stage.model_validate({**old, **rounded})
+
+
+def private_workdir() -> Path:
+    """The entrypoint's own 0700 folder (the daemon's socket, the calls file) in TMPDIR, or in
+    /tmp when TMPDIR is so deep that the socket's path would pass the 107-byte limit of Unix
+    sockets (the daemon would refuse it, and the run would fail as infrastructure)."""
+    from ssebench.parsers import UNIX_SOCKET_MAX_BYTES
+
+    workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))
+    if len(str(workdir / "daemon.sock").encode()) > UNIX_SOCKET_MAX_BYTES:
+        workdir.rmdir()
+        workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-", dir="/tmp"))
+    return workdir
 
 
 def _remove_tree(path: Path) -> None:

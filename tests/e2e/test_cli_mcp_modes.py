@@ -72,9 +72,11 @@ def test_what_the_cli_does_is_what_the_docs_say(cli: str, agent_run) -> None:  #
     with tapped() as tap:
         run = agent_run(cli, DEMO_TASK, difficulty=2, mcp_url=tap.url)
     assert tap.seen.calls >= 1, run.explain()
+    seen = observed(cli, tap.seen, run)
+    assert cli in documented(), f"docs/mcp.md has no row for {cli}; observed: {seen}"
     row = documented()[cli]
     wanted = {column: row[column] for column in ("revision", "progress", "resume", "tasks")}
-    assert observed(cli, tap.seen, run) == wanted, f"{tap.seen}\n{run.explain()}"
+    assert seen == wanted, f"{tap.seen}\n{run.explain()}"
 
 
 def _copilot_tasks_flag(home: Path) -> None:

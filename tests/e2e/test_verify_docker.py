@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ssebench import settings
+from ssebench.taskverifydocker import VERIFY_LABEL
 from tests.e2e.test_docker import base_image, docker_host  # noqa: F401 (the shared fixtures)
 from tests.helpers.daemon import SSEBENCH, run_ssebench
 from tests.test_task_verify import timeless
@@ -82,7 +83,10 @@ def ssebench(*args: str | Path, env: dict[str, str]) -> tuple[int, str, str]:
 
 def containers(tag: str) -> list[str]:
     listed = subprocess.run(
-        ["docker", "ps", "--all", "--quiet", "--filter", f"ancestor={tag}"], capture_output=True, text=True, check=True
+        ["docker", "ps", "--all", "--quiet", "--filter", f"ancestor={tag}", "--filter", f"label={VERIFY_LABEL}"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return listed.stdout.split()
 
