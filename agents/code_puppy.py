@@ -27,7 +27,6 @@ messages).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,21 +151,12 @@ class PuppySession(StreamConverter):
         elif kind == "tool-call":
             tool_id, name = str(part.get("tool_call_id")), str(part.get("tool_name") or "tool")
             names[tool_id] = name
-            yield ev.tool_running(tool_id, name, _arguments(part.get("args")))
+            yield ev.tool_running(tool_id, name, ev.arguments_of(part.get("args")))
         elif kind in ("tool-return", "retry-prompt") and part.get("tool_call_id"):
             tool_id = str(part["tool_call_id"])
             name = str(part.get("tool_name") or names.get(tool_id, "tool"))
             ok = kind == "tool-return" and part.get("outcome", "success") == "success"
             yield ev.tool_finished(tool_id, name, ok=ok, output=ev.text_of(part.get("content")))
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw if raw is not None else {}
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ class FastAgentHistory(StreamConverter):
                 params = call.get("params") if isinstance(call, dict) else None
                 params = params if isinstance(params, dict) else {}
                 names[tool_id] = str(params.get("name") or "tool")
-                yield ev.tool_running(tool_id, names[tool_id], _arguments(params.get("arguments")))
+                yield ev.tool_running(tool_id, names[tool_id], ev.arguments_of(params.get("arguments")))
             self._usage(message.get("channels"))
             if message.get("stop_reason") == "error":
                 self.failed = "the model request failed"
@@ -122,15 +122,6 @@ class FastAgentHistory(StreamConverter):
                     cached=prompt.get("cache_read") or 0,
                 )
                 self.add_cost(attempt.get("cost_usd"))
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw if raw is not None else {}
 
 
 CLIENT = TableClient(

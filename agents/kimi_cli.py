@@ -109,20 +109,11 @@ class KimiCliEvents(StreamConverter):
             function = (call.get("function") or {}) if isinstance(call, dict) else {}
             tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
             self._names[tool_id] = name
-            yield ev.tool_running(tool_id, name, _arguments(function.get("arguments")))
+            yield ev.tool_running(tool_id, name, ev.arguments_of(function.get("arguments")))
 
 
 def _text(event: dict[str, Any]) -> str:
     return ev.text_of(event.get("content"))
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            return raw
-    return raw if raw is not None else {}
 
 
 CLIENT = TableClient(
