@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ssebench import runrecord
 from ssebench.runrecord import RunResult
 from ssebench.ui import seconds
 
@@ -88,7 +89,7 @@ class Display:
             table.add_row(f"  {check_label(check.check)}", check.state.replace("_", " "))
         if result.error:
             table.add_row("error", result.error)
-        table.add_row("results", str(results / "results.json"))
+        table.add_row("results", str(runrecord.path_in(results)))
         if result.dialog:
             table.add_row("dialog", str(results / result.dialog))
         self.console.print()

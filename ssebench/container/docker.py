@@ -63,7 +63,7 @@ __all__ = [
 MCP_PORT = DEFAULT_MCP_PORT  # the port `ssebench agents install` registers in the agent layers
 CONTAINER_HOME = "/root"  # HOME in the one-container layout (its user is not root, but the layers open /root)
 #: a previous run's files, removed before a run so that none is reported as this one's
-STALE_FILES = ("results.json", "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log")
+STALE_FILES = (runrecord.RESULTS_FILE, "dialog.jsonl", "container.log", "grading.json", "grading.log", "daemon.log")
 
 
 @dataclass(frozen=True)

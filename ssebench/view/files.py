@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
+from ssebench import runrecord
+
 CHUNK = 64 << 10
 SMALL_LIMIT = 64 << 20  # a record or job.json larger than this is not one we wrote
 #: the files of a run folder an exported site may hold (``ssebench view --export``): the
@@ -23,7 +25,7 @@ SMALL_LIMIT = 64 << 20  # a record or job.json larger than this is not one we wr
 #: job.json (its stored job holds the agents' environments; the job page shows the rest)
 EXPORTED_FILES = frozenset(
     {
-        "results.json",
+        runrecord.RESULTS_FILE,
         "dialog.jsonl",
         "agent-stdout.log",
         "agent-stderr.log",
