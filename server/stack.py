@@ -39,7 +39,8 @@ from ssebench.supervise import (
 
 __all__ = ["Stack", "StackError", "free_port", "running_stack", "ssebench_argv", "start", "stop", "wait_server"]
 StackError = StartupError  # a child did not come up; the message says which and why
-START_TIMEOUT = 30.0  # seconds for a child of up/demo/the tests to answer
+START_TIMEOUT = 120.0  # seconds for a child of up/demo/the tests to answer; a crash is seen at once,
+# and a daemon that copies its tree under a busy 2-core machine took over 30 s (seen in the e2e tests)
 
 
 def start(argv: Sequence[str], env: Mapping[str, str] | None = None, **kw: Any) -> subprocess.Popen[bytes]:

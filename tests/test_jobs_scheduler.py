@@ -24,17 +24,27 @@ from tests.helpers.jobs import STATUS, job_run, record_of
 
 
 class CountingBackend:
-    """A backend whose runs take 50 ms and end as *script* says (per run id, per try)."""
+    """A backend whose runs take 50 ms and end as *script* says (per run id, per try).
+
+    With *fill*, a run first waits (up to 20 s) until *fill* runs are under way at once or
+    every one of *total* tries has started: a loaded machine then cannot end one run before
+    the scheduler starts the next, so the most seen at once is what the scheduler allows."""
 
     name = "counting"
     runs_as = "process"
 
-    def __init__(self, script: dict[str, list[Outcome]] | None = None, hold: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        script: dict[str, list[Outcome]] | None = None,
+        hold: threading.Event | None = None,
+        fill: tuple[int, int] | None = None,
+    ) -> None:
         self.script = script or {}
-        self.now = self.most = 0
-        self.lock = threading.Lock()
+        self.now = self.most = self.started = 0
+        self.lock = threading.Condition()
         self.tries: dict[str, int] = {}
         self.hold = hold  # the second try of a run waits for it
+        self.fill = fill  # (runs at once to wait for, tries in all)
 
     def capacity(self) -> Capacity:
         return Capacity(4.0, 8 << 30)
@@ -42,8 +52,13 @@ class CountingBackend:
     def run(self, run: JobRun, cancel: threading.Event) -> RunResult:
         with self.lock:
             self.now += 1
+            self.started += 1
             self.most = max(self.most, self.now)
             self.tries[run.run_id] = n = self.tries.get(run.run_id, 0) + 1
+            self.lock.notify_all()
+            if self.fill is not None:
+                at_once, total = self.fill
+                self.lock.wait_for(lambda: self.now >= at_once or self.started >= total, 20)
         time.sleep(0.05)
         if self.hold is not None and n == 2:
             assert self.hold.wait(60)
@@ -75,13 +90,13 @@ def _schedule(
 
 @pytest.mark.parametrize(("cpus", "most"), [(1.0, 4), (2.0, 2), (3.0, 1), (64.0, 1)])
 def test_the_scheduler_never_overcommits_the_cpus(tmp_path: Path, cpus: float, most: int) -> None:
-    backend = CountingBackend()
+    backend = CountingBackend(fill=(most, 8))
     _schedule(tmp_path, backend, cpus)
     assert backend.most == most
 
 
 def test_the_concurrency_limit_holds(tmp_path: Path) -> None:
-    backend = CountingBackend()
+    backend = CountingBackend(fill=(3, 8))
     _schedule(tmp_path, backend, 0.5, concurrency=3)
     assert backend.most == 3
 

@@ -4,6 +4,7 @@ sockets, a real small tmpfs where a full disk is needed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -124,10 +125,10 @@ def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_worksp
     events: list[Any] = []
     runner = threading.Thread(target=lambda: events.append(_run_quietly(d)), daemon=True)
     runner.start()
-    # bash, the five sleeps and sh (zombies excluded): the check is fully under way.
-    # Starting a sandboxed check took over 10 s on a CI machine running three workers.
-    assert wait_until(lambda: len(marked_processes(mark, exclude=[d.proc.pid])) >= 7, 120)
-    assert len(marked_processes(mark, exclude=[d.proc.pid])) >= 7
+    # Every sleep of ESCAPES is running: the check is fully under way. Counting all marked
+    # processes instead was racy (the sandbox's short-lived helpers come and go). Starting a
+    # sandboxed check took over 10 s on a CI machine running three workers.
+    assert wait_until(lambda: _sleeps(mark) == {"300", "301", "302", "303", "304", "1000"}, 120), _sleeps(mark)
 
     d.proc.kill()
     d.proc.wait()
@@ -142,6 +143,17 @@ def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_worksp
     assert owner["pid"] == d2.proc.pid
     d2.stop()
     assert workspaces(tmp) == []
+
+
+def _sleeps(mark: str) -> set[str]:
+    """The arguments of the marked ``sleep`` processes alive now."""
+    found = set()
+    for p in marked_processes(mark):
+        with contextlib.suppress(psutil.Error):
+            argv = p.cmdline()
+            if len(argv) == 2 and argv[0].rsplit("/", 1)[-1] == "sleep":
+                found.add(argv[1])
+    return found
 
 
 def _run_quietly(d) -> Any:

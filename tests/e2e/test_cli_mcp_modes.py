@@ -26,6 +26,7 @@ from tests.helpers.mcptap import Seen, tapped
 pytestmark = pytest.mark.e2e
 
 DOC = REPO / "docs" / "mcp.md"
+SOMETIMES = "sometimes"  # a resume cell measured both ways in repeated runs
 COPILOT_TASK_ERROR = "expected CallToolResult from tools/call, got CreateTaskResult"
 
 
@@ -76,6 +77,9 @@ def test_what_the_cli_does_is_what_the_docs_say(cli: str, agent_run) -> None:  #
     assert cli in documented(), f"docs/mcp.md has no row for {cli}; observed: {seen}"
     row = documented()[cli]
     wanted = {column: row[column] for column in ("revision", "progress", "resume", "tasks")}
+    if wanted["resume"] == SOMETIMES:  # a race inside the CLI (docs/mcp.md): either, but it was offered
+        assert seen["resume"] in ("yes", "no"), f"{tap.seen}\n{run.explain()}"
+        wanted["resume"] = seen["resume"]
     assert seen == wanted, f"{tap.seen}\n{run.explain()}"
 
 
