@@ -95,6 +95,8 @@ def test_copilot_with_its_tasks_flag_asks_for_a_task_it_cannot_take(agent_run) -
     if not tap.seen.tasks:  # seen in CI: with the flag on, some runs call synchronously
         assert run.builds == 1 and "test_patch call 1 (level 2)" in run.server_output, run.explain()
         return
-    assert run.builds == 0, run.explain()
-    assert "test_patch: a task was created" in run.server_output
-    assert COPILOT_TASK_ERROR in run.stdout  # its tool result: the call failed, the model saw no answer
+    assert "test_patch: a task was created" in run.server_output, run.explain()
+    assert COPILOT_TASK_ERROR in run.stdout, run.explain()  # its tool result: the call failed
+    # The task itself may finish in the background before the run is torn down (a build in
+    # the server's log or not: timing); what matters is that the model never saw its answer.
+    assert not answered("copilot", run), run.explain()
