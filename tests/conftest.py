@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.daemon import DaemonProcess, start_daemon
+from tests.helpers.daemon import DaemonProcess, remove_short_tempdirs, start_daemon
 from tests.helpers.tasks import TaskFiles, make_task
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,6 +35,14 @@ DEMO_TASK = REPO / "examples" / "tasks" / "demo-overflow" / "task.toml"
 # their CLIs the way a terminal does.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True)
+def _short_tempdirs_removed() -> Iterator[None]:
+    """The /tmp/sse-* folders a test made for its sockets go with it (torn down last: the
+    daemons in them are stopped first)."""
+    yield
+    remove_short_tempdirs()
 
 
 @pytest.fixture(autouse=True)

@@ -130,9 +130,21 @@ def _cmd(p: psutil.Process) -> str:
     return "?"
 
 
+_SHORT_TEMPDIRS: list[Path] = []  # made during the current test; removed after it
+
+
 def short_tempdir() -> Path:
-    """A fresh 0700 folder with a short path (Unix socket paths are limited to 107 bytes)."""
-    return Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
+    """A fresh 0700 folder with a short path (Unix socket paths are limited to 107 bytes),
+    removed after the test (:func:`remove_short_tempdirs`, an autouse fixture)."""
+    path = Path(tempfile.mkdtemp(prefix="sse-", dir="/tmp"))
+    _SHORT_TEMPDIRS.append(path)
+    return path
+
+
+def remove_short_tempdirs() -> None:
+    """Remove every folder :func:`short_tempdir` made since the last call."""
+    while _SHORT_TEMPDIRS:
+        shutil.rmtree(_SHORT_TEMPDIRS.pop(), ignore_errors=True)
 
 
 def start_daemon(
