@@ -22,7 +22,7 @@ strict opt-in), so ``prepare`` binds ``ssebench`` to the default agent ``code-pu
 
 **Stream.** Its console output is rendered text, so the launch runs it with that on stderr and
 then prints the session Code Puppy saved in ``autosaves/`` (a JSON envelope of pydantic-ai
-messages).
+messages), walked like fast-agent's history (agents/shared/history.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 from ssebench.agents import pypi
 from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import DEFAULT_NAME, Client, Env, Scope, ServerSettings, Unit
+from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
@@ -124,22 +125,17 @@ class PuppySession(StreamConverter):
     documents = True
 
     def feed(self, event: dict) -> Iterator[Event]:
-        if not isinstance(event.get("messages"), list):
-            return
-        yield ev.init(self.agent)
-        names: dict[str, str] = {}
-        for message in event["messages"]:
-            if not isinstance(message, dict):
-                continue
-            for part in message.get("parts") or []:
-                if isinstance(part, dict):
-                    yield from self._part(part, names)
-            usage = message.get("usage")
-            if message.get("kind") == "response" and isinstance(usage, dict):
-                tokens = {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0}
-                self.add_tokens(**tokens, cached=usage.get("cache_read_tokens") or 0)
-                self.add_cost(usage.get("cost"))
-        self.finished = True
+        return history.events(self, event, self._message)
+
+    def _message(self, message: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:
+        for part in message.get("parts") or []:
+            if isinstance(part, dict):
+                yield from self._part(part, names)
+        usage = message.get("usage")
+        if message.get("kind") == "response" and isinstance(usage, dict):
+            tokens = {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0}
+            self.add_tokens(**tokens, cached=usage.get("cache_read_tokens") or 0)
+            self.add_cost(usage.get("cost"))
 
     @staticmethod
     def _part(part: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:

@@ -16,7 +16,8 @@ SDK's ``Client``); unset, a call waits with no limit of its own.
 the entry; the model is ``generic.MODEL``, fast-agent's OpenAI-compatible provider, whose
 endpoint and key are ``GENERIC_BASE_URL`` and ``GENERIC_API_KEY`` (from the run's
 ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``: no file). Its console output is rendered text, so
-the launch runs it with that on stderr and ``--results FILE``, then prints FILE: the history.
+the launch runs it with that on stderr and ``--results FILE``, then prints FILE: the history
+(walked like Code Puppy's saved session, agents/shared/history.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ssebench.agents import pypi
 from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
+from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
@@ -79,14 +81,7 @@ class FastAgentHistory(StreamConverter):
     documents = True
 
     def feed(self, event: dict) -> Iterator[Event]:
-        if not isinstance(event.get("messages"), list):
-            return
-        yield ev.init(self.agent)
-        names: dict[str, str] = {}
-        for message in event["messages"]:
-            if isinstance(message, dict):
-                yield from self._message(message, names)
-        self.finished = True
+        return history.events(self, event, self._message)
 
     def _message(self, message: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:
         if message.get("role") == "assistant":
