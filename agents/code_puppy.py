@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import DEFAULT_NAME, Client, Env, Scope, ServerSettings, Unit
 from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "code-puppy"
 MODEL_KEY = "ssebench"
@@ -105,10 +104,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
         lambda text: EDITORS["json"].set(text, (MODEL_KEY,), model),
         cache=cache,
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -185,17 +180,12 @@ CLIENT = PuppyClient(
 AGENT = Agent(
     package="code-puppy",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "code-puppy" / "pins.json",
-    registry="pypi",
-    layer_template=pypi.LAYER_TEMPLATE,
+    **pypi.record_fields("code-puppy"),
     client=CLIENT,
     launch=launch,
     prepare=prepare,
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="code-puppy-session",  # its autosaved session, printed after the run
     reader=PuppySession,
 )

@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "fast-agent"
 DEFAULT_MODEL = "gpt-5"
@@ -50,10 +49,6 @@ SCRIPT = (
 def agent_home(home: Path, env: Mapping[str, str]) -> Path:
     configured = (env.get("FAST_AGENT_HOME") or "").strip()
     return Path(configured) if configured else home / ".fast-agent"
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -142,14 +137,12 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="fast-agent-mcp",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "fast-agent" / "pins.json",
-    registry="pypi",
+    **pypi.record_fields("fast-agent"),
     python_min=(3, 12),
-    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     config_vars=("FAST_AGENT_HOME",),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API, fast-agent's `generic` "
         "provider; default `https://api.openai.com/v1`, model `gpt-5`)"

@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.agents.shared.kimi_stream import KimiStreamJson
-from ssebench.resources import cli_pins_file
 
 BINARY = "kimi-cli"
 MODEL_KEY = "ssebench"
@@ -57,10 +56,6 @@ def run_config(env: Mapping[str, str]) -> dict[str, Any]:
         "models": {MODEL_KEY: model},
         "mcp": {"client": {"tool_call_timeout_ms": TOOL_CALL_TIMEOUT_MS}},
     }
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -94,18 +89,13 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="kimi-cli",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "kimi-cli" / "pins.json",
-    registry="pypi",
+    **pypi.record_fields("kimi-cli"),
     python_min=(3, 13),
-    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     config_vars=("KIMI_SHARE_DIR",),
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="kimi-cli-stream-json",  # kimi-cli --print --output-format stream-json
     reader=KimiStreamJson,
 )

@@ -32,10 +32,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
-from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
+from ssebench.agents.runtime import NODE22_FIELDS
 from ssebench.agents.shared.kimi_stream import KimiStreamJson
 
 BINARY = "kimi"
@@ -77,10 +77,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     files.edit(kimi_home(home, env) / "config.toml", write, cache=files.cache_folder(env, home))
 
 
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
-
-
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     return AgentCommand(
         argv=(BINARY, "-p", prompt, "--output-format", "stream-json", "--model", ALIAS),
@@ -113,14 +109,12 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="@moonshot-ai/kimi-code",
     binary=BINARY,
-    pins_file=NODE22_PINS,
-    node_runtime=NODE22,
-    node_min=NODE22_MIN,
+    **NODE22_FIELDS,
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("KIMI_CODE_HOME",),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
         "`https://api.moonshot.ai/v1` and model `kimi-k2-turbo-preview`)"

@@ -33,10 +33,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
-from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
+from ssebench.agents.runtime import NODE22_FIELDS
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
@@ -75,10 +75,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
         lambda text: editor.set(text, ("providers", PROVIDER), provider(env)),
         cache=files.cache_folder(env, home),
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -153,14 +149,12 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="@earendil-works/pi-coding-agent",
     binary=BINARY,
-    pins_file=NODE22_PINS,
-    node_runtime=NODE22,
-    node_min=NODE22_MIN,
+    **NODE22_FIELDS,
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "PI_PACKAGE_DIR"),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default model `gpt-5`)"
     ),
