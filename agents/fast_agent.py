@@ -46,14 +46,9 @@ SCRIPT = (
 )
 
 
-def agent_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("FAST_AGENT_HOME") or "").strip()
-    return Path(configured) if configured else home / ".fast-agent"
-
-
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     model = f"generic.{model_from(env) or DEFAULT_MODEL}"
-    fa_home = agent_home(home, env)
+    fa_home = CLIENT.home_folder(home, env)
     added = {
         **pick(env, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
         "GENERIC_BASE_URL": (env.get("OPENAI_BASE_URL") or "").strip() or DEFAULT_BASE_URL,

@@ -50,11 +50,6 @@ SCRIPT = (
 )
 
 
-def hermes_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("HERMES_HOME") or "").strip()
-    return Path(configured) if configured else home / ".hermes"
-
-
 def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     """The ``ssebench`` provider in config.yaml, by reference to the run's variables."""
     from ssebench.agents import files
@@ -62,7 +57,7 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
 
     provider = {"base_url": "${OPENAI_BASE_URL}", "key_env": "OPENAI_API_KEY", "api_mode": "chat_completions"}
     files.edit(
-        hermes_home(home, env) / "config.yaml",
+        CLIENT.home_folder(home, env) / "config.yaml",
         lambda text: EDITORS["yaml"].set(text, ("providers", PROVIDER), provider),
         cache=files.cache_folder(env, home),
     )

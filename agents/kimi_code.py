@@ -47,11 +47,6 @@ DEFAULT_BASE_URL = "https://api.moonshot.ai/v1"
 CONTEXT = 131072  # max_context_size of the alias (required by Kimi Code)
 
 
-def kimi_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("KIMI_CODE_HOME") or "").strip()
-    return Path(configured) if configured else home / ".kimi-code"
-
-
 def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     """The run's endpoint and model in Kimi Code's config.toml (other providers stay)."""
     import tomlkit
@@ -74,7 +69,7 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
         document["default_model"] = ALIAS  # without it `kimi -p` stops: "no default model configured"
         return tomlkit.dumps(document)
 
-    files.edit(kimi_home(home, env) / "config.toml", write, cache=files.cache_folder(env, home))
+    files.edit(CLIENT.home_folder(home, env) / "config.toml", write, cache=files.cache_folder(env, home))
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:

@@ -53,11 +53,6 @@ PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 SWITCHES = {"enable_telemetry": False, "enable_update_checks": False, "enable_auto_update": False}
 
 
-def vibe_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("VIBE_HOME") or "").strip()
-    return Path(configured) if configured else home / ".vibe"
-
-
 def _configured(text: str | None, env: Mapping[str, str]) -> str:
     """config.toml with the run's provider, model and switches (other tables stay)."""
     import tomlkit
@@ -85,7 +80,7 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     from ssebench.agents import files
 
     files.edit(
-        vibe_home(home, env) / "config.toml",
+        CLIENT.home_folder(home, env) / "config.toml",
         lambda text: _configured(text, env),
         cache=files.cache_folder(env, home),
     )

@@ -49,11 +49,6 @@ PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-def agent_dir(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("PI_CODING_AGENT_DIR") or "").strip()
-    return Path(configured) if configured else home / ".pi" / "agent"
-
-
 def provider(env: Mapping[str, str]) -> dict[str, Any]:
     """The ``models.json`` provider: the run's endpoint and model, the key by reference."""
     return {
@@ -71,7 +66,7 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
 
     editor = EDITORS["json"]
     files.edit(
-        agent_dir(home, env) / "models.json",
+        CLIENT.home_folder(home, env) / "models.json",
         lambda text: editor.set(text, ("providers", PROVIDER), provider(env)),
         cache=files.cache_folder(env, home),
     )
