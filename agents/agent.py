@@ -143,6 +143,19 @@ class Agent:
         return f"npm install -g {self.package}@{self.pin()}"
 
 
+def openai_api(env: Mapping[str, str]) -> ModelApi:
+    """``model_api`` of a CLI that reaches its model as OpenAI's SDK does: ``OPENAI_API_KEY``, and
+    ``OPENAI_BASE_URL`` for any OpenAI-compatible endpoint."""
+    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
+
+
+#: ``model_vars`` of such a CLI whose defaults are OpenAI's endpoint and ``gpt-5``
+OPENAI_CHAT_VARS = (
+    "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
+    "`https://api.openai.com/v1`, model `gpt-5`)"
+)
+
+
 def model_from(env: Mapping[str, str]) -> str | None:
     """The model the run asked for (``SSE_AGENT_MODEL``); None leaves the CLI's default."""
     value = (settings.raw(MODEL_VAR, env) or "").strip()

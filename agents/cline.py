@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Client, Env, Scope, ServerSettings, Unit
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
@@ -82,10 +82,6 @@ class ClineCli(Client):
         if isinstance(transport, Mapping) and isinstance(transport.get("url"), str):
             return str(transport["url"])
         return super().url_of(entry)
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -214,7 +210,7 @@ AGENT = Agent(
         "CLINE_PROVIDER_SETTINGS_PATH",
         "CLINE_GLOBAL_SETTINGS_PATH",
     ),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars="`OPENAI_API_KEY` and `OPENAI_BASE_URL` (an OpenAI-compatible endpoint; "
     "`SSE_AGENT_MODEL` names the model)",
     stream_format="cline-json",  # cline --json PROMPT

@@ -22,7 +22,7 @@ strict opt-in), so ``prepare`` binds ``ssebench`` to the default agent ``code-pu
 
 **Stream.** Its console output is rendered text, so the launch runs it with that on stderr and
 then prints the session Code Puppy saved in ``autosaves/`` (a JSON envelope of pydantic-ai
-messages).
+messages), walked like fast-agent's history (agents/shared/history.py).
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import DEFAULT_NAME, Client, Env, Scope, ServerSettings, Unit
+from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "code-puppy"
 MODEL_KEY = "ssebench"
@@ -106,10 +106,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     )
 
 
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
-
-
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     return AgentCommand(
         argv=("sh", "-c", SCRIPT, "code-puppy", prompt, str(puppy_dir(home, env, "XDG_CACHE_HOME"))),
@@ -124,22 +120,17 @@ class PuppySession(StreamConverter):
     documents = True
 
     def feed(self, event: dict) -> Iterator[Event]:
-        if not isinstance(event.get("messages"), list):
-            return
-        yield ev.init(self.agent)
-        names: dict[str, str] = {}
-        for message in event["messages"]:
-            if not isinstance(message, dict):
-                continue
-            for part in message.get("parts") or []:
-                if isinstance(part, dict):
-                    yield from self._part(part, names)
-            usage = message.get("usage")
-            if message.get("kind") == "response" and isinstance(usage, dict):
-                tokens = {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0}
-                self.add_tokens(**tokens, cached=usage.get("cache_read_tokens") or 0)
-                self.add_cost(usage.get("cost"))
-        self.finished = True
+        return history.events(self, event, self._message)
+
+    def _message(self, message: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:
+        for part in message.get("parts") or []:
+            if isinstance(part, dict):
+                yield from self._part(part, names)
+        usage = message.get("usage")
+        if message.get("kind") == "response" and isinstance(usage, dict):
+            tokens = {"input": usage.get("input_tokens") or 0, "output": usage.get("output_tokens") or 0}
+            self.add_tokens(**tokens, cached=usage.get("cache_read_tokens") or 0)
+            self.add_cost(usage.get("cost"))
 
     @staticmethod
     def _part(part: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:
@@ -189,17 +180,12 @@ CLIENT = PuppyClient(
 AGENT = Agent(
     package="code-puppy",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "code-puppy" / "pins.json",
-    registry="pypi",
-    layer_template=pypi.LAYER_TEMPLATE,
+    **pypi.record_fields("code-puppy"),
     client=CLIENT,
     launch=launch,
     prepare=prepare,
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="code-puppy-session",  # its autosaved session, printed after the run
     reader=PuppySession,
 )

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
@@ -64,10 +64,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
         lambda text: EDITORS["json"].set(text, ("customModels",), [custom_model(env)]),
         cache=files.cache_folder(env, home),
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -138,7 +134,7 @@ AGENT = Agent(
     client=CLIENT,
     launch=launch,
     prepare=prepare,
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API, as a BYOK custom "
         "model: no Factory login; default `https://api.openai.com/v1`, model `gpt-5`)"

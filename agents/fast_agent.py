@@ -16,7 +16,8 @@ SDK's ``Client``); unset, a call waits with no limit of its own.
 the entry; the model is ``generic.MODEL``, fast-agent's OpenAI-compatible provider, whose
 endpoint and key are ``GENERIC_BASE_URL`` and ``GENERIC_API_KEY`` (from the run's
 ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``: no file). Its console output is rendered text, so
-the launch runs it with that on stderr and ``--results FILE``, then prints FILE: the history.
+the launch runs it with that on stderr and ``--results FILE``, then prints FILE: the history
+(walked like Code Puppy's saved session, agents/shared/history.py).
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
+from ssebench.agents.shared import history
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "fast-agent"
 DEFAULT_MODEL = "gpt-5"
@@ -45,18 +46,9 @@ SCRIPT = (
 )
 
 
-def agent_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("FAST_AGENT_HOME") or "").strip()
-    return Path(configured) if configured else home / ".fast-agent"
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
-
-
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     model = f"generic.{model_from(env) or DEFAULT_MODEL}"
-    fa_home = agent_home(home, env)
+    fa_home = CLIENT.home_folder(home, env)
     added = {
         **pick(env, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
         "GENERIC_BASE_URL": (env.get("OPENAI_BASE_URL") or "").strip() or DEFAULT_BASE_URL,
@@ -79,14 +71,7 @@ class FastAgentHistory(StreamConverter):
     documents = True
 
     def feed(self, event: dict) -> Iterator[Event]:
-        if not isinstance(event.get("messages"), list):
-            return
-        yield ev.init(self.agent)
-        names: dict[str, str] = {}
-        for message in event["messages"]:
-            if isinstance(message, dict):
-                yield from self._message(message, names)
-        self.finished = True
+        return history.events(self, event, self._message)
 
     def _message(self, message: dict[str, Any], names: dict[str, str]) -> Iterator[Event]:
         if message.get("role") == "assistant":
@@ -147,14 +132,12 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="fast-agent-mcp",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "fast-agent" / "pins.json",
-    registry="pypi",
+    **pypi.record_fields("fast-agent"),
     python_min=(3, 12),
-    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     config_vars=("FAST_AGENT_HOME",),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API, fast-agent's `generic` "
         "provider; default `https://api.openai.com/v1`, model `gpt-5`)"

@@ -38,12 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Client, ServerSettings
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "gptme"
 PROVIDER = "ssebench"
@@ -75,10 +74,6 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     files.edit(
         config, lambda text: editor.set(text, ("providers", PROVIDER), provider), cache=files.cache_folder(env, home)
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -155,17 +150,12 @@ CLIENT = GptmeClient(
 AGENT = Agent(
     package="gptme",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "gptme" / "pins.json",
-    registry="pypi",
-    layer_template=pypi.LAYER_TEMPLATE,
+    **pypi.record_fields("gptme"),
     client=CLIENT,
     launch=launch,
     prepare=prepare,
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="gptme-json",  # gptme -n --output-format json: one JSON line per message
     reader=GptmeEvents,
 )

@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "hermes"
 PROVIDER = "ssebench"
@@ -51,11 +50,6 @@ SCRIPT = (
 )
 
 
-def hermes_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("HERMES_HOME") or "").strip()
-    return Path(configured) if configured else home / ".hermes"
-
-
 def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     """The ``ssebench`` provider in config.yaml, by reference to the run's variables."""
     from ssebench.agents import files
@@ -63,14 +57,10 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
 
     provider = {"base_url": "${OPENAI_BASE_URL}", "key_env": "OPENAI_API_KEY", "api_mode": "chat_completions"}
     files.edit(
-        hermes_home(home, env) / "config.yaml",
+        CLIENT.home_folder(home, env) / "config.yaml",
         lambda text: EDITORS["yaml"].set(text, ("providers", PROVIDER), provider),
         cache=files.cache_folder(env, home),
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -153,18 +143,13 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="hermes-agent",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "hermes" / "pins.json",
-    registry="pypi",
-    layer_template=pypi.LAYER_TEMPLATE,
+    **pypi.record_fields("hermes"),
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("HERMES_HOME",),
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="hermes-session-jsonl",  # hermes sessions export --format jsonl, after the run
     reader=HermesSession,
 )

@@ -23,23 +23,21 @@ from ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` when it starts (``kimi_cli/llm.p
 ``augment_provider_with_env_vars``), and model ``ssebench`` as the default.
 
 **Stream.** OpenAI-style messages, one per line: the assistant's ``content`` (text, or parts of
-type ``text`` and ``think``) and ``tool_calls``, then ``role: tool`` with ``tool_call_id``.
+type ``text`` and ``think``) and ``tool_calls``, then ``role: tool`` with ``tool_call_id``; Kimi
+Code prints the same shape, and one reader reads both (agents/shared/kimi_stream.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.generic.table import URL, TableClient
-from ssebench.dialog import events as ev
-from ssebench.dialog.events import Event
-from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
+from ssebench.agents.shared.kimi_stream import KimiStreamJson
 
 BINARY = "kimi-cli"
 MODEL_KEY = "ssebench"
@@ -60,10 +58,6 @@ def run_config(env: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
-
-
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
     argv = (
         BINARY, "--print", "--output-format", "stream-json",
@@ -74,46 +68,6 @@ def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> 
         env=pick(env, "OPENAI_API_KEY", "OPENAI_BASE_URL"),
         timeouts={"tool_call_timeout_ms": f"{TOOL_CALL_TIMEOUT_MS} ms (the run's config), every MCP call"},
     )
-
-
-class KimiCliEvents(StreamConverter):
-    """``kimi-cli --print --output-format stream-json`` → dialog events."""
-
-    def __init__(self, agent: str) -> None:
-        super().__init__(agent)
-        self._names: dict[str, str] = {}
-        self._started = False
-
-    def feed(self, event: dict) -> Iterator[Event]:
-        if not self._started:
-            self._started = True
-            yield ev.init(self.agent)
-        role = event.get("role")
-        if role == "assistant":
-            yield from self._assistant(event)
-        elif role == "tool":
-            tool_id = str(event.get("tool_call_id"))
-            yield ev.tool_finished(tool_id, self._names.get(tool_id, "tool"), ok=True, output=_text(event))
-
-    def _assistant(self, event: dict[str, Any]) -> Iterator[Event]:
-        content = event.get("content")
-        parts = content if isinstance(content, list) else [{"type": "text", "text": content}] if content else []
-        for part in parts:
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") == "think" and part.get("think"):
-                yield ev.thinking(str(part["think"]))
-            elif part.get("type") == "text" and part.get("text"):
-                yield ev.message(str(part["text"]))
-        for call in event.get("tool_calls") or []:
-            function = (call.get("function") or {}) if isinstance(call, dict) else {}
-            tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
-            self._names[tool_id] = name
-            yield ev.tool_running(tool_id, name, ev.arguments_of(function.get("arguments")))
-
-
-def _text(event: dict[str, Any]) -> str:
-    return ev.text_of(event.get("content"))
 
 
 CLIENT = TableClient(
@@ -135,18 +89,13 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="kimi-cli",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "kimi-cli" / "pins.json",
-    registry="pypi",
+    **pypi.record_fields("kimi-cli"),
     python_min=(3, 13),
-    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     config_vars=("KIMI_SHARE_DIR",),
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="kimi-cli-stream-json",  # kimi-cli --print --output-format stream-json
-    reader=KimiCliEvents,
+    reader=KimiStreamJson,
 )

@@ -23,22 +23,20 @@ refuses to start without one, whatever ``--model`` says).
 
 **Stream.** OpenAI-style messages: ``{"role": "assistant", "content", "tool_calls"}``,
 ``{"role": "tool", "tool_call_id", "content"}``, and ``role: "meta"`` lines (the version
-first, ``session.resume_hint`` with the session id last). It carries no token counts.
+first, ``session.resume_hint`` with the session id last). It carries no token counts. Kimi CLI's
+stream has the same shape; one reader reads both (agents/shared/kimi_stream.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
-from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
-from ssebench.dialog import events as ev
-from ssebench.dialog.events import Event
-from ssebench.dialog.stream import StreamConverter
+from ssebench.agents.runtime import NODE22_FIELDS
+from ssebench.agents.shared.kimi_stream import KimiStreamJson
 
 BINARY = "kimi"
 ALIAS = "ssebench"  # the provider and the model alias prepare writes
@@ -47,11 +45,6 @@ DEFAULT_MODEL = "kimi-k2-turbo-preview"
 PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.moonshot.ai/v1"
 CONTEXT = 131072  # max_context_size of the alias (required by Kimi Code)
-
-
-def kimi_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("KIMI_CODE_HOME") or "").strip()
-    return Path(configured) if configured else home / ".kimi-code"
 
 
 def prepare(*, home: Path, env: Mapping[str, str]) -> None:
@@ -76,11 +69,7 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
         document["default_model"] = ALIAS  # without it `kimi -p` stops: "no default model configured"
         return tomlkit.dumps(document)
 
-    files.edit(kimi_home(home, env) / "config.toml", write, cache=files.cache_folder(env, home))
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
+    files.edit(CLIENT.home_folder(home, env) / "config.toml", write, cache=files.cache_folder(env, home))
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -89,40 +78,6 @@ def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> 
         env={**pick(env, *PREPARE_VARS), "KIMI_CODE_NO_AUTO_UPDATE": "1"},
         timeouts={"toolTimeoutMs": "from agents install (default 3600000 ms), not reset by progress"},
     )
-
-
-class KimiCodeEvents(StreamConverter):
-    """``kimi -p --output-format stream-json`` → dialog events."""
-
-    def __init__(self, agent: str) -> None:
-        super().__init__(agent)
-        self._started = False
-        self._names: dict[str, str] = {}  # tool call id -> tool name
-
-    def feed(self, event: dict) -> Iterator[Event]:
-        if not self._started:
-            self._started = True
-            yield ev.init(self.agent)
-        role = event.get("role")
-        if role == "assistant":
-            yield from self._assistant(event)
-        elif role == "tool":
-            tool_id = str(event.get("tool_call_id"))
-            name = self._names.get(tool_id, "tool")
-            yield ev.tool_finished(tool_id, name, ok=True, output=ev.text_of(event.get("content")))
-        elif role == "meta" and event.get("type") == "session.resume_hint":
-            self.finished = True
-
-    def _assistant(self, event: dict[str, Any]) -> Iterator[Event]:
-        if event.get("reasoning_content"):
-            yield ev.thinking(str(event["reasoning_content"]))
-        if event.get("content"):
-            yield ev.message(ev.text_of(event["content"]))
-        for call in event.get("tool_calls") or []:
-            function = call.get("function") or {}
-            tool_id, name = str(call.get("id")), str(function.get("name") or "tool")
-            self._names[tool_id] = name
-            yield ev.tool_running(tool_id, name, ev.arguments_of(function.get("arguments")))
 
 
 CLIENT = TableClient(
@@ -149,18 +104,16 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="@moonshot-ai/kimi-code",
     binary=BINARY,
-    pins_file=NODE22_PINS,
-    node_runtime=NODE22,
-    node_min=NODE22_MIN,
+    **NODE22_FIELDS,
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("KIMI_CODE_HOME",),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
         "`https://api.moonshot.ai/v1` and model `kimi-k2-turbo-preview`)"
     ),
     stream_format="kimi-stream-json",  # kimi -p --output-format stream-json
-    reader=KimiCodeEvents,
+    reader=KimiStreamJson,
 )

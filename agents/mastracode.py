@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.agents.runtime import NODE22, NODE22_MIN
 from ssebench.dialog import events as ev
@@ -39,10 +39,6 @@ from ssebench.dialog.stream import StreamConverter
 from ssebench.resources import cli_pins_file
 
 BINARY = "mastracode"
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -128,7 +124,7 @@ AGENT = Agent(
     node_min=NODE22_MIN,
     client=CLIENT,
     launch=launch,
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (an OpenAI Responses API; default model `openai/gpt-5.5`, "
         "`SSE_AGENT_MODEL` must be an id of Mastra Code's catalogue)"

@@ -36,13 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.agents import pypi
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, OPENAI_CHAT_VARS, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
-from ssebench.resources import cli_pins_file
 
 BINARY = "vibe"
 PROVIDER = "ssebench"
@@ -52,11 +51,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 #: config.toml's switches for an unattended run: no telemetry, no update check or auto-update
 SWITCHES = {"enable_telemetry": False, "enable_update_checks": False, "enable_auto_update": False}
-
-
-def vibe_home(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("VIBE_HOME") or "").strip()
-    return Path(configured) if configured else home / ".vibe"
 
 
 def _configured(text: str | None, env: Mapping[str, str]) -> str:
@@ -86,14 +80,10 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
     from ssebench.agents import files
 
     files.edit(
-        vibe_home(home, env) / "config.toml",
+        CLIENT.home_folder(home, env) / "config.toml",
         lambda text: _configured(text, env),
         cache=files.cache_folder(env, home),
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -162,19 +152,14 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="mistral-vibe",
     binary=BINARY,
-    pins_file=cli_pins_file().parent / "pypi" / "mistral-vibe" / "pins.json",
-    registry="pypi",
+    **pypi.record_fields("mistral-vibe"),
     python_min=(3, 12),
-    layer_template=pypi.LAYER_TEMPLATE,
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("VIBE_HOME",),
-    model_api=model_api,
-    model_vars=(
-        "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default "
-        "`https://api.openai.com/v1`, model `gpt-5`)"
-    ),
+    model_api=openai_api,
+    model_vars=OPENAI_CHAT_VARS,
     stream_format="vibe-streaming",  # vibe -p --output streaming: one JSON line per message
     reader=VibeEvents,
 )

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Client, Env, Scope, ServerSettings
-from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
+from ssebench.agents.runtime import NODE22_FIELDS
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
@@ -67,10 +67,6 @@ def providers(model: str) -> str:
     """The ``NANOCODER_PROVIDERS`` value: one OpenAI-compatible provider, its secrets by reference."""
     entry = {"name": PROVIDER, "baseUrl": "${OPENAI_BASE_URL}", "apiKey": "${OPENAI_API_KEY}", "models": [model]}
     return json.dumps([entry])
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -141,9 +137,7 @@ CLIENT = NanocoderClient(
 AGENT = Agent(
     package="@nanocollective/nanocoder",
     binary=BINARY,
-    pins_file=NODE22_PINS,
-    node_runtime=NODE22,
-    node_min=NODE22_MIN,
+    **NODE22_FIELDS,
     client=CLIENT,
     launch=launch,
     config_vars=(
@@ -152,7 +146,7 @@ AGENT = Agent(
         "NANOCODER_MCPSERVERS_FILE",
         "NANOCODER_PROVIDERS_FILE",
     ),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars="`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API)",
     stream_format="nanocoder-json",  # nanocoder --plain --json run: one pretty-printed report at the end
     reader=NanocoderReport,

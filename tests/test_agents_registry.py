@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ssebench.agents.base import Env, Scope
 from ssebench.agents.generic import bridged, rows
 from ssebench.agents.registry import AGENTS as RECIPE_AGENTS
@@ -211,6 +213,7 @@ def test_no_class_is_more_than_one_project_class_deep() -> None:
     assert deep["ssebench.agents.shared.claude_stream.ClaudeStreamJson"] == ["StreamConverter"]
     assert RECIPE_AGENTS["qwen"].reader is RECIPE_AGENTS["claude"].reader  # one parser, two names
     assert RECIPE_AGENTS["kilo"].reader is RECIPE_AGENTS["opencode"].reader
+    assert RECIPE_AGENTS["kimi-cli"].reader is RECIPE_AGENTS["kimi-code"].reader  # one stream-json shape
 
 
 def test_class_names_here_are_used_nowhere_else() -> None:
@@ -228,3 +231,29 @@ def test_class_names_here_are_used_nowhere_else() -> None:
                     defined.setdefault(node.name, []).append(path.relative_to(root).as_posix())
     ours = {c.__name__ for c in _classes_here()}
     assert {name: where for name, where in defined.items() if name in ours and len(where) > 1} == {}
+
+
+@pytest.mark.parametrize("name", ["hermes", "kimi-code", "mistral-vibe", "pi"])
+def test_prepare_writes_where_the_home_variable_points(name: str, tmp_path: Path) -> None:
+    """The agent's own folder is its client's home_var: $VARIABLE when set (blank is unset), else
+    the prefix folder in HOME; prepare writes its files there and nowhere else."""
+    record = RECIPE_AGENTS[name]
+    assert record.client.home_var is not None
+    var, prefix = record.client.home_var
+    api = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+    for n, (value, folder) in enumerate(((None, "home/" + prefix), (" ", "home/" + prefix), ("{root}/moved", "moved"))):
+        root = tmp_path / str(n)
+        (root / "home").mkdir(parents=True)
+        env = api if value is None else {**api, var: value.format(root=root)}
+        record.prepare(home=root / "home", env=env)
+        written = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and ".cache" not in p.parts)
+        assert written and all(path.startswith(folder + "/") for path in written), (value, written)
+
+
+def test_fast_agent_runs_with_its_home_where_the_variable_points(tmp_path: Path) -> None:
+    launch = RECIPE_AGENTS["fast-agent"].launch
+    plain = launch(prompt="P", mcp_url="http://127.0.0.1:9/mcp", home=tmp_path, env={})
+    assert plain.env["FAST_AGENT_HOME"] == str(tmp_path / ".fast-agent")
+    moved = launch(prompt="P", mcp_url="http://127.0.0.1:9/mcp", home=tmp_path, env={"FAST_AGENT_HOME": "/srv/fa"})
+    assert moved.env["FAST_AGENT_HOME"] == "/srv/fa"
+    assert moved.argv[-1] == "/srv/fa/ssebench-history.json"

@@ -7,6 +7,7 @@ Adding such a client is adding a row here (see docs/adding-an-agent.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,15 @@ class TableClient(Client):
             return text
         var, prefix = self.home_var
         return f"{text} (or ${var}/{self.user_path.removeprefix(prefix).lstrip('/')})"
+
+    def home_folder(self, home: Path, env: Mapping[str, str]) -> Path:
+        """The CLI's own folder, where ``prepare`` writes beside the MCP entry: ``$VARIABLE`` when it
+        is set (not blank), else the ``prefix`` folder in HOME."""
+        if self.home_var is None:
+            raise ValueError(f"{self.name}: its client names no home_var")
+        var, prefix = self.home_var
+        configured = (env.get(var) or "").strip()
+        return Path(configured) if configured else home / prefix
 
     def timeout_value(self, seconds: int) -> int:
         if self.max_timeout is not None:
