@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -27,7 +26,6 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.mark.parametrize("raw", ["", " ", "5", "-1", "two", "2.0", "02", "+2", "\u0662", "0x2", "2 2"])
 def test_serve_refuses_a_bad_difficulty_before_importing_fastmcp(raw: str) -> None:
     port = free_port()
-    started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", *ssebench_argv("serve", "--port", str(port))[1:]],
         env={**os.environ, "SSE_DIFFICULTY": raw},
@@ -35,15 +33,14 @@ def test_serve_refuses_a_bad_difficulty_before_importing_fastmcp(raw: str) -> No
         text=True,
         timeout=30,
     )
-    elapsed = time.monotonic() - started
     assert proc.returncode == 2
     message = f"SSE_DIFFICULTY must be an integer from 0 to 4, got '{raw}'"
     lines = [line for line in proc.stderr.splitlines() if not line.startswith("import time:")]
     assert lines == [message]
     assert proc.stdout == ""
-    # Nothing that binds a port was even loaded.
+    # Nothing that binds a port was even loaded (what makes the refusal quick; its time is
+    # not asserted: a loaded CI machine makes any bound flaky).
     assert not re.search(r"\| +(fastmcp|uvicorn|mcp)(\.|$)", proc.stderr, re.M)
-    assert elapsed < 3  # "well under a second" of its own; the rest is interpreter start-up
 
 
 def test_up_serves_until_ctrl_c_and_leaves_nothing(tmp_path: Path) -> None:
