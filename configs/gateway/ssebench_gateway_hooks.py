@@ -195,8 +195,8 @@ def _release(metadata: dict | None) -> None:
     for the same request, or any other request's, change nothing)."""
     if metadata is None:
         return
-    run_id, token = metadata.get("user_api_key_alias"), metadata.get(SLOT)
-    held = HOLDER.get(run_id) if run_id else None
+    run_id, token = str(metadata.get("user_api_key_alias") or ""), metadata.get(SLOT)
+    held = HOLDER.get(run_id)
     if held is not None and token is not None and held[0] == token:
         del HOLDER[run_id]
 

@@ -26,6 +26,7 @@ from ssebench.jobs.gateway.proxy import Proxy
 from ssebench.jobs.jobfile import AgentSpec
 from ssebench.runrecord import RunResult
 
+PORT_VAR = "SSE_GATEWAY_PORT"  # the gateway's port: a Docker run relays it into its container (ssebench/relay.py)
 LEDGER_FILE = "gateway.jsonl"  # in the run's folder: one line per model request of its last try
 #: a custom command agent gets both vendors' usual variables (its program picks what it reads)
 COMMAND_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
@@ -65,7 +66,7 @@ class RunGate:
         path = self.proxy.keys / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
         path.write_text(json.dumps(budget), encoding="utf-8")
         gateway = agent_vars(run.spec.agent, {**os.environ, **run.env}, self.proxy.url, key)
-        env = {**run.env, self.proxy.spec.key_env: "", **gateway}
+        env = {**run.env, self.proxy.spec.key_env: "", **gateway, PORT_VAR: str(self.proxy.port)}
         return replace(run, env=env)
 
     def settle(self, run: JobRun, result: RunResult) -> RunResult:
