@@ -82,18 +82,21 @@ def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     assert ", copilot, nanocoder, pi, kimi-code, hermes, gptme" in str(error.value)
 
 
-@pytest.mark.parametrize("agent", ["gptme", "hermes"])
-def test_a_pypi_agents_layer_installs_its_locked_venv_offline(agent: str) -> None:
-    """A PyPI agent's layer: a venv of its own from the lock's wheels in the build context,
-    hashes checked, no index; only its command is linked onto PATH."""
+@pytest.mark.parametrize(
+    ("agent", "python"), [("gptme", ""), ("hermes", ""), ("kimi-cli", "3.13"), ("fast-agent", "3.12")]
+)
+def test_a_pypi_agents_layer_installs_its_locked_venv_offline(agent: str, python: str) -> None:
+    """A PyPI agent's layer: a venv of its own from the lock's wheels in the build context
+    (hashes checked on the host as they were built), no index; only its command is linked onto PATH. One that needs a newer
+    Python than the image's 3.11 makes its venv with its own copy of it."""
     record = AGENTS[agent]
     lines = render_agent_dockerfile(agent, "ssebench-task:test").splitlines()
     assert f'      org.ssebench.agent-package="{record.package}=={record.pin()}"' in lines
     assert f"#   cli/requirements.txt  the hashed lock beside configs/agent-clis/pypi/{agent}/pins.json" in lines
-    assert "RUN python3 -m venv --without-pip /opt/ssebench-agent/venv \\" in lines
-    assert (
-        "      --find-links /opt/ssebench-agent/wheels --no-deps --require-hashes -r /opt/ssebench-agent/requirements.txt \\"
-    ) in lines
+    interpreter = f"/opt/ssebench-python/bin/python{python}" if python else "python3"
+    assert f"RUN {interpreter} -m venv /opt/ssebench-agent/venv \\" in lines
+    assert ("COPY python/ /opt/ssebench-python/" in lines) is bool(python)
+    assert "      /opt/ssebench-agent/wheels/*.whl \\" in lines  # built on the host from the hashed lock
     assert f" && ln -s /opt/ssebench-agent/venv/bin/{record.binary} /usr/local/bin/{record.binary} \\" in lines
     assert "COPY node /usr/local/bin/node" not in lines and not any("npm install" in line for line in lines)
 

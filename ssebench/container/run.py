@@ -333,7 +333,9 @@ def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: D
     if spec.model:
         extra["SSE_AGENT_MODEL"] = spec.model
     if spec.agent:
-        own = without_user_config(start.env)  # paths of this machine
+        # not this machine's paths: the container has no XDG_* folders (a recipe that reads them
+        # would name a folder its CLI does not use there: Code Puppy's saved session)
+        own = {k: v for k, v in without_user_config(start.env).items() if not k.startswith("XDG_")}
         plan = recipe_plan(
             spec.agent, prompt, url=DEFAULT_MCP_URL, home=Path("/root"), env={**own, **extra}, prepare=False
         )

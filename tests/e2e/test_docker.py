@@ -272,17 +272,22 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-# A PyPI agent's layer needs ssebench.container.images to build its venv's wheels into the
-# context (configs/docker/agent-pypi.Dockerfile.j2), which it does not yet: npm agents only.
 # Mastra Code's install needs its pin folder's .npmrc (onnxruntime-node-install=skip), which
-# images.py does not copy into the layer's context yet.
-DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"]
+# images.py does not copy into the layer's context yet. The PyPI agents (their layers:
+# ssebench/container/pypilayer.py): the four newest, Kimi CLI and Mistral Vibe carrying this
+# machine's Python 3.13 and 3.12 (the image's is 3.11), fast-agent 3.12, Code Puppy the image's.
+PYPI_SAMPLE = ["code-puppy", "kimi-cli", "mistral-vibe", "fast-agent"]
+DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"] + PYPI_SAMPLE
 
 
 @pytest.mark.parametrize("cli", DOCKER_CLIS)
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
+    from ssebench.agents.pypi import find_python
+
+    if (minimum := agent(cli).python_min) and find_python(minimum) is None:
+        pytest.skip(f"{cli}'s layer carries this machine's Python {minimum}: none found")
     results = tmp_path / "results"
     before = {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()}
     with for_cli(cli) as model:
