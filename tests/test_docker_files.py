@@ -108,3 +108,27 @@ def test_missing_pin_names_the_file_and_package(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("codex")
     assert str(error.value) == f'{pins}: "dependencies" has no exact version for @openai/codex'
+
+
+def test_a_layers_own_python_leaves_its_tests_and_site_packages_behind(tmp_path: Path) -> None:
+    """What pypilayer.copy_python puts into a layer's context: the interpreter and its standard
+    library (ensurepip too: the layer's venv gets its pip from it), not the test suite, not the
+    host's site-packages (whatever this machine installed there stays here)."""
+    from ssebench.container import pypilayer
+
+    prefix = tmp_path / "3.13.0"
+    for name in ("bin/python3.13", "lib/libpython3.13.so.1.0", "lib/python3.13/os.py",
+                 "lib/python3.13/ensurepip/__init__.py", "lib/python3.13/test/test_os.py",
+                 "lib/python3.13/site-packages/host.pth", "lib/python3.13/json/tests/x.py"):  # fmt: skip
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_text(name, encoding="utf-8")
+    pypilayer.copy_python(prefix, tmp_path / "python")
+    copied = sorted(str(p.relative_to(tmp_path / "python")) for p in (tmp_path / "python").rglob("*") if p.is_file())
+    assert copied == [
+        "bin/python3.13",
+        "lib/libpython3.13.so.1.0",
+        "lib/python3.13/ensurepip/__init__.py",
+        "lib/python3.13/json/tests/x.py",
+        "lib/python3.13/os.py",
+    ]
+    assert [dockerfile.own_python(v) for v in ((), (3, 11), (3, 12), (3, 13, 1))] == ["", "", "3.12", "3.13"]
