@@ -274,9 +274,13 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 
 # Mastra Code's install needs its pin folder's .npmrc (onnxruntime-node-install=skip), which
 # images.py does not copy into the layer's context yet. The PyPI agents (their layers:
-# ssebench/container/pypilayer.py): the four newest, Kimi CLI and Mistral Vibe carrying this
-# machine's Python 3.13 and 3.12 (the image's is 3.11), fast-agent 3.12, Code Puppy the image's.
-PYPI_SAMPLE = ["code-puppy", "kimi-cli", "mistral-vibe", "fast-agent"]
+# ssebench/container/pypilayer.py): the four newest, Kimi CLI carrying this machine's Python
+# 3.13, Mistral Vibe and fast-agent its 3.12 (the image's is 3.11), Code Puppy the image's. Each
+# costs a layer build (1.5-6 min, once) and a run (~1 min): CI runs Kimi CLI, the one whose
+# layer carries the newest Python; SSEBENCH_E2E_DOCKER_PYPI=all runs all four (all passed).
+PYPI_SAMPLE = ["kimi-cli"]
+if os.environ.get("SSEBENCH_E2E_DOCKER_PYPI") == "all":
+    PYPI_SAMPLE += ["code-puppy", "mistral-vibe", "fast-agent"]
 DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"] + PYPI_SAMPLE
 
 

@@ -26,7 +26,6 @@ from ssebench.runrecord import RunResult
 
 LABELS = {JOB_VAR: "ssebench.job", RUN_VAR: "ssebench.run"}
 NETWORK_VAR = "SSEBENCH_DOCKER_NETWORK"
-GATEWAY_PORT_VAR, GATEWAY_SOCKET_VAR = "SSE_GATEWAY_PORT", "SSE_GATEWAY_SOCKET"
 # On the host's network every run's MCP server binds the host's port 3000 (the port the agent
 # layers register): such runs go one at a time; a custom command gets no network instead.
 _HOST_PORT = threading.Lock()
@@ -115,8 +114,9 @@ def gateway_socket(run: JobRun) -> Iterator[JobRun]:
     as it is when it does not go through a gateway. The socket's folder is private (0700, in
     /tmp: a socket's path has at most 107 bytes) and removed with the relay."""
     from ssebench import relay
+    from ssebench.container.gatewayroute import PORT_VAR, SOCKET_VAR
 
-    port = run.env.get(GATEWAY_PORT_VAR)
+    port = run.env.get(PORT_VAR)
     if not port:
         yield run
         return
@@ -124,6 +124,6 @@ def gateway_socket(run: JobRun) -> Iterator[JobRun]:
     try:
         path = folder / "gateway.sock"
         with relay.relayed(relay.unix_listener(path), relay.to_tcp(int(port))):
-            yield replace(run, env={**run.env, GATEWAY_SOCKET_VAR: str(path)})
+            yield replace(run, env={**run.env, SOCKET_VAR: str(path)})
     finally:
         shutil.rmtree(folder, ignore_errors=True)
