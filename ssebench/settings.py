@@ -55,6 +55,18 @@ class Variable:
     parser: str = ""  # the function that checks it (module:function), "" for plain text
 
 
+_JOBS = ("ssebench.jobs", "ssebench.container")  # who reads the variables ssebench jobs sets for a run
+_MARKS = "(marks its processes, labels its containers)"
+_GATEWAY_PORT = (
+    "set by ssebench jobs for a run through its model gateway ([gateway]): the gateway's port on 127.0.0.1 "
+    "(in a container with a network of its own, the entrypoint relays that port to SSE_GATEWAY_SOCKET)"
+)
+_GATEWAY_SOCKET = (
+    "set by ssebench jobs for a Docker run through its model gateway: the run's own Unix socket to the gateway "
+    "(the host's path for ssebench run --docker, which mounts it into the agent's container; the container's "
+    "path for the entrypoint)"
+)
+
 VARIABLES: tuple[Variable, ...] = (
     Variable("SSE_TASK", "path", "", "task folder (task.json)", ("ssebench.container",), "ssebench.settings:path"),
     Variable(
@@ -242,20 +254,8 @@ VARIABLES: tuple[Variable, ...] = (
         "comma-separated bearer tokens the MCP endpoint requires (each one client; unset: no authentication)",
         ("server",),
     ),
-    Variable(
-        "SSE_JOB_ID",
-        "text",
-        "",
-        "set by ssebench jobs for a run: its job (marks its processes, labels its containers)",
-        ("ssebench.jobs", "ssebench.container"),
-    ),
-    Variable(
-        "SSE_JOB_RUN",
-        "text",
-        "",
-        "set by ssebench jobs for a run: JOB/RUN (marks its processes, labels its containers)",
-        ("ssebench.jobs", "ssebench.container"),
-    ),
+    Variable("SSE_JOB_ID", "text", "", "set by ssebench jobs for a run: its job " + _MARKS, _JOBS),
+    Variable("SSE_JOB_RUN", "text", "", "set by ssebench jobs for a run: JOB/RUN " + _MARKS, _JOBS),
     Variable(
         "SSE_GATEWAY_LITELLM",
         "path",
@@ -264,6 +264,8 @@ VARIABLES: tuple[Variable, ...] = (
         ("ssebench.jobs",),
         "ssebench.settings:path",
     ),
+    Variable("SSE_GATEWAY_PORT", "port", "", _GATEWAY_PORT, _JOBS, "ssebench.settings:port"),
+    Variable("SSE_GATEWAY_SOCKET", "path", "", _GATEWAY_SOCKET, _JOBS, "ssebench.settings:socket_path"),
     Variable(
         "MCP_LOG_DIR",
         "path",

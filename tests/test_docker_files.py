@@ -82,18 +82,21 @@ def test_unknown_agent_is_refused_with_the_known_ones() -> None:
     assert ", copilot, nanocoder, pi, kimi-code, hermes, gptme" in str(error.value)
 
 
-@pytest.mark.parametrize("agent", ["gptme", "hermes"])
-def test_a_pypi_agents_layer_installs_its_locked_venv_offline(agent: str) -> None:
-    """A PyPI agent's layer: a venv of its own from the lock's wheels in the build context,
-    hashes checked, no index; only its command is linked onto PATH."""
+@pytest.mark.parametrize(
+    ("agent", "python"), [("gptme", ""), ("hermes", ""), ("kimi-cli", "3.13"), ("fast-agent", "3.12")]
+)
+def test_a_pypi_agents_layer_installs_its_locked_venv_offline(agent: str, python: str) -> None:
+    """A PyPI agent's layer: a venv of its own from the lock's wheels in the build context
+    (hashes checked on the host as they were built), no index; only its command is linked onto PATH. One that needs a newer
+    Python than the image's 3.11 makes its venv with its own copy of it."""
     record = AGENTS[agent]
     lines = render_agent_dockerfile(agent, "ssebench-task:test").splitlines()
     assert f'      org.ssebench.agent-package="{record.package}=={record.pin()}"' in lines
     assert f"#   cli/requirements.txt  the hashed lock beside configs/agent-clis/pypi/{agent}/pins.json" in lines
-    assert "RUN python3 -m venv --without-pip /opt/ssebench-agent/venv \\" in lines
-    assert (
-        "      --find-links /opt/ssebench-agent/wheels --no-deps --require-hashes -r /opt/ssebench-agent/requirements.txt \\"
-    ) in lines
+    interpreter = f"/opt/ssebench-python/bin/python{python}" if python else "python3"
+    assert f"RUN {interpreter} -m venv /opt/ssebench-agent/venv \\" in lines
+    assert ("COPY python/ /opt/ssebench-python/" in lines) is bool(python)
+    assert "      /opt/ssebench-agent/wheels/*.whl \\" in lines  # built on the host from the hashed lock
     assert f" && ln -s /opt/ssebench-agent/venv/bin/{record.binary} /usr/local/bin/{record.binary} \\" in lines
     assert "COPY node /usr/local/bin/node" not in lines and not any("npm install" in line for line in lines)
 
@@ -105,3 +108,27 @@ def test_missing_pin_names_the_file_and_package(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(DockerfileError) as error:
         render_agent_dockerfile("codex")
     assert str(error.value) == f'{pins}: "dependencies" has no exact version for @openai/codex'
+
+
+def test_a_layers_own_python_leaves_its_tests_and_site_packages_behind(tmp_path: Path) -> None:
+    """What pypilayer.copy_python puts into a layer's context: the interpreter and its standard
+    library (ensurepip too: the layer's venv gets its pip from it), not the test suite, not the
+    host's site-packages (whatever this machine installed there stays here)."""
+    from ssebench.container import pypilayer
+
+    prefix = tmp_path / "3.13.0"
+    for name in ("bin/python3.13", "lib/libpython3.13.so.1.0", "lib/python3.13/os.py",
+                 "lib/python3.13/ensurepip/__init__.py", "lib/python3.13/test/test_os.py",
+                 "lib/python3.13/site-packages/host.pth", "lib/python3.13/json/tests/x.py"):  # fmt: skip
+        (prefix / name).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / name).write_text(name, encoding="utf-8")
+    pypilayer.copy_python(prefix, tmp_path / "python")
+    copied = sorted(str(p.relative_to(tmp_path / "python")) for p in (tmp_path / "python").rglob("*") if p.is_file())
+    assert copied == [
+        "bin/python3.13",
+        "lib/libpython3.13.so.1.0",
+        "lib/python3.13/ensurepip/__init__.py",
+        "lib/python3.13/json/tests/x.py",
+        "lib/python3.13/os.py",
+    ]
+    assert [dockerfile.own_python(v) for v in ((), (3, 11), (3, 12), (3, 13, 1))] == ["", "", "3.12", "3.13"]

@@ -21,6 +21,7 @@ import hashlib
 import importlib.metadata
 import json
 import re
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,17 @@ from litellm.proxy._types import UserAPIKeyAuth
 _STATE = json.loads(Path(__file__).with_name("gateway.json").read_text(encoding="utf-8"))
 KEYS, LEDGER = Path(_STATE["keys"]), Path(_STATE["ledger"])
 PRICES: dict[str, dict[str, float]] = _STATE["prices"]
-#: requests of a run with a budget that were let through and are not counted yet: the next
-#: request of that run waits for them (at most SETTLE seconds), so its budget check is exact
-IN_FLIGHT: dict[str, int] = {}
-SETTLE = 10.0
+#: a run with a budget has one request at a time past the budget check: run id -> (the request's
+#: slot token, when it was let through). Others of the run wait until that one is counted (its
+#: ledger line) or failed, so every check sees every answer before it: a run spends at most its
+#: budget plus one request. The token (random, in the request's metadata) is what frees the slot:
+#: no other request of the run, whatever metadata it sends, can free it.
+HOLDER: dict[str, tuple[str, float]] = {}
+SLOT = "ssebench_slot"
+#: seconds after which a slot whose request never reported back (LiteLLM lost its callback) is
+#: taken over by the next request of the run; longer than any model request should take
+LEASE = 900.0
+POLL = 0.02
 BUNDLED = f"LiteLLM {importlib.metadata.version('litellm')}'s bundled price table"
 
 
@@ -125,24 +133,33 @@ class Ledger(CustomLogger):
         run = _run_of_alias(user_api_key_dict)
         if run is None or (run.get("max_cost") is None and run.get("max_tokens") is None):
             return data
-        deadline = time.monotonic() + SETTLE
-        while IN_FLIGHT.get(run["run"], 0) > 0 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        while (held := HOLDER.get(run["run"])) is not None and time.monotonic() - held[1] < LEASE:
+            await asyncio.sleep(POLL)
+        # no await from here on: the check and the taking of the slot are one step
         why = _over(run)
         if why is not None:
             _append(run["run"], {"refused": True, "why": why})
             raise HTTPException(status_code=400, detail=f"ssebench gateway: this run's model budget is spent: {why}")
-        IN_FLIGHT[run["run"]] = IN_FLIGHT.get(run["run"], 0) + 1
+        token = secrets.token_hex(16)
+        HOLDER[run["run"]] = (token, time.monotonic())
+        metadata = _metadata(data)
+        if metadata is not None:
+            metadata[SLOT] = token
         return data
+
+    async def async_post_call_failure_hook(
+        self, request_data: dict, original_exception: Exception, user_api_key_dict: Any, traceback_str: Any = None
+    ) -> None:
+        _release(_metadata(request_data))
 
     async def async_log_failure_event(self, kwargs: dict, response_obj: Any, start_time: Any, end_time: Any) -> None:
         _settled(kwargs)
 
     async def async_log_success_event(self, kwargs: dict, response_obj: Any, start_time: Any, end_time: Any) -> None:
-        metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
-        run_id = metadata.get("user_api_key_alias")
-        if not run_id:
+        metadata = _metadata(kwargs.get("litellm_params") or {})
+        if metadata is None:
             return
+        run_id = metadata["user_api_key_alias"]
         model = str(kwargs.get("model") or "")
         fresh, output, cached = _usage(response_obj)
         prices, source = _price(model)
@@ -159,10 +176,29 @@ class Ledger(CustomLogger):
 
 def _settled(kwargs: dict) -> None:
     """A request of the run is counted (or failed): the next one may be checked."""
-    metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
-    run_id = metadata.get("user_api_key_alias")
-    if run_id and IN_FLIGHT.get(run_id, 0) > 0:
-        IN_FLIGHT[run_id] -= 1
+    _release(_metadata(kwargs.get("litellm_params") or {}))
+
+
+def _metadata(data: dict) -> dict | None:
+    """The request's metadata that LiteLLM wrote the key's alias into: ``litellm_metadata`` on
+    the routes whose API has a ``metadata`` of its own (Anthropic's messages: that one is the
+    client's), else ``metadata`` (LiteLLM strips a client's ``user_api_key_*`` keys from both)."""
+    for name in ("litellm_metadata", "metadata"):
+        found = data.get(name)
+        if isinstance(found, dict) and found.get("user_api_key_alias"):
+            return found
+    return None
+
+
+def _release(metadata: dict | None) -> None:
+    """Free the run's slot when METADATA is of the request that holds it (once: later calls
+    for the same request, or any other request's, change nothing)."""
+    if metadata is None:
+        return
+    run_id, token = str(metadata.get("user_api_key_alias") or ""), metadata.get(SLOT)
+    held = HOLDER.get(run_id)
+    if held is not None and token is not None and held[0] == token:
+        del HOLDER[run_id]
 
 
 def _run_of_alias(auth_info: Any) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ def _register_entrypoint(sub: argparse._SubParsersAction) -> None:
 
 def _entrypoint(args: argparse.Namespace) -> int:
     from ssebench.container.entrypoint import Entrypoint, print_stage
+    from ssebench.container.gatewayroute import relayed_in_container
     from ssebench.container.results import EXIT_USAGE
     from ssebench.container.settings import SettingsError, from_environment
 
@@ -71,7 +72,8 @@ def _entrypoint(args: argparse.Namespace) -> int:
         )
         if args.no_sandbox:  # the daemon and `ssebench grade` inherit it (docs/security.md)
             settings.env["SSE_NO_SANDBOX"] = "1"
-        result = Entrypoint(settings, command, on_stage=print_stage).run()
+        with relayed_in_container():  # a job's model gateway on this container's 127.0.0.1
+            result = Entrypoint(settings, command, on_stage=print_stage).run()
     except SettingsError as exc:
         print(f"ssebench entrypoint: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -23,7 +23,7 @@ import os
 import shutil
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,7 @@ class DockerPlan:
     base_image: str
     sidecar: bool
     spec: RunSpec | None = None  # copied into the record (the host's paths, backend docker)
+    mounts: Mapping[Path, str] = field(default_factory=dict)  # more for the agent's container (a gateway's socket)
 
     @property
     def task_file(self) -> str:
@@ -118,6 +119,7 @@ def plan_run(
     base_image: str | None = None,
     sidecar: bool = True,
     spec: RunSpec | None = None,
+    mounts: Mapping[Path, str] | None = None,
 ) -> DockerPlan:
     """Everything that can fail before building (the task, the agent, the port), checked once.
 
@@ -140,6 +142,7 @@ def plan_run(
         base_image=base_image or settings.text("SSEBENCH_BASE_IMAGE"),
         sidecar=sidecar,
         spec=spec,
+        mounts=dict(mounts or {}),
     )
 
 
@@ -244,6 +247,7 @@ def _run_containers(
                 timeout=plan.timeout,
                 log_path=log_path,
                 task_file=plan.task_file,
+                mounts=plan.mounts,
             )
         return _run_one_container(engine, space, plan, image=image, log_path=log_path), None
 
@@ -344,7 +348,7 @@ def _run_one_container(engine: DockerEngine, space: TaskCopies, plan: DockerPlan
         return engine.run_container(
             image=image,
             command=["--", *plan.command],
-            mounts={space.task: CONTAINER_TASK_DIR, space.results: CONTAINER_RESULTS_DIR},
+            mounts={space.task: CONTAINER_TASK_DIR, space.results: CONTAINER_RESULTS_DIR, **plan.mounts},
             # HOME: the image's /root (the agent layers open it to every user); the user has
             # no passwd entry, so Docker would set HOME to / or /nonexistent.
             env={"HOME": CONTAINER_HOME, **plan.env, "SSE_TASK": plan.task_file},

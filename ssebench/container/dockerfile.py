@@ -104,6 +104,7 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
 
     cli = agent_cli(agent)
     record = AGENTS[agent]
+    python = own_python(record.python_min)
     return (
         _environment()
         .get_template(record.layer_template)
@@ -116,8 +117,20 @@ def render_agent_dockerfile(agent: str, task_image: str = DEFAULT_TASK_IMAGE) ->
             node_major=NODE_MAJOR,
             node_runtime=node_runtime(agent),
             pins=_pins_name(record.pins_file),
+            python=python,
+            interpreter=f"{OWN_PYTHON_DIR}/bin/python{python}" if python else "python3",
         )
     )
+
+
+IMAGE_PYTHON = (3, 11)  # the task image's python3: Debian bookworm's
+OWN_PYTHON_DIR = "/opt/ssebench-python"  # a PyPI agent's own Python in its layer (configs/docker/agent-pypi...)
+
+
+def own_python(minimum: tuple[int, ...]) -> str:
+    """``3.N``: the Python a PyPI agent's layer carries beside the image's (it needs a newer
+    one than bookworm's 3.11); "" when the image's does."""
+    return "" if tuple(minimum[:2]) <= IMAGE_PYTHON else ".".join(map(str, minimum[:2]))
 
 
 def node_runtime(agent: str) -> str:

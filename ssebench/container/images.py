@@ -179,6 +179,10 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
         dockerfile = render_agent_dockerfile(agent, task_image)
     except DockerfileError as error:
         raise DockerRunError(str(error)) from None
+    from ssebench.agents.registry import AGENTS
+
+    if AGENTS[agent].registry == "pypi":
+        return _build_pypi_image(engine, agent, dockerfile)
     cli_dir = agent_cli_dir(agent)
     own = bool(node_runtime(agent))  # its own Node is in cli/ already
     node = (cli_dir / "node_modules" / ".bin" / "node").resolve() if own else host_node()
@@ -194,5 +198,25 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
                 os.link(node, context / "node")
             except OSError:
                 shutil.copy2(node, context / "node")
+        engine.build(tag, context, dockerfile)
+    return tag
+
+
+def _build_pypi_image(engine: DockerEngine, agent: str, dockerfile: str) -> str:
+    """A PyPI agent's layer: its lock and wheels, and its own Python when it needs a newer one."""
+    from ssebench.agents.registry import AGENTS
+    from ssebench.container import pypilayer
+
+    cli_dir = pypilayer.cli_dir(agent)
+    prefix = pypilayer.python_prefix(AGENTS[agent].python_min)
+    python = prefix.name.encode() if prefix is not None else b""
+    tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), python, cli_dir / pypilayer.LOCK)}"
+    if engine.has_image(tag):
+        return tag
+    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
+        context = Path(tmp)
+        _link_tree(cli_dir, context / "cli")
+        if prefix is not None:
+            pypilayer.copy_python(prefix, context / "python")
         engine.build(tag, context, dockerfile)
     return tag

@@ -320,7 +320,7 @@ def _run_process(args: argparse.Namespace, start: _Start, prompt: str, display: 
 
 
 def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: Display) -> tuple[int, RunResult | None]:
-    from ssebench.container import docker
+    from ssebench.container import docker, gatewayroute
     from ssebench.container.spec import whole
 
     spec, command = start.spec, start.command
@@ -333,7 +333,9 @@ def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: D
     if spec.model:
         extra["SSE_AGENT_MODEL"] = spec.model
     if spec.agent:
-        own = without_user_config(start.env)  # paths of this machine
+        # not this machine's paths: the container has no XDG_* folders (a recipe that reads them
+        # would name a folder its CLI does not use there: Code Puppy's saved session)
+        own = {k: v for k, v in without_user_config(start.env).items() if not k.startswith("XDG_")}
         plan = recipe_plan(
             spec.agent, prompt, url=DEFAULT_MCP_URL, home=Path("/root"), env={**own, **extra}, prepare=False
         )
@@ -342,6 +344,8 @@ def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: D
         extra["SSE_AGENT"] = spec.agent  # its recipe's setup runs in the container, with these variables
         if plan.dialog:
             extra["SSE_DIALOG"] = plan.dialog
+    routed, mounts = gatewayroute.for_containers(start.env, custom=spec.agent is None)
+    extra.update(routed)
     current: list[str] = []
 
     def progress(stage: str) -> None:
@@ -352,7 +356,13 @@ def _run_docker(args: argparse.Namespace, start: _Start, prompt: str, display: D
 
     try:
         planned = docker.plan_run(
-            start.task, agent=spec.agent, agent_command=command, results_dir=start.results, env=extra, spec=spec
+            start.task,
+            agent=spec.agent,
+            agent_command=command,
+            results_dir=start.results,
+            env=extra,
+            spec=spec,
+            mounts=mounts,
         )
         ran = docker.execute(planned, progress)
     except docker.DockerRunError as exc:

@@ -71,6 +71,7 @@ def run_with_sidecar(
     timeout: float | None,
     log_path: Path,
     task_file: str,
+    mounts: Mapping[Path, str] | None = None,
 ) -> tuple[int, Grading | str | None]:
     """Daemon in a sidecar (no network, the task read-only, checks sandboxed), agent beside
     it, sidecar grades. The agent's container starts once the daemon answers, so a daemon
@@ -95,6 +96,7 @@ def run_with_sidecar(
                 space.tree: CONTAINER_TREE_DIR,
                 space.sockets: SIDECAR_SOCKET_DIR,
                 results_dir: CONTAINER_RESULTS_DIR,
+                **(mounts or {}),
             },
             env={**env, "SSE_TREE": CONTAINER_TREE_DIR, "SSE_DAEMON_SOCKET": socket},
             network=network,

@@ -272,17 +272,26 @@ def test_compose_runs_claude_in_a_task_container(docker_services, compose_run: d
 # --- ssebench run --docker: the product command ---------------------------------------------
 
 
-# A PyPI agent's layer needs ssebench.container.images to build its venv's wheels into the
-# context (configs/docker/agent-pypi.Dockerfile.j2), which it does not yet: npm agents only.
 # Mastra Code's install needs its pin folder's .npmrc (onnxruntime-node-install=skip), which
-# images.py does not copy into the layer's context yet.
-DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"]
+# images.py does not copy into the layer's context yet. The PyPI agents (their layers:
+# ssebench/container/pypilayer.py): the four newest, Kimi CLI carrying this machine's Python
+# 3.13, Mistral Vibe and fast-agent its 3.12 (the image's is 3.11), Code Puppy the image's. Each
+# costs a layer build (1.5-6 min, once) and a run (~1 min): CI runs Kimi CLI, the one whose
+# layer carries the newest Python; SSEBENCH_E2E_DOCKER_PYPI=all runs all four (all passed).
+PYPI_SAMPLE = ["kimi-cli"]
+if os.environ.get("SSEBENCH_E2E_DOCKER_PYPI") == "all":
+    PYPI_SAMPLE += ["code-puppy", "mistral-vibe", "fast-agent"]
+DOCKER_CLIS = [cli for cli in CLIS if agent(cli).registry == "npm" and cli != "mastracode"] + PYPI_SAMPLE
 
 
 @pytest.mark.parametrize("cli", DOCKER_CLIS)
 def test_ssebench_run_docker(cli: str, base_image: str, tmp_path: Path) -> None:
     """The product command, for each bundled agent: its layer is built from the templates
     (or reused), the run uses the sidecar layout, the real CLI calls test_patch."""
+    from ssebench.agents.pypi import find_python
+
+    if (minimum := agent(cli).python_min) and find_python(minimum) is None:
+        pytest.skip(f"{cli}'s layer carries this machine's Python {minimum}: none found")
     results = tmp_path / "results"
     before = {p: p.read_bytes() for p in TASK_DIR.rglob("*") if p.is_file()}
     with for_cli(cli) as model:
@@ -832,3 +841,80 @@ def test_jobs_docker_ctrl_c_during_grading_leaves_nothing(base_image: str, tmp_p
         assert (record.outcome, record.status) == (runrecord.Outcome.CANCELLED, "cancelled")
     finally:
         shutil.rmtree(env["TMPDIR"], ignore_errors=True)
+
+
+# --- the model gateway with the Docker backend -------------------------------------------------
+
+#: a custom command in the task container (no network: the run's socket is its one way out),
+#: stdlib only: N requests to the model through the gateway, at once; exit 1 if one was refused
+GATEWAY_AGENT = """\
+import json, os, sys, threading, urllib.error, urllib.request
+url, key, n = os.environ["OPENAI_BASE_URL"] + "/chat/completions", os.environ["OPENAI_API_KEY"], int(sys.argv[1])
+body = json.dumps({"model": "scripted-model", "messages": [{"role": "user", "content": "fix it"}]}).encode()
+start, refused = threading.Barrier(n), []
+def ask():
+    start.wait()
+    request = urllib.request.Request(url, body, {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=120).read()
+    except urllib.error.HTTPError as error:
+        refused.append(json.loads(error.read())["error"]["message"])
+threads = [threading.Thread(target=ask) for _ in range(n)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(*refused[:1], file=sys.stderr)
+sys.exit(1 if refused else 0)
+"""
+
+
+def test_jobs_docker_backend_through_the_model_gateway(base_image: str, tmp_path: Path) -> None:
+    """[gateway] with --backend docker: LiteLLM's proxy on the host's 127.0.0.1, each run's
+    containers without a network, its model requests through its own socket: what each run
+    used is in its record; eight requests at once against max_tokens 250 end as budget with
+    the exact reason; no container, proxy or socket is left, no key in any file."""
+    from ssebench.jobs.state import read
+    from tests.e2e.conftest import install_gateway
+    from tests.e2e.models import OpenAIChatModel
+    from tests.helpers.jobs import jobs, toggle_task
+
+    litellm = install_gateway()
+    task = toggle_task(tmp_path / "toggle")
+    argv = lambda n: json.dumps(["python3", "-c", GATEWAY_AGENT, str(n)])  # noqa: E731
+    with OpenAIChatModel() as model:
+        job = tmp_path / "job.toml"
+        job.write_text(
+            f'tasks = ["{task.file}"]\nbackend = "docker"\n'
+            f'[gateway]\nurl = "{model.url}/v1"\nkey_env = "SSE_E2E_VENDOR_KEY"\n'
+            'prices = { "scripted-model" = { input = 2.0, output = 8.0 } }\n'
+            f'[[agents]]\nname = "ok"\ncommand = {argv(2)}\n'
+            f'[[agents]]\nname = "parallel"\ncommand = {argv(8)}\nmax_tokens = 250\n',
+            encoding="utf-8",
+        )
+        env = {"SSE_GATEWAY_LITELLM": str(litellm), "SSE_E2E_VENDOR_KEY": "sk-upstream-never-shown"}
+        began = time.monotonic()
+        done = jobs("run", job, "--results", tmp_path / "out", env=env, timeout=CONTAINER_TIMEOUT * 3)
+        _timed("ssebench jobs run --backend docker through the gateway (2 runs)", began)
+        answered = len([r for r in model.requests if r.path.endswith("/chat/completions")])
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "out" / "runs"
+    ok = json.loads((runs / "toggle.ok.L2.a1" / "results.json").read_text())
+    parallel = json.loads((runs / "toggle.parallel.L2.a1" / "results.json").read_text())
+    assert (ok["spec"]["backend"], ok["status"], ok["agent"]["exit_code"]) == ("docker", "checks_failed", 0)
+    usage = {"input_tokens": 200, "output_tokens": 20, "cached_tokens": 0, "cost_usd": 0.00056, "source": "gateway"}
+    assert ok["agent"]["usage"] == ok["gateway"]["usage"] == usage  # 2 × (100 in, 10 out) at $2 / $8 per million
+    assert (parallel["status"], parallel["outcome"], parallel["passed"]) == ("budget", "budget", False)
+    assert parallel["reason"] == (
+        "the run's model budget ran out: 330 tokens used of max_tokens 250; 5 requests refused "
+        "(counted at the model gateway)"
+    )
+    assert parallel["agent"]["error"] == (
+        "the agent exited with status 1: ssebench gateway: this run's model budget is spent: 330 tokens used of "
+        "max_tokens 250"
+    )
+    assert answered == ok["gateway"]["requests"] + parallel["gateway"]["requests"]
+    job_id = read(tmp_path / "out")["job_id"]
+    left = _script("docker", "ps", "--all", "--quiet", "--filter", f"label=ssebench.job={job_id}", timeout=30)
+    assert (left.returncode, left.stdout) == (0, "")
+    assert not list(Path("/tmp").glob("ssebench-gw-*"))  # the runs' sockets went with them
+    for path in (tmp_path / "out").rglob("*"):
+        assert not path.is_file() or b"sk-ssebench-" not in path.read_bytes(), path

@@ -1,7 +1,9 @@
 """The model gateway for real: LiteLLM's proxy (its pinned venv) started by ``ssebench jobs``, in
 front of the scripted OpenAI chat API, with custom command agents that call the model through it
-with httpx. One job, two agents: ``ok`` asks twice; ``spender`` (max_tokens 250) asks until the
-gateway refuses. What each run's record, folder, the report and the job's log say is exact; no
+with httpx. One job, three agents: ``ok`` asks twice; ``spender`` (max_tokens 250) asks until the
+gateway refuses; ``parallel`` (max_tokens 250) sends eight requests at once, of which the gateway
+lets exactly as many through as sequential ones would get (its budget holds under parallel
+requests: over by less than one request's tokens). What each run's record, folder, the report and the job's log say is exact; no
 proxy process is left, after the job and after a Ctrl-C; no key is in a log or a record.
 """
 
@@ -52,6 +54,30 @@ time.sleep(float(sys.argv[2]) if len(sys.argv) > 2 else 0)
 """
 
 
+PARALLEL = 8
+#: eight requests at once (all threads released together), each printing what it got back
+PARALLEL_AGENT = """\
+import os, sys, threading, httpx
+url, key = os.environ["OPENAI_BASE_URL"] + "/chat/completions", os.environ["OPENAI_API_KEY"]
+n = int(sys.argv[1])
+start, codes, lock = threading.Barrier(n), [], threading.Lock()
+def ask():
+    start.wait()
+    answer = httpx.post(url, headers={"Authorization": "Bearer " + key}, timeout=120,
+                        json={"model": "scripted-model", "messages": [{"role": "user", "content": "fix it"}]})
+    with lock:
+        codes.append(answer.status_code)
+        if answer.status_code != 200:
+            print(answer.json()["error"]["message"], file=sys.stderr)
+threads = [threading.Thread(target=ask) for _ in range(n)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+sys.exit(0 if codes == [200] * n else 1)
+"""
+
+
 class CachingModel(OpenAIChatModel):
     usage = USAGE
 
@@ -63,6 +89,7 @@ def litellm() -> Path:
 
 def _job(folder: Path, url: str, agents: str) -> Path:
     (folder / "agent.py").write_text(AGENT, encoding="utf-8")
+    (folder / "parallel.py").write_text(PARALLEL_AGENT, encoding="utf-8")
     job = folder / "job.toml"
     prices = ", ".join(f"{k} = {v}" for k, v in PRICES.items())
     gateway = f'[gateway]\nurl = "{url}/v1"\nkey_env = "SSE_E2E_VENDOR_KEY"\nprices = {{ "scripted-model" = {{ {prices} }} }}\n'
@@ -97,7 +124,11 @@ def job(tmp_path_factory: pytest.TempPathFactory, litellm: Path) -> tuple[Path, 
     tmp = tmp_path_factory.mktemp("gateway")
     with CachingModel() as model:
         agents = _agent("ok", "2") + _agent("spender", "10", budget="max_tokens = 250\n")
-        job = _job(tmp, model.url, agents.replace("{agent}", str(tmp / "agent.py")))
+        agents = agents.replace("{agent}", str(tmp / "agent.py"))
+        agents += _agent("parallel", str(PARALLEL), budget="max_tokens = 250\n").replace(
+            "{agent}", str(tmp / "parallel.py")
+        )
+        job = _job(tmp, model.url, agents)
         done = jobs("run", job, "--results", tmp / "out", env=_env(tmp, litellm))
         answered = len([r for r in model.requests if r.path.endswith("/chat/completions")])
     return tmp, done, answered
@@ -120,8 +151,9 @@ def test_usage_is_recorded_exactly_as_the_model_api_reported_it(
     assert (ok["status"], ok["outcome"]) == ("checks_failed", "failed")  # it fixed nothing: graded, failed
     ledger = (tmp / "out" / "runs" / "demo-overflow.ok.L0.a1" / "gateway.jsonl").read_text().splitlines()
     assert [json.loads(line)["input_tokens"] for line in ledger] == [60, 60]
-    spender = _record(tmp, "spender")
-    assert answered == ok["gateway"]["requests"] + spender["gateway"]["requests"]  # every answer counted once
+    spender, parallel = _record(tmp, "spender"), _record(tmp, "parallel")
+    counted = ok["gateway"]["requests"] + spender["gateway"]["requests"] + parallel["gateway"]["requests"]
+    assert answered == counted  # every answer counted once
 
 
 def test_a_run_over_its_budget_is_budget_with_its_reason(
@@ -143,7 +175,25 @@ def test_a_run_over_its_budget_is_budget_with_its_reason(
         "the agent exited with status 1: ssebench gateway: this run's model budget is spent: 330 tokens used of "
         "max_tokens 250"
     )
-    assert "· budget ·" in done.stderr and "1 budget, 1 checks_failed" in done.stderr
+    assert "· budget ·" in done.stderr and "2 budget, 1 checks_failed" in done.stderr
+
+
+def test_a_budget_holds_under_parallel_requests(job: tuple[Path, subprocess.CompletedProcess[str], int]) -> None:
+    """Eight requests at once against max_tokens 250 (110 tokens an answer): one at a time past
+    the check, so three are answered (110, 220, then 330: over by less than one answer) and the
+    other five refused, as if the agent had asked one after another."""
+    tmp, _, _ = job
+    parallel = _record(tmp, "parallel")
+    assert (parallel["status"], parallel["outcome"]) == ("budget", "budget")
+    assert parallel["reason"] == (
+        "the run's model budget ran out: 330 tokens used of max_tokens 250; 5 requests refused "
+        "(counted at the model gateway)"
+    )
+    assert (parallel["gateway"]["requests"], parallel["gateway"]["refused"]) == (3, PARALLEL - 3)
+    assert parallel["agent"]["usage"]["input_tokens"] == 3 * 60
+    folder = tmp / "out" / "runs" / "demo-overflow.parallel.L0.a1"
+    lines = [json.loads(line) for line in (folder / "gateway.jsonl").read_text().splitlines()]
+    assert [bool(line.get("refused")) for line in lines] == [False] * 3 + [True] * (PARALLEL - 3)
 
 
 def test_the_report_counts_the_gateways_usage_and_the_budget(
@@ -152,12 +202,11 @@ def test_the_report_counts_the_gateways_usage_and_the_budget(
     tmp, _, _ = job
     report = json.loads(jobs("report", tmp / "out", "--json").stdout)
     usage = report["totals"]["usage"]
-    assert (usage["runs"], usage["input_tokens"], usage["cached_tokens"], usage["output_tokens"]) == (2, 300, 200, 50)
-    assert sorted(usage["gateway_run_ids"]) == ["demo-overflow.ok.L0.a1", "demo-overflow.spender.L0.a1"]
-    assert report["totals"]["outcomes"]["budget"] == 1
-    assert {r["run_id"]: r["usage_source"] for r in report["run_index"]} == {
-        "demo-overflow.ok.L0.a1": "gateway", "demo-overflow.spender.L0.a1": "gateway"
-    }  # fmt: skip
+    assert (usage["runs"], usage["input_tokens"], usage["cached_tokens"], usage["output_tokens"]) == (3, 480, 320, 80)
+    runs = ["demo-overflow.ok.L0.a1", "demo-overflow.parallel.L0.a1", "demo-overflow.spender.L0.a1"]
+    assert sorted(usage["gateway_run_ids"]) == sorted(runs)
+    assert report["totals"]["outcomes"]["budget"] == 2
+    assert {r["run_id"]: r["usage_source"] for r in report["run_index"]} == dict.fromkeys(runs, "gateway")
 
 
 def test_no_proxy_is_left_and_no_key_is_in_a_file(job: tuple[Path, subprocess.CompletedProcess[str], int]) -> None:

@@ -2,22 +2,30 @@
 # registered with the test_patch server by `ssebench agents install kimi-cli`.
 # Rendered from configs/docker/agent-pypi.Dockerfile.j2; do not edit the rendered copy.
 #
-# Build context (to be made by ssebench.container.images for a PyPI agent: not done yet, see
-# docs/adding-an-agent.md, "PyPI agents"):
+# Build context (made by ssebench.container.pypilayer on the host):
 #   cli/requirements.txt  the hashed lock beside configs/agent-clis/pypi/kimi-cli/pins.json
-#   cli/wheels/           its wheels, `pip download --no-deps --require-hashes -r requirements.txt` on the host
+#   cli/wheels/           its wheels, `pip wheel --no-deps --require-hashes -r requirements.txt` on the host
+#                         (the hashes are the downloads', checked there; a wheel built from a locked
+#                         sdist has a hash of its own, so the layer installs the wheels themselves)
+#   python/               the host's Python 3.13 (the task image's python3 is Debian bookworm's
+#                         3.11; kimi-cli needs 3.13), without its tests and site-packages
 FROM ssebench-task:latest
 
 LABEL org.ssebench.image="agent" \
       org.ssebench.agent="kimi-cli" \
       org.ssebench.agent-package="kimi-cli==1.51.0"
 
-# A venv of its own (its dependencies never meet ssebench's), installed offline from the
-# wheels with their hashes checked; only its command goes on PATH.
+# Its own libpython is found through ld.so's path, wherever the host had it.
+COPY python/ /opt/ssebench-python/
+RUN echo /opt/ssebench-python/lib > /etc/ld.so.conf.d/ssebench-python.conf && ldconfig \
+ && /opt/ssebench-python/bin/python3.13 --version
+
+# A venv of its own (its dependencies never meet ssebench's), installed offline from exactly
+# the lock's wheels; only its command goes on PATH.
 COPY cli/ /opt/ssebench-agent/
-RUN python3 -m venv --without-pip /opt/ssebench-agent/venv \
- && python3 -m pip --python /opt/ssebench-agent/venv/bin/python install --no-index \
-      --find-links /opt/ssebench-agent/wheels --no-deps --require-hashes -r /opt/ssebench-agent/requirements.txt \
+RUN /opt/ssebench-python/bin/python3.13 -m venv /opt/ssebench-agent/venv \
+ && /opt/ssebench-agent/venv/bin/pip install --no-cache-dir --no-index --disable-pip-version-check --no-deps \
+      /opt/ssebench-agent/wheels/*.whl \
  && ln -s /opt/ssebench-agent/venv/bin/kimi-cli /usr/local/bin/kimi-cli \
  && kimi-cli --version
 

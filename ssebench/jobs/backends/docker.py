@@ -9,7 +9,13 @@ every run, and for a whole job on resume and after Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import ClassVar
 
 from ssebench.jobs.backend import Capacity, JobRun
@@ -45,7 +51,8 @@ class DockerBackend(LocalBackend):
             return written(run, START_FAILED, str(error), clock)
         try:
             if self.env(run).get(NETWORK_VAR, "host") != "host":
-                return super().run(run, cancel)
+                with gateway_socket(run) as routed:
+                    return super().run(routed, cancel)
             while not _HOST_PORT.acquire(timeout=0.5):
                 if cancel.is_set():
                     return written(run, CANCELLED, stopped_reason(run, CANCELLED), clock)
@@ -98,3 +105,25 @@ def remove_labelled(label: str) -> None:
     ids = labelled(label)
     if ids:
         DockerEngine.locate().docker("rm", "--force", "--volumes", *ids, timeout=120)
+
+
+@contextlib.contextmanager
+def gateway_socket(run: JobRun) -> Iterator[JobRun]:
+    """RUN with a Unix socket of its own relayed to the job's model gateway (SSE_GATEWAY_SOCKET:
+    ``ssebench run --docker`` mounts it into the agent's container) while the block runs; RUN
+    as it is when it does not go through a gateway. The socket's folder is private (0700, in
+    /tmp: a socket's path has at most 107 bytes) and removed with the relay."""
+    from ssebench import relay
+    from ssebench.container.gatewayroute import PORT_VAR, SOCKET_VAR
+
+    port = run.env.get(PORT_VAR)
+    if not port:
+        yield run
+        return
+    folder = Path(tempfile.mkdtemp(prefix="ssebench-gw-", dir="/tmp"))
+    try:
+        path = folder / "gateway.sock"
+        with relay.relayed(relay.unix_listener(path), relay.to_tcp(int(port))):
+            yield replace(run, env={**run.env, SOCKET_VAR: str(path)})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

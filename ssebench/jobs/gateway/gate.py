@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ssebench import runrecord
+from ssebench.container.gatewayroute import PORT_VAR  # the gateway's port: a Docker run relays it into its container
 from ssebench.jobs.backend import JobRun
 from ssebench.jobs.gateway import ledger
 from ssebench.jobs.gateway.proxy import Proxy
@@ -65,7 +66,7 @@ class RunGate:
         path = self.proxy.keys / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
         path.write_text(json.dumps(budget), encoding="utf-8")
         gateway = agent_vars(run.spec.agent, {**os.environ, **run.env}, self.proxy.url, key)
-        env = {**run.env, self.proxy.spec.key_env: "", **gateway}
+        env = {**run.env, self.proxy.spec.key_env: "", **gateway, PORT_VAR: str(self.proxy.port)}
         return replace(run, env=env)
 
     def settle(self, run: JobRun, result: RunResult) -> RunResult:
