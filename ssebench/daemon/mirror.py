@@ -12,7 +12,8 @@ import zlib
 from pathlib import Path
 
 from ssebench.daemon import safefs
-from ssebench.daemon.workspace import _CHUNK, DIR, FILE, LINK, Manifest, Snapshot, SourceEntry, SourceStore
+from ssebench.daemon.blobs import CHUNK as _CHUNK
+from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest, Snapshot, SourceEntry, SourceStore
 
 
 class BuildMirror:
