@@ -213,6 +213,8 @@ class SourceStore:
         except Doubt:
             self._unwatch()
             return False
+        if all(sync.manifest.get(rel) is last.get(rel) for rel in paths):
+            sync.manifest = last  # what it looked at is the same: the very manifest again
         return True
 
     def _unwatch(self) -> None:
@@ -327,7 +329,8 @@ class _Sync:
                 return
             entry, st = found[0], found[1]
             self.cache[rel] = (_key(st), entry, self._trusted(st))
-        self.manifest[rel] = entry
+        last = self.store._last.get(rel)  # the very entry when the same (a racy file read again)
+        self.manifest[rel] = last if last == entry and last is not None and last.mtime_ns == entry.mtime_ns else entry
         if entry.kind == FILE:
             self.total += st.st_size
             self.files += 1
