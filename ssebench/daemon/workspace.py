@@ -127,6 +127,7 @@ class SourceStore:
         self._last: Manifest = {}
         self._files = self._bytes = 0  # of _last
         self.walks = 0  # full walks taken (tests, benchmarks)
+        self.watch = True  # start a file-change watch with each full walk (benchmarks turn it off)
         self._watch: treewatch.TreeWatch | None = None  # vouches for _last (see sync)
         self._watch_root: tuple[int, int] = (0, 0)  # (st_dev, st_ino) of the tree it watches
         self._recheck: set[str] = set()  # build outputs: looked at again every call
@@ -186,7 +187,7 @@ class SourceStore:
         self._unwatch()
         self._recheck = set()
         self.walks += 1
-        holder = WatchHolder(treewatch.start())
+        holder = WatchHolder(treewatch.start() if self.watch else None)
         st = os.fstat(root)
         for rel, dir_fd, name, st_entry in treewalk.walk(root, self.stop, holder):
             sync.add(rel, dir_fd, name, st_entry)
