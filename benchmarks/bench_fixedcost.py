@@ -110,7 +110,7 @@ def main() -> int:
         make_tree(files.tree, args.files)
         outside = tmp / "outside"
         outside.mkdir()
-        d = start_daemon(files.file, difficulty="3", heartbeat=3600)
+        d = start_daemon(files.file, difficulty="3", heartbeat=5)  # heartbeats keep the client reading
         try:
             with RssSampler(d.proc.pid) as rss:
                 calls(d, files.tree, outside, args.calls)

@@ -220,3 +220,21 @@ def test_a_file_written_then_left_alone_gives_the_very_manifest_again(tmp_path):
     one, two = b.store.sync(), b.store.sync()
     assert two.manifest is one.manifest  # read again (racy) or not, the same entries
     assert b.store.walks == 1
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [(treewatch.WatchesExhausted(), "inotify watches ran out"), (PermissionError(13, "Permission denied"), "cannot")],
+)
+def test_a_watch_that_cannot_grow_gives_way_to_a_walk(tmp_path, monkeypatch, capsys, error, said):
+    b = Bench(tmp_path)
+    monkeypatch.setattr(treewatch, "_warned", False)
+
+    def refuse(self: treewatch.TreeWatch, path: str, mask: int) -> int:
+        raise error
+
+    monkeypatch.setattr(treewatch.TreeWatch, "_add", refuse)
+    (b.tree / "x" / "new").write_text("a file the watch must watch\n")
+    assert b.check() == 1  # the revisit could not watch it: walked, and right
+    assert not b.store.watching
+    assert f"no file-change watch over the tree ({said}" in capsys.readouterr().err

@@ -42,18 +42,20 @@ class WatchHolder:
     def __init__(self, watch: TreeWatch | None) -> None:
         self.watch = watch
 
-    def drop(self) -> None:
+    def drop(self, why: str) -> None:
         if self.watch is not None:
             self.watch.close()
             self.watch = None
-            treewatch.unavailable("inotify watches ran out")
+            treewatch.unavailable(why)
 
     def folder(self, rel: str, dir_fd: int) -> None:
         if self.watch is not None:
             try:
                 self.watch.folder(rel, dir_fd)
             except WatchesExhausted:
-                self.drop()
+                self.drop("inotify watches ran out")
+            except OSError as exc:  # e.g. EACCES: then this walk vouches alone
+                self.drop(f"cannot watch '{rel or '.'}': {exc.strerror}")
 
     def file(self, rel: str, dir_fd: int, name: str, st: stat_result) -> stat_result | None:
         """Watch a regular file, then its lstat again (so the watch predates what the
@@ -63,7 +65,10 @@ class WatchHolder:
         try:
             self.watch.file(rel, dir_fd, name)
         except WatchesExhausted:
-            self.drop()
+            self.drop("inotify watches ran out")
+        except OSError as exc:  # e.g. EACCES (a daemon not root, a file made unreadable)
+            self.drop(f"cannot watch '{rel}': {exc.strerror}")
+        if self.watch is None:
             return st
         return safefs.lstat_at(dir_fd, name)
 

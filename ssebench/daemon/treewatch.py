@@ -170,8 +170,9 @@ def unavailable(why: str) -> None:
     if not _warned:
         _warned = True
         print(
-            f"ssebench daemon: no file-change watch over the tree ({why}; see fs.inotify.max_user_watches"
-            " and max_user_instances): every call reads the status of every file",
+            f"ssebench daemon: no file-change watch over the tree ({why}): every call reads the status"
+            " of every file (a watch takes one inotify watch per file and folder, fs.inotify.max_user_watches,"
+            " and one instance, max_user_instances)",
             file=sys.stderr,
             flush=True,
         )

@@ -218,9 +218,12 @@ class SourceStore:
         sync.files += self._files
         sync.total += self._bytes
         sync.seen = paths
+        holder = WatchHolder(watch)
         try:
-            treewalk.revisit(root, paths, lambda rel: _is_dir(last, rel), WatchHolder(watch), sync.add)
+            treewalk.revisit(root, paths, lambda rel: _is_dir(last, rel), holder, sync.add)
         except Doubt:
+            holder.watch = None
+        if holder.watch is None:  # doubt, or no watch left for a new file: walk
             self._unwatch()
             return False
         if all(sync.manifest.get(rel) is last.get(rel) for rel in paths):
