@@ -189,8 +189,13 @@ class SourceStore:
         self.walks += 1
         holder = WatchHolder(treewatch.start() if self.watch else None)
         st = os.fstat(root)
-        for rel, dir_fd, name, st_entry in treewalk.walk(root, self.stop, holder):
-            sync.add(rel, dir_fd, name, st_entry)
+        try:
+            for rel, dir_fd, name, st_entry in treewalk.walk(root, self.stop, holder):
+                sync.add(rel, dir_fd, name, st_entry)
+        except BaseException:
+            if holder.watch is not None:
+                holder.watch.close()
+            raise
         sync.seen = set(sync.manifest)
         if holder.watch is not None:
             self._watch, self._watch_root = holder.watch, (st.st_dev, st.st_ino)
