@@ -12,7 +12,8 @@ import zlib
 from pathlib import Path
 
 from ssebench.daemon import safefs
-from ssebench.daemon.workspace import _CHUNK, DIR, FILE, LINK, Manifest, Snapshot, SourceEntry, SourceStore
+from ssebench.daemon.blobs import CHUNK as _CHUNK
+from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest, Snapshot, SourceEntry, SourceStore
 
 
 class BuildMirror:
@@ -77,7 +78,7 @@ class BuildMirror:
                     continue
                 self._write(dirs, rel, entry, stamps.get(rel, now))
                 written += 1
-        self.manifest = dict(new)
+        self.manifest = new  # a snapshot's manifest is never changed: shared, not copied
         return written
 
     def fresh(self, snapshot: Snapshot) -> int:
@@ -98,7 +99,7 @@ class BuildMirror:
                     dirs_done.append((rel, entry))
             for rel, entry in reversed(dirs_done):  # folder mtimes last: writing inside changes them
                 safefs.utime_at(*dirs.parent(rel), entry.mtime_ns)
-        self.manifest = dict(snapshot.manifest)
+        self.manifest = snapshot.manifest
         return len(snapshot.manifest)
 
     def _remove(self, dirs: safefs.DirFds, rel: str) -> None:
