@@ -238,3 +238,19 @@ def test_a_watch_that_cannot_grow_gives_way_to_a_walk(tmp_path, monkeypatch, cap
     assert b.check() == 1  # the revisit could not watch it: walked, and right
     assert not b.store.watching
     assert f"no file-change watch over the tree ({said}" in capsys.readouterr().err
+
+
+def test_a_daemon_takes_at_most_its_share_of_the_users_watches(tmp_path, monkeypatch, capsys):
+    """Three quarters of fs.inotify.max_user_watches: a tree that needs more is walked every
+    call (and right), and the rest stays for the agent's own watchers and other daemons."""
+    assert treewatch.share() == int(Path("/proc/sys/fs/inotify/max_user_watches").read_text()) * 3 // 4
+    monkeypatch.setattr(treewatch, "_warned", False)
+    monkeypatch.setattr(treewatch, "share", lambda: 3)  # fewer than this tree's folders and files
+    b = Bench(tmp_path, watched=False)
+    assert not b.store.watching
+    (b.tree / "x" / "a").write_text("changed\n")
+    assert b.check() == 1
+    assert (
+        "no file-change watch over the tree (the tree needs more than 3 inotify watches, three quarters"
+        " of fs.inotify.max_user_watches: the rest is left to other programs)" in capsys.readouterr().err
+    )

@@ -52,8 +52,8 @@ class WatchHolder:
         if self.watch is not None:
             try:
                 self.watch.folder(rel, dir_fd)
-            except WatchesExhausted:
-                self.drop("inotify watches ran out")
+            except WatchesExhausted as exc:
+                self.drop(exc.why)
             except OSError as exc:  # e.g. EACCES: then this walk vouches alone
                 self.drop(f"cannot watch '{rel or '.'}': {exc.strerror}")
 
@@ -64,8 +64,8 @@ class WatchHolder:
             return st
         try:
             self.watch.file(rel, dir_fd, name)
-        except WatchesExhausted:
-            self.drop("inotify watches ran out")
+        except WatchesExhausted as exc:
+            self.drop(exc.why)
         except OSError as exc:  # e.g. EACCES (a daemon not root, a file made unreadable)
             self.drop(f"cannot watch '{rel}': {exc.strerror}")
         if self.watch is None:

@@ -52,8 +52,9 @@ _warned = False
 class TreeWatch:
     """One inotify instance watching the folders and files one walk of the tree saw."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, cap: int | None = None) -> None:
         self.fd = fd
+        self.cap = cap  # the most watches this daemon takes (:func:`share`); None: no cap
         self._folders: dict[int, str] = {}  # wd -> folder (relative, "" for the top)
         # wd -> the tree's path of that inode (several: hard links inside the tree); a str
         # rather than a set each: 100,000 sets were ~30 MiB of the daemon's RSS
@@ -86,6 +87,8 @@ class TreeWatch:
 
     def _add(self, path: str, mask: int) -> int:
         assert _LIBC is not None
+        if self.cap is not None and len(self._folders) + len(self._files) >= self.cap:
+            raise WatchesExhausted(f"the tree needs more than {self.cap} inotify watches, {SHARE_TEXT}")
         wd = _LIBC.inotify_add_watch(self.fd, os.fsencode(path), mask)
         if wd >= 0:
             return int(wd)
@@ -147,10 +150,26 @@ def _paths(known: str | tuple[str, ...]) -> tuple[str, ...]:
 
 
 class WatchesExhausted(OSError):
-    """``fs.inotify.max_user_watches`` (or kernel memory) ran out."""
+    """``fs.inotify.max_user_watches`` (or kernel memory, or this daemon's share) ran out."""
 
-    def __init__(self) -> None:
-        super().__init__(errno.ENOSPC, "no inotify watch left")
+    def __init__(self, why: str = "inotify watches ran out") -> None:
+        super().__init__(errno.ENOSPC, why)
+        self.why = why
+
+
+# The watches are the user's, shared with every process of it (the agent's own file
+# watchers, other runs' daemons): one daemon never takes more than three quarters of them.
+SHARE_TEXT = "three quarters of fs.inotify.max_user_watches: the rest is left to other programs"
+_MAX_USER_WATCHES = "/proc/sys/fs/inotify/max_user_watches"
+
+
+def share() -> int | None:
+    """The most watches one daemon takes; None where the limit cannot be read."""
+    try:
+        with open(_MAX_USER_WATCHES, encoding="ascii") as f:
+            return int(f.read()) * 3 // 4
+    except (OSError, ValueError):
+        return None
 
 
 def start() -> TreeWatch | None:
@@ -161,7 +180,7 @@ def start() -> TreeWatch | None:
     if fd < 0:
         unavailable(os.strerror(ctypes.get_errno()))
         return None
-    return TreeWatch(int(fd))
+    return TreeWatch(int(fd), share())
 
 
 def unavailable(why: str) -> None:
