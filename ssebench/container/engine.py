@@ -106,14 +106,21 @@ class DockerEngine:
         build replaced them), so each code change does not leave another agent layer of
         hundreds of MB behind. A recent one stays: another checkout or a plain install on the
         same engine may be about to start a container from it, or to build on it. Never
-        forced: an image a container still uses stays."""
+        forced: an image a container still uses stays. Housekeeping only: an engine too busy
+        to answer in time leaves them for the next build, never fails the run (seen in CI:
+        ``docker image rm`` over 60 s on a loaded machine)."""
         repository = tag.rsplit(":", 1)[0]
-        listed = self.docker("image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}").stdout
-        cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_RECENT_SECONDS)
-        rows = (line.partition("\t") for line in listed.splitlines())
-        older = [name for name, _, created in rows if name != tag and (_created_at(created) or cutoff) < cutoff]
-        if older:
-            self.docker("image", "rm", *older)
+        try:
+            listed = self.docker(
+                "image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}"
+            ).stdout
+            cutoff = datetime.now(UTC) - timedelta(seconds=KEEP_RECENT_SECONDS)
+            rows = (line.partition("\t") for line in listed.splitlines())
+            older = [name for name, _, created in rows if name != tag and (_created_at(created) or cutoff) < cutoff]
+            if older:
+                self.docker("image", "rm", *older)
+        except subprocess.TimeoutExpired:
+            pass
 
     def build(self, tag: str, context: Path, dockerfile: str) -> None:
         """docker build with no network at all: the context holds everything the image needs."""
