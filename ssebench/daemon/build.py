@@ -85,13 +85,11 @@ class BuildEngine:
                 yield event
             retry = None
             if incremental and not result.timed_out and not self.ctx.closing:
-                start = time.perf_counter()
                 retry = (
                     "the incremental build failed"
                     if result.state != State.PASSED
-                    else await self._verify(records[-1], changed, before, snapshot)
+                    else await self._verify(run, records[-1], changed, before, snapshot)
                 )
-                run.timed("build: verify", time.perf_counter() - start)
             if retry is not None:
                 self.last_build = f"clean: {retry}"
                 incremental = False
@@ -301,17 +299,26 @@ class BuildEngine:
             run.timed("build: trace parse", time.perf_counter() - start)
 
     async def _verify(
-        self, record: tracefile.TraceRecord, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
+        self,
+        run: CallRun,
+        record: tracefile.TraceRecord,
+        changed: set[str],
+        before: buildgraph.Scan,
+        snapshot: Snapshot,
     ) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
         assert self._graph is not None
         graph = self._graph
+        start = time.perf_counter()
 
         def go() -> str | None:
             wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
             return buildgraph.verify(graph, record, changed, wrote, snapshot.manifest, self.tree_path)
 
-        return await asyncio.to_thread(go)
+        try:
+            return await asyncio.to_thread(go)
+        finally:
+            run.timed("build: verify", time.perf_counter() - start)
 
     def _remember(self, incremental: bool, result: CheckRun, record: tracefile.TraceRecord) -> None:
         """Keep the build graph: a clean build's record replaces it, an incremental one's
