@@ -186,5 +186,5 @@ def _run(tmp_path: Path, real: Real, src: Path) -> None:
     assert mismatches == [], "\n".join(mismatches + log)
     passed = [k for k, a in fresh.items() if a["build"][0] == "passed"]
     assert passed and len(passed) < len(fresh)  # the agent both built and broke the build
-    assert fresh[passed[0]]["functional"][1].count(".o\n") >= 4  # the md5s were printed
+    assert fresh[passed[0]]["functional"][1].count(".o\n") >= 2  # the md5s were printed
     assert sum(d == "incremental" for d in decisions) >= STEPS // 4  # the engine still reuses work
