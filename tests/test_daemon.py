@@ -57,7 +57,33 @@ def test_health(task_factory, daemon_factory):
         "sandbox": "bwrap 0.11.0",
         "build_trace": "not probed yet",
         "builds": {"incremental": 0, "clean": 0, "unchanged": 0, "last": ""},
+        "last_run": {},
     }
+
+
+def test_health_says_where_the_last_runs_time_went(task_factory, daemon_factory):
+    # Issue 34: each phase measured where it runs (benchmarks/bench_projects.py reads them).
+    t = task_factory(build="sleep 0.3", pocs=["fixed"], functional="sleep 0.2")
+    d = daemon_factory(t.file, difficulty="0")
+    assert d.result()["build"]["state"] == "passed"
+    phases = d.get("/health").json()["last_run"]
+    assert list(phases) == [
+        "snapshot",
+        "build: sync",
+        "build: command",
+        "build: trace parse",
+        "build",
+        "pocs: view",
+        "pocs",
+        "functional: view",
+        "functional",
+        "report",
+    ]
+    assert phases["build: command"] >= 0.3 and phases["build"] >= phases["build: command"]
+    assert phases["functional"] >= 0.2 + phases["functional: view"]
+    d.result()  # nothing changed: the last build's answer, no command run
+    again = d.get("/health").json()["last_run"]
+    assert "build: command" not in again and again["build"] < 0.3
 
 
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])

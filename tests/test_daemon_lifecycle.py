@@ -135,7 +135,7 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
     for th in threads:
         th.join(10)
     health = d.get("/health").json()
-    assert health | {"version": None, "builds": None, "build_trace": None} == {
+    assert health | {"version": None, "builds": None, "build_trace": None, "last_run": None} == {
         "status": "ok",
         "version": None,
         "difficulty": 3,
@@ -144,6 +144,7 @@ def test_health_reports_busy_and_queued(task_factory, daemon_factory):
         "sandbox": "bwrap 0.11.0",
         "builds": None,
         "build_trace": None,
+        "last_run": None,
     }
     assert health["build_trace"].startswith("strace ")  # probed once, at the first build
     builds = health["builds"]

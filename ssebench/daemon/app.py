@@ -147,6 +147,7 @@ class _Api:
                     "unchanged": runner.build_counts["unchanged"],
                     "last": runner.last_build,
                 },
+                "last_run": {phase: round(seconds, 3) for phase, seconds in runner.last_phases.items()},
             }
         )
 

@@ -69,14 +69,17 @@ class BuildEngine:
         ended = False
         if self.mirror.manifest is None:  # a mirror made again (or invalidated): no graph of it
             self._graph = None
+        start = time.perf_counter()
         await self._tracer()
         if await self._unchanged(run, result, snapshot):
+            run.timed("build: sync", time.perf_counter() - start)
             return
         self._kept = None
         try:
             incremental, changed = await self._to_mirror(snapshot)
             before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
             self._mirror_in()
+            run.timed("build: sync", time.perf_counter() - start)
             records: list[tracefile.TraceRecord] = []
             async for event in self._traced(run, result, records):
                 yield event
@@ -85,7 +88,7 @@ class BuildEngine:
                 retry = (
                     "the incremental build failed"
                     if result.state != State.PASSED
-                    else await self._verify(records[-1], changed, before, snapshot)
+                    else await self._verify(run, records[-1], changed, before, snapshot)
                 )
             if retry is not None:
                 self.last_build = f"clean: {retry}"
@@ -165,6 +168,7 @@ class BuildEngine:
         """The build once more, clean: a fresh mirror; its log is the log, nothing added
         (the task format defines a check's log as its output; the agent is not told
         about the retry: it changes nothing about what the result means)."""
+        start = time.perf_counter()
         self._mirror_out()
         try:
             await asyncio.to_thread(self.mirror.fresh, snapshot)
@@ -172,6 +176,7 @@ class BuildEngine:
         except OSError as exc:
             raise RunError(f"could not copy the source tree: {exc}") from None
         self._mirror_in()
+        run.timed("build: sync, clean again", time.perf_counter() - start)
         assert result.log is not None
         result.log.stdout.write_bytes(b"")
         result.log.stderr.write_bytes(b"")
@@ -258,9 +263,12 @@ class BuildEngine:
         """The build command, traced (when tracing works); its record goes to *records*."""
         command = self.ctx.task.build
         strace = self._strace
+        phase = "build: command, clean again" if append else "build: command"
+        start = time.perf_counter()
         if strace is None or not traced:
             async for event in self.executor.run_check(run, result, command, self.tree_path, append=append):
                 yield event
+            run.timed(phase, time.perf_counter() - start)
             records.append(tracefile.TraceRecord(complete=False, problem="not traced"))
             return
         trace = run.dir / "build.trace"
@@ -280,25 +288,37 @@ class BuildEngine:
                 yield event
         finally:
             os.close(fd)
+        run.timed(phase, time.perf_counter() - start)
+        start = time.perf_counter()
         tree = TREE_PATH if self.ctx.sandbox.enabled else os.path.realpath(self.tree_path)
         try:
             records.append(await asyncio.to_thread(tracefile.parse_trace, trace, tree, tree))
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(trace)
+            run.timed("build: trace parse", time.perf_counter() - start)
 
     async def _verify(
-        self, record: tracefile.TraceRecord, changed: set[str], before: buildgraph.Scan, snapshot: Snapshot
+        self,
+        run: CallRun,
+        record: tracefile.TraceRecord,
+        changed: set[str],
+        before: buildgraph.Scan,
+        snapshot: Snapshot,
     ) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
         assert self._graph is not None
         graph = self._graph
+        start = time.perf_counter()
 
         def go() -> str | None:
             wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
             return buildgraph.verify(graph, record, changed, wrote, snapshot.manifest, self.tree_path)
 
-        return await asyncio.to_thread(go)
+        try:
+            return await asyncio.to_thread(go)
+        finally:
+            run.timed("build: verify", time.perf_counter() - start)
 
     def _remember(self, incremental: bool, result: CheckRun, record: tracefile.TraceRecord) -> None:
         """Keep the build graph: a clean build's record replaces it, an incremental one's

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from pathlib import Path
 
@@ -82,6 +83,7 @@ class Runner:
         self.views = Views(self.ctx, self.workspace, self.executor)
         self.builder = BuildEngine(self.ctx, self.workspace, self.executor, trace=trace)
         self.parts = DaemonParts(self.ctx, self.executor, self.builder, self.views)
+        self.last_phases: dict[str, float] = {}  # the last executed run's (``/health``'s ``last_run``)
 
     # -- what callers read ------------------------------------------------------------
 
@@ -124,7 +126,10 @@ class Runner:
 
     async def prepare(self) -> CallRun:
         """Create a run and snapshot the agent's sources for it (the tree is only read)."""
-        return await self.workspace.prepare()
+        start = time.perf_counter()
+        run = await self.workspace.prepare()
+        run.timed("snapshot", time.perf_counter() - start)
+        return run
 
     def get(self, run_id: str) -> CallRun | None:
         return self.workspace.runs.get(run_id)
@@ -161,7 +166,11 @@ class Runner:
         try:
             async for event in self._sequence(run, plan):
                 yield event
-            yield Result(run.id, tuple(run.results[kind.check].result() for kind in plan))
+            start = time.perf_counter()
+            result = Result(run.id, tuple(run.results[kind.check].result() for kind in plan))
+            run.timed("report", time.perf_counter() - start)
+            self.last_phases = run.phases
+            yield result
         finally:
             # Processes a check left behind outside its group are killed after the
             # run, off the client's clock; the next run waits for it.
@@ -182,6 +191,7 @@ class Runner:
                 async for event in self._step(run, kind, result):
                     yield event
                 result.elapsed = loop.time() - start
+                run.timed(kind.check.value, result.elapsed)
             run.results[kind.check] = result
             yield CheckFinished(result.result())
 
@@ -193,9 +203,11 @@ class Runner:
                 yield event
             return
         try:
+            start = time.perf_counter()
             view = await self.views.make(run, kind.check)
             async for event in self.views.fill(view, run, kind.check):
                 yield event
+            run.timed(f"{kind.check.value}: view", time.perf_counter() - start)
             async for event in step(self.parts, run, result, view):
                 yield event
         finally:

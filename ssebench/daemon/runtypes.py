@@ -100,3 +100,10 @@ class CallRun:
     dir: Path
     snapshot: Snapshot | None
     results: dict[Check, CheckRun] = field(default_factory=dict)
+    # Where the call's time went, seconds by phase in order (``/health``'s ``last_run``;
+    # benchmarks/bench_projects.py): measured where each phase runs, never derived.
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, phase: str, seconds: float) -> None:
+        """Add *seconds* to *phase* (a phase may run twice: a build redone clean)."""
+        self.phases[phase] = self.phases.get(phase, 0.0) + seconds
