@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,6 +43,24 @@ def private_engine_socket() -> Path:
 
 def cache_dir() -> Path:
     return settings.cache_dir()
+
+
+def fill_cache(target: Path, prefix: str, fill: Callable[[Path], None]) -> Path:
+    """TARGET, a cache folder filled once: *fill* writes into a private staging folder beside
+    it, renamed into place when done, so a failure (the error goes on) leaves nothing and a
+    reader never sees a half-filled cache; a concurrent run that filled it first wins."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        fill(staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    try:
+        staging.rename(target)
+    except OSError:  # another run filled the cache first
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 class DockerRunError(Exception):

@@ -29,7 +29,7 @@ from ssebench.container.dockerfile import (
     render_agent_dockerfile,
     render_task_dockerfile,
 )
-from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir
+from ssebench.container.engine import DockerEngine, DockerRunError, cache_dir, fill_cache
 
 
 def _digest(*parts: bytes | Path) -> str:
@@ -95,17 +95,7 @@ def prepare_task_context(context: Path) -> None:
     requirements = _requirements(wheel)
     deps_cache = cache_dir() / "wheels" / _digest("\n".join(requirements).encode(), sys.version.encode())
     if not deps_cache.is_dir():
-        deps_cache.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix="staging-", dir=deps_cache.parent))
-        try:
-            _pip("wheel", "--wheel-dir", str(staging), *requirements)
-        except DockerRunError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        try:
-            staging.rename(deps_cache)
-        except OSError:  # another run filled the cache first
-            shutil.rmtree(staging, ignore_errors=True)
+        fill_cache(deps_cache, "staging-", lambda staging: _pip("wheel", "--wheel-dir", str(staging), *requirements))
     _link_tree(deps_cache, context / "wheels" / "deps")
 
 
@@ -150,27 +140,23 @@ def agent_cli_dir(agent: str) -> Path:
         return target
     if shutil.which("npm") is None:
         raise DockerRunError(f"installing {cli.package}@{version} for the {agent} layer needs npm; none found")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{agent}-", dir=target.parent))
-    (staging / "package.json").write_text(
-        json.dumps({"private": True, "dependencies": packages}, indent=2) + "\n", encoding="utf-8"
-    )
-    result = subprocess.run(
-        ["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=staging,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0 or not all((staging / "node_modules" / ".bin" / b).exists() for b in bins):
-        shutil.rmtree(staging, ignore_errors=True)
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-        raise DockerRunError(f"npm install {cli.package}@{version} failed (exit {result.returncode}):\n{tail}")
-    try:
-        staging.rename(target)
-    except OSError:  # another run filled the cache first
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    def fill(staging: Path) -> None:
+        (staging / "package.json").write_text(
+            json.dumps({"private": True, "dependencies": packages}, indent=2) + "\n", encoding="utf-8"
+        )
+        result = subprocess.run(
+            ["npm", "install", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=staging,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0 or not all((staging / "node_modules" / ".bin" / b).exists() for b in bins):
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise DockerRunError(f"npm install {cli.package}@{version} failed (exit {result.returncode}):\n{tail}")
+
+    return fill_cache(target, f"{agent}-", fill)
 
 
 def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from ssebench.container.engine import DockerRunError, cache_dir
+from ssebench.container.engine import DockerRunError, cache_dir, fill_cache
 
 LOCK = "requirements.txt"
 
@@ -55,20 +54,13 @@ def cli_dir(agent: str) -> Path:
     target = cache_dir() / "agent-cli" / f"{agent}-{record.pin()}-py{version}"
     if (target / "wheels").is_dir():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{agent}-", dir=target.parent))
-    try:
+
+    def fill(staging: Path) -> None:
         shutil.copyfile(pypi.lock_file(record), staging / LOCK)
         argv = [python, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
         _run([*argv, "--require-hashes", "-r", str(staging / LOCK), "-w", str(staging / "wheels")], "pip wheel")
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    try:
-        staging.rename(target)
-    except OSError:  # another run filled the cache first
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+
+    return fill_cache(target, f"{agent}-", fill)
 
 
 def python_prefix(minimum: tuple[int, ...]) -> Path | None:
