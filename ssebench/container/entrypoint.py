@@ -13,7 +13,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from ssebench.supervise import (
 
 __all__ = ["EXIT_USAGE", "Entrypoint", "print_stage"]
 CALLS_FILE = "calls.jsonl"  # the server's typed call log, in the entrypoint's private folder
+DAEMON_SOCKET = "daemon.sock"  # the daemon's socket there (when no sidecar serves one)
 StageHook = Callable[[str, str, str], None]  # (stage, state, detail)
 Ended = tuple[int, str | None, Grading | None, str | None]  # exit status, error, grading, grading's error
 
@@ -150,7 +150,7 @@ class Entrypoint(SignalHandling):
     # -- stages ---------------------------------------------------------------------
 
     def _stages_run(self, task: Any, tree: Path, workdir: Path, agent: AgentRun) -> Ended:
-        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock", workdir)
+        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / DAEMON_SOCKET, workdir)
         if failed is not None:
             return (*failed, None, None)
         self._run_agent(tree, agent)
@@ -339,16 +339,11 @@ class Entrypoint(SignalHandling):
 
 
 def private_workdir() -> Path:
-    """The entrypoint's own 0700 folder (the daemon's socket, the calls file) in TMPDIR, or in
-    /tmp when TMPDIR is so deep that the socket's path would pass the 107-byte limit of Unix
-    sockets (the daemon would refuse it, and the run would fail as infrastructure)."""
-    from ssebench.parsers import UNIX_SOCKET_MAX_BYTES
+    """The entrypoint's own 0700 folder (the daemon's socket, the calls file): in TMPDIR, or
+    in /tmp when TMPDIR is too deep for the socket (ssebench/socketdirs.py)."""
+    from ssebench.socketdirs import private_socket_dir
 
-    workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))
-    if len(str(workdir / "daemon.sock").encode()) > UNIX_SOCKET_MAX_BYTES:
-        workdir.rmdir()
-        workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-", dir="/tmp"))
-    return workdir
+    return private_socket_dir("ssebench-entry-", DAEMON_SOCKET)
 
 
 def _remove_tree(path: Path) -> None:
