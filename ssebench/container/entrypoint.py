@@ -176,6 +176,9 @@ class Entrypoint(SignalHandling):
         from ssebench.server.stack import Stack
 
         s = self.settings
+        if (taken := _port_taken(s.mcp_host, s.mcp_port)) is not None:  # before the daemon: costs nothing
+            why = StartupError(f"the MCP server ({s.mcp_url}) {taken}")
+            return self._startup_failed("server", why, EXIT_SERVER_FAILED)
         stack = Stack(socket, s.mcp_port, s.mcp_host, s.mcp_path, s.env, self._interrupted, self._children)
         timeout, deadline = s.mcp_timeout, time.monotonic() + s.mcp_timeout
         self._stage("daemon", "start", str(socket))
@@ -344,6 +347,19 @@ def private_workdir() -> Path:
     from ssebench.socketdirs import private_socket_dir
 
     return private_socket_dir("ssebench-entry-", DAEMON_SOCKET)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the MCP server cannot listen on *host*:*port* (another server holds it), or None.
+    Said at once and in the entrypoint's own words; the server's readiness check
+    (container/readiness.py) still makes sure that the server that answers is ours."""
+    from ssebench.server.cli import BindError, bind
+
+    try:
+        bind(host, port, advice="set SSE_MCP_PORT to a free port").close()
+    except BindError as exc:
+        return f"cannot listen: {exc}"
+    return None
 
 
 def _remove_tree(path: Path) -> None:
