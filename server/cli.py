@@ -166,10 +166,11 @@ def _holder(port: int) -> str:
     return ""
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, advice: str = "pass --port") -> socket.socket:
     """Bind and listen on *host*:*port* the way uvicorn would, before anything is printed.
 
-    Raises :class:`BindError` with the one line to show (the port's holder when visible).
+    Raises :class:`BindError` with the one line to show (the port's holder when visible),
+    ending with *advice*: how the caller's user picks another port.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -180,9 +181,9 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise BindError(f"port {port} is in use{_holder(port)}; stop that process or pass --port") from None
+            raise BindError(f"port {port} is in use{_holder(port)}; stop that process or {advice}") from None
         if exc.errno == errno.EACCES:
-            raise BindError(f"port {port}: permission denied (ports below 1024 need privileges); pass --port") from None
+            raise BindError(f"port {port}: permission denied (ports below 1024 need privileges); {advice}") from None
         raise BindError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.set_inheritable(False)
     return sock

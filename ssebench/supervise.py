@@ -274,8 +274,14 @@ def wait_until(
 
 def wait_for_daemon(sock: Path, *, what: str, timeout: float, **kw: Any) -> tuple[dict[str, Any], float]:
     """The daemon's ``GET /health`` answer on *sock* once it is 200, and the seconds it
-    took (:func:`wait_until` for the rest): the one wait for the daemon."""
+    took (:func:`wait_until` for the rest): the one wait for the daemon. A path too long
+    for a Unix socket could never answer: StartupError at once, not after *timeout*."""
     import httpx
+
+    from ssebench.socketdirs import socket_too_long
+
+    if (why := socket_too_long(sock)) is not None:
+        raise StartupError(f"{what} cannot be reached: {why}")
 
     with httpx.Client(transport=httpx.HTTPTransport(uds=str(sock)), base_url="http://daemon", timeout=2.0) as client:
 

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -272,13 +271,9 @@ def test_results_folder_with_old_results_is_refused(runner: Runner):
 
 @pytest.mark.slow
 def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
-    with socket.socket() as squatter:  # the port is taken: the server cannot bind it and exits
-        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        squatter.bind(("127.0.0.1", runner.port))
-        squatter.listen(1)
-        started = time.monotonic()
-        result = runner.run(*agent(), SSE_MCP_TIMEOUT="120")
-        took = time.monotonic() - started
+    started = time.monotonic()  # a bad server setting: `ssebench serve` exits at once
+    result = runner.run(*agent(), SSE_MCP_TIMEOUT="120", SSE_MCP_SESSION_IDLE="soon")
+    took = time.monotonic() - started
     assert result.returncode == 4
     assert took < 30  # not the 120 s budget
     url = f"http://127.0.0.1:{runner.port}/mcp"
@@ -286,7 +281,7 @@ def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
     assert "Last lines of its log:\n  " in result.stderr
     server_log = (runner.results / "server.log").read_text()
     last = server_log.rstrip("\n").split("\n")[-1]
-    assert f"\n  {last}\n" in result.stderr
+    assert "SSE_MCP_SESSION_IDLE" in last and f"\n  {last}\n" in result.stderr
     data = runner.results_json()
     assert data["status"] == "server_failed" and data["exit_code"] == 4 and data["passed"] is None
     assert data["agent"] is None and "agent" not in data["stages"]  # it never started
@@ -294,6 +289,79 @@ def test_server_dying_while_waiting_fails_at_once_with_its_log(runner: Runner):
     assert data["reason"] == "the MCP server did not come up: " + data["error"].splitlines()[0]
     assert data["reason"].startswith(f"the MCP server did not come up: the MCP server ({url}) exited with status")
     assert not (runner.results / "agent-stdout.log").exists()
+
+
+def foreign_server(port: int, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Another run's MCP server on *port* (a real `ssebench serve`), answering initialize."""
+    from ssebench.container.readiness import wait_for_mcp
+    from ssebench.supervise import Child
+
+    proc = serve(port, tmp_path, "foreign")
+    wait_for_mcp(
+        f"http://127.0.0.1:{port}/mcp", Child("foreign", proc, tmp_path / "foreign.log"), deadline=None, timeout=60
+    )
+    return proc
+
+
+def serve(port: int, tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
+    """`ssebench serve` on *port* (no daemon: it answers initialize all the same), its
+    output in tmp_path/NAME.log."""
+    argv = [*ENTRY[:-1], "serve", "--port", str(port), "--daemon-socket", str(tmp_path / "none.sock")]
+    env = {**os.environ, "MCP_LOG_DIR": str(tmp_path / f"{name}-logs"), "SSE_DIFFICULTY": "4"}
+    with (tmp_path / f"{name}.log").open("wb") as log:
+        return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.mark.slow
+def test_a_port_held_by_another_mcp_server_ends_the_run_naming_it(runner: Runner, tmp_path: Path):
+    """Another server answering initialize on the port is not ours: the run ends at once
+    with the port and what to do, before the daemon, and the agent never starts."""
+    foreign = foreign_server(runner.port, tmp_path)
+    try:
+        result = runner.run(*agent(), SSE_MCP_TIMEOUT="120", timeout=60)
+        name = psutil.Process(foreign.pid).name()
+    finally:
+        foreign.terminate()
+        foreign.wait(10)
+    url = f"http://127.0.0.1:{runner.port}/mcp"
+    why = (
+        f"the MCP server ({url}) cannot listen: port {runner.port} is in use (by PID {foreign.pid}: {name}); "
+        "stop that process or set SSE_MCP_PORT to a free port"
+    )
+    assert result.returncode == 4, result.stderr
+    assert result.stderr.splitlines()[0] == f"ssebench entrypoint: server: failed: {why}"
+    assert "daemon" not in result.stderr and "agent" not in result.stderr  # neither was started
+    data = runner.results_json()
+    assert (data["status"], data["exit_code"], data["error"]) == ("server_failed", 4, why)
+    assert data["reason"] == f"the MCP server did not come up: {why}"
+    assert data["agent"] is None and list(data["stages"]) == ["server"]
+    assert not (runner.results / "agent-stdout.log").exists()
+
+
+def test_readiness_waits_for_its_own_server_not_another_one_on_the_port(tmp_path: Path):
+    """The race the early check cannot close: our server still starting (or failing to
+    bind) while another one answers initialize on the port. A server that is not our
+    child's is never taken for ready; our child failing is reported with its own words."""
+    from ssebench.container.readiness import wait_for_mcp
+    from ssebench.supervise import Child, StartupError
+
+    port = free_port()
+    foreign = foreign_server(port, tmp_path)
+    ours = serve(port, tmp_path, "ours")
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        with pytest.raises(StartupError) as caught:
+            wait_for_mcp(url, Child("server", ours, tmp_path / "ours.log"), deadline=None, timeout=60)
+        name = psutil.Process(foreign.pid).name()
+    finally:
+        foreign.terminate()
+        foreign.wait(10)
+        ours.kill()
+        ours.wait(10)
+    assert caught.value.message == f"the MCP server ({url}) exited with status 2 before it was ready"
+    assert caught.value.log_tail[-1] == (
+        f"ssebench serve: port {port} is in use (by PID {foreign.pid}: {name}); stop that process or pass --port"
+    )
 
 
 @pytest.mark.slow

@@ -13,7 +13,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +50,7 @@ from ssebench.supervise import (
 
 __all__ = ["EXIT_USAGE", "Entrypoint", "print_stage"]
 CALLS_FILE = "calls.jsonl"  # the server's typed call log, in the entrypoint's private folder
+DAEMON_SOCKET = "daemon.sock"  # the daemon's socket there (when no sidecar serves one)
 StageHook = Callable[[str, str, str], None]  # (stage, state, detail)
 Ended = tuple[int, str | None, Grading | None, str | None]  # exit status, error, grading, grading's error
 
@@ -150,7 +150,7 @@ class Entrypoint(SignalHandling):
     # -- stages ---------------------------------------------------------------------
 
     def _stages_run(self, task: Any, tree: Path, workdir: Path, agent: AgentRun) -> Ended:
-        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / "daemon.sock", workdir)
+        failed = self._start_servers(tree, self.settings.daemon_socket or workdir / DAEMON_SOCKET, workdir)
         if failed is not None:
             return (*failed, None, None)
         self._run_agent(tree, agent)
@@ -176,6 +176,9 @@ class Entrypoint(SignalHandling):
         from ssebench.server.stack import Stack
 
         s = self.settings
+        if (taken := _port_taken(s.mcp_host, s.mcp_port)) is not None:  # before the daemon: costs nothing
+            why = StartupError(f"the MCP server ({s.mcp_url}) {taken}")
+            return self._startup_failed("server", why, EXIT_SERVER_FAILED)
         stack = Stack(socket, s.mcp_port, s.mcp_host, s.mcp_path, s.env, self._interrupted, self._children)
         timeout, deadline = s.mcp_timeout, time.monotonic() + s.mcp_timeout
         self._stage("daemon", "start", str(socket))
@@ -339,16 +342,24 @@ class Entrypoint(SignalHandling):
 
 
 def private_workdir() -> Path:
-    """The entrypoint's own 0700 folder (the daemon's socket, the calls file) in TMPDIR, or in
-    /tmp when TMPDIR is so deep that the socket's path would pass the 107-byte limit of Unix
-    sockets (the daemon would refuse it, and the run would fail as infrastructure)."""
-    from ssebench.parsers import UNIX_SOCKET_MAX_BYTES
+    """The entrypoint's own 0700 folder (the daemon's socket, the calls file): in TMPDIR, or
+    in /tmp when TMPDIR is too deep for the socket (ssebench/socketdirs.py)."""
+    from ssebench.socketdirs import private_socket_dir
 
-    workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-"))
-    if len(str(workdir / "daemon.sock").encode()) > UNIX_SOCKET_MAX_BYTES:
-        workdir.rmdir()
-        workdir = Path(tempfile.mkdtemp(prefix="ssebench-entry-", dir="/tmp"))
-    return workdir
+    return private_socket_dir("ssebench-entry-", DAEMON_SOCKET)
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why the MCP server cannot listen on *host*:*port* (another server holds it), or None.
+    Said at once and in the entrypoint's own words; the server's readiness check
+    (container/readiness.py) still makes sure that the server that answers is ours."""
+    from ssebench.server.cli import BindError, bind
+
+    try:
+        bind(host, port, advice="set SSE_MCP_PORT to a free port").close()
+    except BindError as exc:
+        return f"cannot listen: {exc}"
+    return None
 
 
 def _remove_tree(path: Path) -> None:

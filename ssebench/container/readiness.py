@@ -1,7 +1,11 @@
 """Is the MCP server up yet? Its ``initialize``, polled with :func:`ssebench.supervise.wait_until`.
 
 The agent must not start before ``test_patch`` answers (the daemon's ``/health`` is
-:func:`ssebench.supervise.wait_for_daemon`).
+:func:`ssebench.supervise.wait_for_daemon`). The answer must be our own server's: another
+MCP server on the port (another run's, on the host's network) answers ``initialize`` too,
+while ours fails to bind. So the server is ready only once our child itself listens on the
+port: the kernel then lets no other socket listen there (ours does not set SO_REUSEPORT), and
+the agent sees nothing new (no token in a reply).
 """
 
 from __future__ import annotations
@@ -52,6 +56,17 @@ def answers_initialize(client: httpx.Client, url: str) -> bool:
     return ok
 
 
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process *pid* holds a listening TCP socket on *port* (any address)."""
+    import psutil
+
+    try:
+        conns = psutil.Process(pid).net_connections(kind="tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
+
+
 def _messages(response: httpx.Response) -> list[dict]:
     """JSON-RPC messages of a reply that is either JSON or an SSE stream."""
     text = response.text
@@ -77,10 +92,16 @@ def wait_for_mcp(
     timeout: float,
     interrupted: Callable[[], bool] = lambda: False,
 ) -> float:
-    """Seconds until the server at *url* answered an MCP ``initialize``."""
+    """Seconds until the server at *url* answered an MCP ``initialize``, *child* listening
+    on its port (so the answer was its own, not another server's on that port)."""
+    port = httpx.URL(url).port or 80
+
+    def ours() -> bool:
+        return child is None or listens_on(child.proc.pid, port)
+
     with httpx.Client(timeout=5.0) as client:
         return wait_until(
-            lambda: answers_initialize(client, url),
+            lambda: ours() and answers_initialize(client, url),
             what=f"the MCP server ({url})",
             timeout=timeout,
             deadline=deadline,

@@ -19,7 +19,7 @@ from ssebench import runrecord
 from ssebench.container import results as record
 from ssebench.container.dockerfile import CONTAINER_RESULTS_DIR, CONTAINER_TASK_DIR, TEMPLATES_DIR
 from ssebench.container.engine import DockerEngine, DockerRunError
-from ssebench.container.workspace import TaskCopies
+from ssebench.container.workspace import DAEMON_SOCKET, TaskCopies
 from ssebench.daemon.limits import DEFAULT_MEMORY_LIMIT, DEFAULT_PIDS_LIMIT
 from ssebench.runrecord import Grading
 from ssebench.supervise import StartupError, tail_lines, wait_for_daemon
@@ -81,14 +81,14 @@ def run_with_sidecar(
     was due), which the caller merges into the record
     (:func:`ssebench.container.results.with_grading`)."""
     sidecar = f"ssebench-{uuid.uuid4().hex[:12]}-daemon"
-    socket = f"{SIDECAR_SOCKET_DIR}/daemon.sock"
+    socket = f"{SIDECAR_SOCKET_DIR}/{DAEMON_SOCKET}"
     uid, gid = daemon_user()
     if (uid, gid) != (os.getuid(), os.getgid()):  # root on the host: hand the copies to the daemon's user
         for path in (space.task, space.tree, space.sockets):
             chown_tree(path, uid, gid)
     try:
         _start_sidecar(engine, space, sidecar, socket, task_image, task_file, env["SSE_DIFFICULTY"], (uid, gid))
-        wait_for_sidecar(engine, sidecar, space.sockets / "daemon.sock")
+        wait_for_sidecar(engine, sidecar, space.sockets / DAEMON_SOCKET)
         exit_code = engine.run_container(
             image=image,
             command=["--sidecar", "--", *command],

@@ -7,11 +7,15 @@ depend on it and not on each other.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from ssebench.socketdirs import private_socket_dir
+
+SOCKETS = "sockets"  # the folder shared by the sidecar and the agent's container
+DAEMON_SOCKET = "daemon.sock"  # the sidecar daemon's socket in it
 
 
 @dataclass(frozen=True)
@@ -25,10 +29,11 @@ class TaskCopies:
 @contextmanager
 def workspace(task_dir: Path, source: Path) -> Iterator[TaskCopies]:
     """Private copies for the containers to change, removed afterwards."""
-    holder = Path(tempfile.mkdtemp(prefix="ssebench-task-"))  # 0700, ours alone
+    # 0700, ours alone; in /tmp when TMPDIR is too deep for the host to reach the sidecar's socket
+    holder = private_socket_dir("ssebench-task-", f"{SOCKETS}/{DAEMON_SOCKET}")
     try:
         space = TaskCopies(
-            task=holder / "task", tree=holder / "tree", sockets=holder / "sockets", results=holder / "results"
+            task=holder / "task", tree=holder / "tree", sockets=holder / SOCKETS, results=holder / "results"
         )
         shutil.copytree(task_dir, space.task, symlinks=True)
         shutil.copytree(source, space.tree, symlinks=True)

@@ -361,6 +361,29 @@ def test_run_docker_takes_a_task_file_of_any_name(base_image: str, tmp_path: Pat
     assert spec["command"] == ["true"] and report["agent"]["calls"] == 0
 
 
+def test_run_docker_under_a_deep_tmpdir(base_image: str, tmp_path: Path) -> None:
+    """A deep TMPDIR (a CI runner's): the run's copies go to /tmp, so the host reaches the
+    sidecar's socket (past 107 bytes it could not, and the run failed after 120 s); nothing
+    is left in TMPDIR or /tmp."""
+    deep = tmp_path.joinpath(*["d" * 40] * 3)
+    deep.mkdir(parents=True)
+    assert len(os.fsencode(deep / "ssebench-task-12345678/sockets/daemon.sock")) > 107
+    before = set(Path("/tmp").glob("ssebench-task-*"))
+    results = tmp_path / "results"
+    began = time.monotonic()
+    run = _script(
+        ROOT / ".venv" / "bin" / "ssebench",
+        *("run", "--docker", "--task", TASK_DIR / "task.toml", "--results", results, "--json", "--", "true"),
+        env={"SSEBENCH_DOCKER_NETWORK": "none", "TMPDIR": str(deep)},
+        timeout=CONTAINER_TIMEOUT + 300,
+    )
+    _timed("run --docker under a deep TMPDIR", began)
+    assert run.returncode == 1, run.stderr  # ran and graded: the tree is unfixed
+    report = json.loads((results / "results.json").read_text(encoding="utf-8"))
+    assert (report["status"], report["stages"]["grading"]["where"]) == ("checks_failed", "sidecar")
+    assert list(deep.iterdir()) == [] and set(Path("/tmp").glob("ssebench-task-*")) == before
+
+
 def test_sidecar_keeps_the_hidden_parts_out_of_the_agent_container(agent_image: str, tmp_path: Path) -> None:
     """The agent's container has the tree and nothing else of the task: no task.toml, no
     PoC, no intent diff anywhere on its file system; yet the sidecar grades every check."""
