@@ -16,6 +16,9 @@ from pathlib import Path
 from ssebench import relay, settings
 
 PORT_VAR, SOCKET_VAR = "SSE_GATEWAY_PORT", "SSE_GATEWAY_SOCKET"
+#: a custom command agent gets both vendors' usual variables (its program picks what it reads);
+#: here, beside the other gateway names, so the jobs' gateway and the container share them
+COMMAND_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 CONTAINER_SOCKET = "/run/ssebench-gateway.sock"  # where the run's socket is mounted in the agent's container
 
 
@@ -28,8 +31,6 @@ def for_containers(env: Mapping[str, str], custom: bool) -> tuple[dict[str, str]
         return {}, {}
     added = {PORT_VAR: str(port)}
     if custom:
-        from ssebench.jobs.gateway.gate import COMMAND_VARS
-
         added.update({name: env[name] for name in COMMAND_VARS if name in env})
     socket = settings.value(SOCKET_VAR, settings.socket_path, None, env)
     if socket is None:

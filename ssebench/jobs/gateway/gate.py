@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ssebench import runrecord
-from ssebench.container.gatewayroute import PORT_VAR  # the gateway's port: a Docker run relays it into its container
+from ssebench.container.gatewayroute import COMMAND_VARS, PORT_VAR  # a Docker run relays the port
 from ssebench.jobs.backend import JobRun
 from ssebench.jobs.gateway import ledger
 from ssebench.jobs.gateway.proxy import Proxy
@@ -28,8 +28,6 @@ from ssebench.jobs.jobfile import AgentSpec
 from ssebench.runrecord import RunResult
 
 LEDGER_FILE = "gateway.jsonl"  # in the run's folder: one line per model request of its last try
-#: a custom command agent gets both vendors' usual variables (its program picks what it reads)
-COMMAND_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
 
 
 def base_url(variable: str, url: str) -> str:
