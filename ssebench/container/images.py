@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ssebench import __version__
@@ -174,16 +174,26 @@ def build_agent_image(engine: DockerEngine, agent: str, task_image: str) -> str:
     node = (cli_dir / "node_modules" / ".bin" / "node").resolve() if own else host_node()
     lock = cli_dir / "package-lock.json"
     tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), node, lock)}"
-    if engine.has_image(tag):
-        return tag
-    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
-        context = Path(tmp)
-        _link_tree(cli_dir, context / "cli")
+
+    def add_node(context: Path) -> None:
         if not own:
             try:
                 os.link(node, context / "node")
             except OSError:
                 shutil.copy2(node, context / "node")
+
+    return _build_layer(engine, tag, dockerfile, cli_dir, add_node)
+
+
+def _build_layer(engine: DockerEngine, tag: str, dockerfile: str, cli_dir: Path, add: Callable[[Path], None]) -> str:
+    """TAG built (unless the engine has it) from a context of the agent's CLI folder as
+    ``cli/`` and what *add* puts beside it (its runtime)."""
+    if engine.has_image(tag):
+        return tag
+    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
+        context = Path(tmp)
+        _link_tree(cli_dir, context / "cli")
+        add(context)
         engine.build(tag, context, dockerfile)
     return tag
 
@@ -197,12 +207,9 @@ def _build_pypi_image(engine: DockerEngine, agent: str, dockerfile: str) -> str:
     prefix = pypilayer.python_prefix(AGENTS[agent].python_min)
     python = prefix.name.encode() if prefix is not None else b""
     tag = f"ssebench-{agent}:{__version__}-{_digest(dockerfile.encode(), python, cli_dir / pypilayer.LOCK)}"
-    if engine.has_image(tag):
-        return tag
-    with tempfile.TemporaryDirectory(prefix="ssebench-context-") as tmp:
-        context = Path(tmp)
-        _link_tree(cli_dir, context / "cli")
+
+    def add_python(context: Path) -> None:
         if prefix is not None:
             pypilayer.copy_python(prefix, context / "python")
-        engine.build(tag, context, dockerfile)
-    return tag
+
+    return _build_layer(engine, tag, dockerfile, cli_dir, add_python)
