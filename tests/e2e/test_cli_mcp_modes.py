@@ -53,13 +53,13 @@ def answered(cli: str, run: AgentRun) -> bool:
     return True
 
 
-def observed(cli: str, seen: Seen, run: AgentRun) -> dict[str, str]:
+def observed(cli: str, seen: Seen, run: AgentRun | None) -> dict[str, str]:
     """The table's measured cells, as this run showed them."""
     revision = max(seen.versions or seen.asked or {"?"})  # the header; else what initialize asked
     if not seen.dropped:
         resume = "—"  # its revision's streams carry no event ids: nothing to resume
     else:  # resumed: came back with Last-Event-ID and the model got the answer
-        resume = "yes" if seen.resumed and answered(cli, run) else "no"
+        resume = "yes" if seen.resumed and run is not None and answered(cli, run) else "no"
     return {
         "revision": revision,
         "progress": "yes" if seen.progress_token else "no",
@@ -70,17 +70,25 @@ def observed(cli: str, seen: Seen, run: AgentRun) -> dict[str, str]:
 
 @pytest.mark.parametrize("cli", CLIS)
 def test_what_the_cli_does_is_what_the_docs_say(cli: str, agent_run) -> None:  # type: ignore[no-untyped-def]
+    run: AgentRun | None = None
     with tapped() as tap:
-        run = agent_run(cli, DEMO_TASK, difficulty=2, mcp_url=tap.url, cli_timeout=480)
-    assert tap.seen.calls >= 1, run.explain()
+        try:
+            run = agent_run(cli, DEMO_TASK, difficulty=2, mcp_url=tap.url, cli_timeout=300)
+        except AssertionError as exc:
+            # A CLI that lost its dropped call may wait on it for its whole tool timeout (an
+            # hour): seen in CI from opencode. No resume came: that is what is measured.
+            if "did not finish in" not in str(exc) or not tap.seen.dropped or tap.seen.resumed:
+                raise
+    explain = f"{tap.seen}\n{run.explain() if run is not None else '(the CLI waited on its lost call)'}"
+    assert tap.seen.calls >= 1, explain
     seen = observed(cli, tap.seen, run)
     assert cli in documented(), f"docs/mcp.md has no row for {cli}; observed: {seen}"
     row = documented()[cli]
     wanted = {column: row[column] for column in ("revision", "progress", "resume", "tasks")}
     if wanted["resume"] == SOMETIMES:  # a race inside the CLI (docs/mcp.md): either, but it was offered
-        assert seen["resume"] in ("yes", "no"), f"{tap.seen}\n{run.explain()}"
+        assert seen["resume"] in ("yes", "no"), explain
         wanted["resume"] = seen["resume"]
-    assert seen == wanted, f"{tap.seen}\n{run.explain()}"
+    assert seen == wanted, explain
 
 
 def _copilot_tasks_flag(home: Path) -> None:
