@@ -392,6 +392,10 @@ class AgentRun:
         )
 
 
+class CliTimedOut(AssertionError):
+    """A CLI did not finish within its limit (a test that expects this may catch it)."""
+
+
 def run_group(
     argv: list[str], *, env: Mapping[str, str], cwd: Path, timeout: float
 ) -> subprocess.CompletedProcess[str]:
@@ -412,7 +416,7 @@ def run_group(
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         out, err = proc.communicate()
-        raise AssertionError(f"{argv[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}") from None
+        raise CliTimedOut(f"{argv[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}") from None
     finally:
         _kill_group(proc.pid)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
