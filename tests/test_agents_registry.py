@@ -235,13 +235,17 @@ def test_class_names_here_are_used_nowhere_else() -> None:
 
 @pytest.mark.parametrize("name", ["hermes", "kimi-code", "mistral-vibe", "pi"])
 def test_prepare_writes_where_the_home_variable_points(name: str, tmp_path: Path) -> None:
-    """The agent's own folder is its client's home_var: $VARIABLE when set (blank is unset), else
-    the prefix folder in HOME; prepare writes its files there and nowhere else."""
+    """The agent's own folder is its client's home_var: $VARIABLE when it is an absolute path
+    (blank is unset; a relative one would move with the working directory), else the prefix
+    folder in HOME, the same folder its MCP entry goes to; prepare writes its files there and
+    nowhere else."""
     record = RECIPE_AGENTS[name]
     assert record.client.home_var is not None
     var, prefix = record.client.home_var
     api = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
-    for n, (value, folder) in enumerate(((None, "home/" + prefix), (" ", "home/" + prefix), ("{root}/moved", "moved"))):
+    for n, (value, folder) in enumerate(
+        ((None, "home/" + prefix), (" ", "home/" + prefix), ("rel/moved", "home/" + prefix), ("{root}/moved", "moved"))
+    ):
         root = tmp_path / str(n)
         (root / "home").mkdir(parents=True)
         env = api if value is None else {**api, var: value.format(root=root)}

@@ -38,11 +38,18 @@ class TableClient(Client):
 
     def config_path(self, scope: Scope, env: Env) -> Path | None:
         if scope is Scope.USER and self.home_var and self.user_path:
-            var, prefix = self.home_var
-            value = env.vars.get(var)
-            if value and Path(value).is_absolute():
-                return Path(value) / self.user_path.removeprefix(prefix).lstrip("/")
+            if (own := self._own_home(env.vars)) is not None:
+                return own / self.user_path.removeprefix(self.home_var[1]).lstrip("/")
         return super().config_path(scope, env)
+
+    def _own_home(self, env: Mapping[str, str]) -> Path | None:
+        """$VARIABLE as the CLI's folder: only an absolute one. A relative one names a different
+        folder in each working directory the CLI is started from, so the MCP entry and what
+        ``prepare`` writes beside it both stay in HOME's folder, where ``agents install`` says."""
+        if self.home_var is None:
+            return None
+        value = (env.get(self.home_var[0]) or "").strip()
+        return Path(value) if value and Path(value).is_absolute() else None
 
     def describe_path(self, scope: Scope) -> str | None:
         text = super().describe_path(scope)
@@ -53,12 +60,10 @@ class TableClient(Client):
 
     def home_folder(self, home: Path, env: Mapping[str, str]) -> Path:
         """The CLI's own folder, where ``prepare`` writes beside the MCP entry: ``$VARIABLE`` when it
-        is set (not blank), else the ``prefix`` folder in HOME."""
+        is an absolute path, else the ``prefix`` folder in HOME (the same rule as the entry's)."""
         if self.home_var is None:
             raise ValueError(f"{self.name}: its client names no home_var")
-        var, prefix = self.home_var
-        configured = (env.get(var) or "").strip()
-        return Path(configured) if configured else home / prefix
+        return self._own_home(env) or home / self.home_var[1]
 
     def timeout_value(self, seconds: int) -> int:
         if self.max_timeout is not None:

@@ -18,13 +18,11 @@ appending to a file outside the tree — the sandboxed checks cannot write there
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -37,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.agents.registry import agent, names
+from tests.helpers.cligroup import CliTimedOut, run_group
 
 E2E = Path(__file__).resolve().parent
 REPO = E2E.parent.parent
@@ -392,41 +391,6 @@ class AgentRun:
         )
 
 
-class CliTimedOut(AssertionError):
-    """A CLI did not finish within its limit (a test that expects this may catch it)."""
-
-
-def run_group(
-    argv: list[str], *, env: Mapping[str, str], cwd: Path, timeout: float
-) -> subprocess.CompletedProcess[str]:
-    """Run a CLI in its own process group with empty stdin; whatever it started is killed
-    when it ends or times out (a CLI may leave helpers behind), so no test leaks processes."""
-    proc = subprocess.Popen(
-        argv,
-        env=dict(env),
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        out, err = proc.communicate()
-        raise CliTimedOut(f"{argv[0]} did not finish in {timeout} s:\n{out[-3000:]}\n{err[-3000:]}") from None
-    finally:
-        _kill_group(proc.pid)
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def run_recipe(
     cli: str,
     *,
@@ -451,7 +415,10 @@ def run_recipe(
         launch = recipe.launch(prompt=PROMPT, mcp_url=mcp_url, home=home, env=model_env)
         path = runtime.launch_path(agent(cli), model_env)  # as `ssebench run` does: its own Node first
         started = time.monotonic()
-        proc = run_group(list(launch.argv), env={**model_env, **path, **launch.env}, cwd=cwd, timeout=timeout)
+        try:
+            proc = run_group(list(launch.argv), env={**model_env, **path, **launch.env}, cwd=cwd, timeout=timeout)
+        except CliTimedOut as timed_out:  # what its model was asked says where it stopped
+            raise CliTimedOut(f"{timed_out}\n--- model requests\n{model.describe()}") from None
         seconds = time.monotonic() - started
     return proc, seconds, model
 

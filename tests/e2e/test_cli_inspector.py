@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from ssebench.server.stack import running_stack
-from tests.e2e.conftest import clean_env, copy_task, read_server_log, run_group
+from tests.e2e.conftest import clean_env, copy_task, read_server_log
 from tests.e2e.expected import DEMO_FIX, DEMO_TASK, LEVEL2_ALL_RAN_PASSED, level0_all_passed, poc_count
+from tests.helpers.cligroup import run_group
 
 pytestmark = pytest.mark.e2e
 
