@@ -14,7 +14,6 @@ And the one bundled CLI with a setting that turns tasks on, Copilot CLI: with it
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -82,7 +81,7 @@ def drive(cli: str, agent_run) -> tuple[Seen, AgentRun | None]:  # type: ignore[
     for tries in (1, 2):
         with tapped() as tap:
             try:
-                return tap.seen, agent_run(cli, DEMO_TASK, difficulty=2, mcp_url=tap.url, cli_timeout=float(os.environ.get("SSE_MODES_TIMEOUT", "300")))
+                return tap.seen, agent_run(cli, DEMO_TASK, difficulty=2, mcp_url=tap.url, cli_timeout=300)
             except CliTimedOut as timed_out:
                 if tap.seen.dropped:
                     return tap.seen, None
