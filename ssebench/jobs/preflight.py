@@ -57,7 +57,7 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
     if job.gateway is not None:
         from ssebench.jobs.gateway.checks import problems
 
-        verdict.problems += problems(job.gateway, backend_name)
+        verdict.problems += problems(job.gateway)
     for agent in job.agents:
         env = agent_env(agent, backend_name)
         if job.gateway is not None:
