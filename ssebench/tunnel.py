@@ -6,10 +6,13 @@ The API server's port-forward only dials *into* a Pod, so the direction is rever
 backend opens connections to the Pod's tunnel port ahead of need (a few idle ones:
 ssebench/jobs/backends/kube_tunnel.py) and the entrypoint's relay (ssebench/relay.py) takes one
 of them for each agent connection. One byte each way says what a tunnel connection is for:
-the Pod sends :data:`READY` on accepting it (the backend then knows the Pod's end is up),
-:data:`GO` when an agent connection is joined to it (the backend then connects to the gateway
-and has a spare one opened), :data:`BYE` on an idle one when the relay closes (the run's agent
-is done: no more are needed). After GO, the bytes are the agent's, both ways.
+the backend sends :data:`HELLO` first, the Pod answers :data:`READY` (the backend then knows
+the Pod's end is up), then :data:`GO` when an agent connection is joined to it (the backend
+then connects to the gateway and has a spare one opened) or :data:`BYE` when the relay closes
+with it idle (the run's agent is done: no more are needed). After GO, the bytes are the
+agent's, both ways. Why the backend speaks first: the client's port-forward reader misses
+bytes that came with the API server's handshake answer (they wait in the TLS buffer, which
+its ``select`` does not see, until more arrive), so the Pod sends nothing before HELLO.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from collections.abc import Iterator
 
 from ssebench import relay
 
-READY, GO, BYE = b"R", b"G", b"B"
+HELLO, READY, GO, BYE = b"H", b"R", b"G", b"B"
+GREET = 30.0  # seconds a new tunnel connection has to say HELLO
 WAIT = 30.0  # seconds an agent connection waits for a tunnel before it is refused (the backend refills in ms)
 NO_TUNNEL = (
     "model gateway: no connection from ssebench jobs came within {wait:g} s (the run's tunnel through the "
@@ -40,6 +44,9 @@ class TunnelDock:
     def __init__(self, listener: socket.socket, wait: float = WAIT) -> None:
         self.listener, self.wait = listener, wait
         self._idle: queue.Queue[socket.socket] = queue.Queue()
+        self._greeting: set[socket.socket] = set()  # accepted, HELLO not read yet
+        self._greeters: list[threading.Thread] = []
+        self._lock = threading.Lock()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._accept, name="ssebench-tunnel-dock", daemon=True)
 
@@ -78,6 +85,12 @@ class TunnelDock:
         if self._thread.is_alive():
             self._thread.join()
         self.listener.close()
+        with self._lock:
+            for tunnel in self._greeting:
+                with contextlib.suppress(OSError):
+                    tunnel.shutdown(socket.SHUT_RDWR)
+        for thread in self._greeters:
+            thread.join()
         while True:
             try:
                 tunnel = self._idle.get_nowait()
@@ -95,13 +108,28 @@ class TunnelDock:
                 continue
             except OSError:
                 return
-            try:
-                tunnel.settimeout(None)
+            thread = threading.Thread(target=self._greet, args=(tunnel,), name="ssebench-tunnel-greet", daemon=True)
+            with self._lock:
+                self._greeting.add(tunnel)
+                self._greeters = [t for t in self._greeters if t.is_alive()] + [thread]
+            thread.start()
+
+    def _greet(self, tunnel: socket.socket) -> None:
+        """HELLO in, READY out, then idle; anything else (or nothing in time) is closed."""
+        try:
+            tunnel.settimeout(GREET)
+            hello = tunnel.recv(1) == HELLO
+            tunnel.settimeout(None)
+            if hello:
                 tunnel.sendall(READY)
-            except OSError:
-                tunnel.close()
-                continue
-            self._idle.put(tunnel)
+        except OSError:
+            hello = False
+        with self._lock:
+            self._greeting.discard(tunnel)
+            if hello and not self._closed.is_set():
+                self._idle.put(tunnel)
+                return
+        tunnel.close()
 
 
 def _ended(sock: socket.socket) -> bool:

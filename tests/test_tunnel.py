@@ -116,6 +116,7 @@ def test_a_tunnel_that_breaks_is_logged_in_the_run_folder_and_comes_back(tmp_pat
             tunnels.settimeout(30)
             for _ in range(kube_tunnel.POOL):
                 conn, _ = tunnels.accept()
+                assert conn.recv(1) == tunnel.HELLO
                 conn.sendall(tunnel.READY)
                 idle.append(conn)
             for conn in idle:  # the Pod's end goes away without a word

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import relay, runrecord
-from ssebench.tunnel import BYE, GO, READY
+from ssebench.tunnel import BYE, GO, HELLO, READY
 
 POOL = 3  # idle connections kept open: an agent's burst of requests does not wait for a new one
 FIRST_DELAY, LONGEST_DELAY = 0.25, 2.0  # seconds between failed opens (the Pod is starting, or gone)
@@ -124,12 +124,14 @@ class PortForwards:
             thread.start()
 
     def _carry(self, forward: tuple[Any, Callable[[], str | None]]) -> None:
-        """One connection: READY (the Pod's end is up), then GO (joined to an agent's: carry it
+        """One connection: HELLO out, READY in (the Pod's end is up), then GO (joined to an agent's: carry it
         to the gateway) or BYE (the run's relay closed: no spare needed) or its end (broken)."""
         (sock, error), taken = forward, False
         with self._cond:
             self._open.add(sock)
         try:
+            with contextlib.suppress(OSError):
+                sock.sendall(HELLO)
             if _signal(sock) != READY:
                 self._failed(_one_line(error() or "the Pod's relay is not listening"))
                 return
