@@ -4,9 +4,9 @@
 Why: the gateway listens on this machine's 127.0.0.1 and a Pod never connects here (a
 cluster's nodes may be anywhere; the vendor's key stays here). The API server's port-forward,
 as ``kubectl port-forward`` uses it, is opened from here and dials *into* the Pod. So the
-backend keeps :data:`POOL` idle port-forward connections to the Pod's tunnel port; each one the
-Pod's relay joins to an agent connection (it sends GO) is joined here to a new connection to
-the gateway's port, and a spare is opened in its place. A tunnel reaches its run's Pod only
+backend keeps :data:`POOL` idle port-forward connections to the Pod's tunnel port (each says
+HELLO, the Pod answers READY); each one the Pod's relay joins to an agent connection (it sends
+GO) is joined here to a new connection to the gateway's port, and a spare is opened in its place. A tunnel reaches its run's Pod only
 (found by its Job's name); the run's key decides whose budget the bytes spend.
 
 When it breaks (the API server unreachable, the Pod's relay gone) the agent's requests fail
@@ -124,8 +124,9 @@ class PortForwards:
             thread.start()
 
     def _carry(self, forward: tuple[Any, Callable[[], str | None]]) -> None:
-        """One connection: HELLO out, READY in (the Pod's end is up), then GO (joined to an agent's: carry it
-        to the gateway) or BYE (the run's relay closed: no spare needed) or its end (broken)."""
+        """One connection: HELLO out, READY in (the Pod's end is up), then GO (joined to an
+        agent's: carry it to the gateway), BYE (the run's relay closed: no spare needed) or
+        its end (broken). The protocol's why: ssebench/tunnel.py."""
         (sock, error), taken = forward, False
         with self._cond:
             self._open.add(sock)
