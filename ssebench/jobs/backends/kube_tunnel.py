@@ -6,8 +6,9 @@ cluster's nodes may be anywhere; the vendor's key stays here). The API server's 
 as ``kubectl port-forward`` uses it, is opened from here and dials *into* the Pod. So the
 backend keeps :data:`POOL` idle port-forward connections to the Pod's tunnel port (each says
 HELLO, the Pod answers READY); each one the Pod's relay joins to an agent connection (it sends
-GO) is joined here to a new connection to the gateway's port, and a spare is opened in its place. A tunnel reaches its run's Pod only
-(found by its Job's name); the run's key decides whose budget the bytes spend.
+GO) is joined here to a new connection to the gateway's port, and a spare is opened in its
+place. A tunnel reaches its run's Pod only (found by its Job's name); the run's key decides
+whose budget the bytes spend.
 
 When it breaks (the API server unreachable, the Pod's relay gone) the agent's requests fail
 like a network error (the Pod's relay closes them after its wait) and the run's folder gets
@@ -119,6 +120,9 @@ class PortForwards:
                 continue
             thread = threading.Thread(target=self._carry, args=(forward,), name="ssebench-tunnel", daemon=True)
             with self._cond:
+                if self._stopped.is_set():  # closed while it was opening: nothing may carry it now
+                    forward[0].close()
+                    return
                 self._held += 1
                 self._threads = [t for t in self._threads if t.is_alive()] + [thread]
             thread.start()
