@@ -85,6 +85,11 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
         verdict.backend = make_backend(backend_name, job.base, args)
     except (ImportError, RuntimeError) as error:
         verdict.problems.append(Problem(backend_name, str(error)))
+    if job.gateway is not None and verdict.backend is not None and backend_name == "kubernetes":
+        from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+        assert isinstance(verdict.backend, KubernetesBackend)
+        verdict.problems += [Problem(backend_name, text) for text in verdict.backend.gateway_problems()]
     return verdict
 
 

@@ -626,3 +626,40 @@ def test_jobs_kubernetes_backend_through_the_model_gateway(
 
 def _kube_args(cluster: Cluster, *args: str | Path) -> tuple[str | Path, ...]:
     return (*args, "--backend", "kubernetes", "--kubeconfig", cluster.kubeconfig)
+
+
+def _user_kubeconfig(cluster: Cluster, folder: Path, name: str) -> Path:
+    """A kubeconfig of a user the cluster's CA vouches for and no RBAC binding names."""
+    import subprocess
+
+    import yaml
+
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    ca = Path(admin["clusters"][0]["cluster"]["certificate-authority"])
+    key, csr, crt = folder / f"{name}.key", folder / f"{name}.csr", folder / f"{name}.crt"
+    for argv in (
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", key, "-out", csr],
+        ["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca.with_suffix(".key"), "-CAcreateserial",
+         "-CAserial", folder / "ca.srl", "-days", "1", "-out", crt],
+    ):  # fmt: skip
+        subprocess.run([str(a) for a in argv], check=True, capture_output=True)
+    config = {**admin, "users": [{"name": name, "user": {"client-certificate": str(crt), "client-key": str(key)}}]}
+    config["contexts"] = [{**admin["contexts"][0], "context": {**admin["contexts"][0]["context"], "user": name}}]
+    path = folder / f"{name}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_the_preflight_names_a_user_who_may_not_port_forward(kube_cluster: Cluster, tmp_path: Path) -> None:
+    """The runs' tunnels need port-forward (RBAC); the backend asks the API server before the job."""
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+    def problems(kubeconfig: Path) -> list[str]:
+        images = lambda spec: ("unused", "unused")  # noqa: E731
+        return KubernetesBackend(images=images, kubeconfig=kubeconfig).gateway_problems()
+
+    assert problems(kube_cluster.kubeconfig) == []
+    assert problems(_user_kubeconfig(kube_cluster, tmp_path, "sse-nobody")) == [
+        "the model gateway's tunnels need port-forward to the runs' Pods, which the kubeconfig's user may not do "
+        "in namespace default (RBAC: get and create on pods/portforward)"
+    ]

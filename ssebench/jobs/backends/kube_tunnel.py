@@ -218,6 +218,34 @@ def _one_line(error: object) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+API = "authorization.k8s.io/v1"
+UNCHECKED = "whether the kubeconfig's user may port-forward to the runs' Pods (the model gateway's tunnels) is unknown"
+NO_PORT_FORWARD = (
+    "the model gateway's tunnels need port-forward to the runs' Pods, which the kubeconfig's user may not do "
+    "in namespace {namespace} (RBAC: get and create on pods/portforward)"
+)
+
+
+def access_problems(api: Any, namespace: str) -> list[str]:
+    """What the API server says the kubeconfig's user may not do that a tunnel needs: a
+    port-forward is a GET upgraded to a websocket (verb ``get``; from 1.30 on also ``create``)."""
+    from kubernetes import client
+
+    from ssebench.jobs.backends import kube_api
+
+    reviews = client.AuthorizationV1Api(api)
+    for verb in ("get", "create"):
+        attributes = {"namespace": namespace, "verb": verb, "resource": "pods", "subresource": "portforward"}
+        review = {"kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": attributes}}
+        try:
+            answer: Any = kube_api.call(reviews.create_self_subject_access_review, {"apiVersion": API, **review})
+        except Exception as error:  # the preflight says it in one line, with the others
+            return [f"{UNCHECKED}: {_one_line(error)}"]
+        if not answer.status.allowed:
+            return [NO_PORT_FORWARD.format(namespace=namespace)]
+    return []
+
+
 @contextlib.contextmanager
 def tunnelled(core: Any, namespace: str, job_name: str, env: Mapping[str, str], folder: Path) -> Iterator[None]:
     """The run's tunnel for the block when it goes through the gateway (ENV names its port)."""

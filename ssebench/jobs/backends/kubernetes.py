@@ -106,6 +106,10 @@ class KubernetesBackend:
         self.extra_containers = extra_containers
         self.server_minor = _minor(kube_api.call(client.VersionApi(api).get_code))
 
+    def gateway_problems(self) -> list[str]:
+        """What stops the runs' tunnels to the job's model gateway (the preflight asks)."""
+        return kube_tunnel.access_problems(self.api_client, self.namespace)
+
     def capacity(self) -> Capacity:
         """The allocatable CPUs and memory of the Ready nodes."""
         cpus, memory = 0.0, 0
