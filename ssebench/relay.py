@@ -124,10 +124,7 @@ class Relay:
                 upstream.close()
                 return
             self._open.update((client, upstream))
-        back = threading.Thread(target=_pump, args=(upstream, client), name="ssebench-relay-pump", daemon=True)
-        back.start()
-        _pump(client, upstream)
-        back.join()
+        splice(client, upstream)
         with self._lock:
             self._open.difference_update((client, upstream))
         client.close()
@@ -138,6 +135,15 @@ class Relay:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def splice(one: socket.socket, other: socket.socket) -> None:
+    """Bytes both ways between ONE and OTHER until both directions have ended (this thread
+    and one more); the caller closes them. Shutting either down from another thread ends it."""
+    back = threading.Thread(target=_pump, args=(other, one), name="ssebench-relay-pump", daemon=True)
+    back.start()
+    _pump(one, other)
+    back.join()
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:

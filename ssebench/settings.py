@@ -66,6 +66,7 @@ _GATEWAY_SOCKET = (
     "(the host's path for ssebench run --docker, which mounts it into the agent's container; the container's "
     "path for the entrypoint)"
 )
+_GATEWAY_TUNNEL = "set by ssebench jobs for a Kubernetes run through its model gateway: its tunnel's port in the Pod"
 
 VARIABLES: tuple[Variable, ...] = (
     Variable("SSE_TASK", "path", "", "task folder (task.json)", ("ssebench.container",), "ssebench.settings:path"),
@@ -266,6 +267,7 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable("SSE_GATEWAY_PORT", "port", "", _GATEWAY_PORT, _JOBS, "ssebench.settings:port"),
     Variable("SSE_GATEWAY_SOCKET", "path", "", _GATEWAY_SOCKET, _JOBS, "ssebench.settings:socket_path"),
+    Variable("SSE_GATEWAY_TUNNEL_PORT", "port", "", _GATEWAY_TUNNEL, _JOBS, "ssebench.settings:port"),
     Variable(
         "MCP_LOG_DIR",
         "path",

@@ -57,7 +57,7 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
     if job.gateway is not None:
         from ssebench.jobs.gateway.checks import problems
 
-        verdict.problems += problems(job.gateway, backend_name)
+        verdict.problems += problems(job.gateway)
     for agent in job.agents:
         env = agent_env(agent, backend_name)
         if job.gateway is not None:
@@ -85,6 +85,11 @@ def check(job: Job, backend_name: str, args: argparse.Namespace) -> Preflight:
         verdict.backend = make_backend(backend_name, job.base, args)
     except (ImportError, RuntimeError) as error:
         verdict.problems.append(Problem(backend_name, str(error)))
+    if job.gateway is not None and verdict.backend is not None and backend_name == "kubernetes":
+        from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+        assert isinstance(verdict.backend, KubernetesBackend)
+        verdict.problems += [Problem(backend_name, text) for text in verdict.backend.gateway_problems()]
     return verdict
 
 

@@ -535,3 +535,131 @@ def test_a_bundled_agent_runs_with_its_model_in_the_pod(
         ("mcp__ssebench__test_patch", "success"),
     ]
     assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+
+
+# --- the job's model gateway, reached from the Pods through the API server's port-forward ---
+
+#: a custom command in the Pod (stdlib and ssebench's fastmcp): with "fix", fixes the toggle
+#: task and calls test_patch, whose text is what it asks the model; then N requests at once
+#: through the gateway (the Pod's relay → the backend's port-forward → the proxy); exit 1 if
+#: one was refused
+KUBE_GATEWAY_AGENT = """\
+import asyncio, json, os, sys, threading, urllib.error, urllib.request
+url, key, n = os.environ["OPENAI_BASE_URL"] + "/chat/completions", os.environ["OPENAI_API_KEY"], int(sys.argv[1])
+text = "fix it"
+if sys.argv[2:] == ["fix"]:
+    from fastmcp import Client
+    open("state.txt", "w").write("fixed\\n")
+    async def call():
+        async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
+            return (await client.call_tool("test_patch", {})).content[0].text
+    text = asyncio.run(call())
+body = json.dumps({"model": "scripted-model", "messages": [{"role": "user", "content": text}]}).encode()
+start, refused = threading.Barrier(n), []
+def ask():
+    start.wait()
+    request = urllib.request.Request(url, body, {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=120).read()
+    except urllib.error.HTTPError as error:
+        refused.append(json.loads(error.read())["error"]["message"])
+threads = [threading.Thread(target=ask) for _ in range(n)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(*refused[:1], file=sys.stderr)
+sys.exit(1 if refused else 0)
+"""
+
+
+def test_jobs_kubernetes_backend_through_the_model_gateway(
+    kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
+) -> None:
+    """[gateway] with --backend kubernetes: LiteLLM's proxy on this machine's 127.0.0.1, each
+    run's model requests carried from its Pod's loopback through the API server's
+    port-forward: the model API gets test_patch's exact text; what each run used is in its
+    record; eight requests at once against max_tokens 250 end as budget with the exact
+    reason; no tunnel log (nothing broke), nothing left in the cluster, no key in any file."""
+    from tests.e2e.conftest import install_gateway
+    from tests.e2e.models import OpenAIChatModel
+    from tests.helpers.jobs import jobs, toggle_task
+
+    litellm = install_gateway()
+    task = toggle_task(tmp_path / "toggle")
+    argv = lambda *args: json.dumps(["python3", "-c", KUBE_GATEWAY_AGENT, *args])  # noqa: E731
+    with OpenAIChatModel() as model:
+        job = tmp_path / "job.toml"
+        job.write_text(
+            f'tasks = ["{task.file}"]\n'
+            f'[gateway]\nurl = "{model.url}/v1"\nkey_env = "SSE_E2E_VENDOR_KEY"\n'
+            'prices = { "scripted-model" = { input = 2.0, output = 8.0 } }\n'
+            f'[[agents]]\nname = "ok"\ncommand = {argv("2", "fix")}\n'
+            f'[[agents]]\nname = "parallel"\ncommand = {argv("8")}\nmax_tokens = 250\n',
+            encoding="utf-8",
+        )
+        env = {"SSE_GATEWAY_LITELLM": str(litellm), "SSE_E2E_VENDOR_KEY": "sk-upstream-never-shown"}
+        began = time.monotonic()
+        done = jobs(*_kube_args(kube_cluster, "run", job, "--results", tmp_path / "out"), env=env, timeout=CLI_TIMEOUT)
+        print(
+            f"[kube] ssebench jobs run --backend kubernetes through the gateway (2 runs): {time.monotonic() - began:.1f} s"
+        )
+        asked = [r.body["messages"][0]["content"] for r in model.requests if r.path.endswith("/chat/completions")]
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "out" / "runs"
+    ok = json.loads((runs / "toggle.ok.L2.a1" / "results.json").read_text())
+    parallel = json.loads((runs / "toggle.parallel.L2.a1" / "results.json").read_text())
+    assert (ok["spec"]["backend"], ok["status"], ok["agent"]["exit_code"]) == ("kubernetes", "passed", 0)
+    called = (runs / "toggle.ok.L2.a1" / ok["calls"][0]["text"]).read_text()
+    assert [text for text in asked if text != "fix it"] == [called, called]  # test_patch's text, exactly
+    usage = {"input_tokens": 200, "output_tokens": 20, "cached_tokens": 0, "cost_usd": 0.00056, "source": "gateway"}
+    assert ok["agent"]["usage"] == ok["gateway"]["usage"] == usage  # 2 × (100 in, 10 out) at $2 / $8 per million
+    assert (parallel["status"], parallel["outcome"], parallel["passed"]) == ("budget", "budget", False)
+    assert parallel["reason"] == (
+        "the run's model budget ran out: 330 tokens used of max_tokens 250; 5 requests refused "
+        "(counted at the model gateway)"
+    )
+    assert len(asked) == ok["gateway"]["requests"] + parallel["gateway"]["requests"] == 5
+    assert not list(runs.glob("*/gateway-tunnel.log"))  # the tunnels never broke
+    assert leftovers(kube_cluster) == {"jobs": [], "pods": [], "secrets": [], "networkpolicies": []}
+    for path in (tmp_path / "out").rglob("*"):
+        assert not path.is_file() or b"sk-ssebench-" not in path.read_bytes(), path
+
+
+def _kube_args(cluster: Cluster, *args: str | Path) -> tuple[str | Path, ...]:
+    return (*args, "--backend", "kubernetes", "--kubeconfig", cluster.kubeconfig)
+
+
+def _user_kubeconfig(cluster: Cluster, folder: Path, name: str) -> Path:
+    """A kubeconfig of a user the cluster's CA vouches for and no RBAC binding names."""
+    import subprocess
+
+    import yaml
+
+    admin = yaml.safe_load(cluster.kubeconfig.read_text())
+    ca = Path(admin["clusters"][0]["cluster"]["certificate-authority"])
+    key, csr, crt = folder / f"{name}.key", folder / f"{name}.csr", folder / f"{name}.crt"
+    for argv in (
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", key, "-out", csr],
+        ["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca.with_suffix(".key"), "-CAcreateserial",
+         "-CAserial", folder / "ca.srl", "-days", "1", "-out", crt],
+    ):  # fmt: skip
+        subprocess.run([str(a) for a in argv], check=True, capture_output=True)
+    config = {**admin, "users": [{"name": name, "user": {"client-certificate": str(crt), "client-key": str(key)}}]}
+    config["contexts"] = [{**admin["contexts"][0], "context": {**admin["contexts"][0]["context"], "user": name}}]
+    path = folder / f"{name}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_the_preflight_names_a_user_who_may_not_port_forward(kube_cluster: Cluster, tmp_path: Path) -> None:
+    """The runs' tunnels need port-forward (RBAC); the backend asks the API server before the job."""
+    from ssebench.jobs.backends.kubernetes import KubernetesBackend
+
+    def problems(kubeconfig: Path) -> list[str]:
+        images = lambda spec: ("unused", "unused")  # noqa: E731
+        return KubernetesBackend(images=images, kubeconfig=kubeconfig).gateway_problems()
+
+    assert problems(kube_cluster.kubeconfig) == []
+    assert problems(_user_kubeconfig(kube_cluster, tmp_path, "sse-nobody")) == [
+        "the model gateway's tunnels need port-forward to the runs' Pods, which the kubeconfig's user may not do "
+        "in namespace default (RBAC: get and create on pods/portforward)"
+    ]

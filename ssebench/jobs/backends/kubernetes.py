@@ -7,6 +7,8 @@ grading files and both containers' logs into the run's folder, and deletes every
 before it returns, also on cancel or error. A run the cluster loses (evicted, deleted,
 image missing, node gone) ends with a record of the infrastructure's outcome, written here
 (the scheduler retries it). Every API request goes through kube_api.py's one retry.
+A run through the job's model gateway reaches it while its agent runs through its own
+tunnel (kube_tunnel.py: port-forwards opened from here; the Pod never connects out).
 Everything a job makes carries its labels, so ``sweep`` finds what a killed scheduler left.
 """
 
@@ -22,8 +24,9 @@ from typing import Any, ClassVar
 
 from ssebench import runrecord
 from ssebench.container import results as results_file
+from ssebench.container.gatewayroute import PORT_VAR, TUNNEL_VAR, tunnel_port
 from ssebench.jobs.backend import Capacity, JobRun
-from ssebench.jobs.backends import kube_api, kube_pod
+from ssebench.jobs.backends import kube_api, kube_pod, kube_tunnel
 from ssebench.jobs.backends import kube_manifests as km
 from ssebench.jobs.outcome import CANCELLED, NO_RESULTS, RUN_TIMEOUT, Clock, child_record, restated, stopped_reason
 from ssebench.runrecord import Backend as RunsOn
@@ -103,6 +106,10 @@ class KubernetesBackend:
         self.extra_containers = extra_containers
         self.server_minor = _minor(kube_api.call(client.VersionApi(api).get_code))
 
+    def gateway_problems(self) -> list[str]:
+        """What stops the runs' tunnels to the job's model gateway (the preflight asks)."""
+        return kube_tunnel.access_problems(self.api_client, self.namespace)
+
     def capacity(self) -> Capacity:
         """The allocatable CPUs and memory of the Ready nodes."""
         cpus, memory = 0.0, 0
@@ -126,6 +133,8 @@ class KubernetesBackend:
             plain.update({k: v for k, v in extra.items() if k not in secrets})
         else:
             command = spec.command
+        if run.env.get(PORT_VAR):  # through the job's model gateway: its tunnel's port in the Pod
+            plain[TUNNEL_VAR] = str(tunnel_port(int(run.env[PORT_VAR])))
         plan = km.PodPlan(
             job_id=run.job_id,
             run_id=run.run_id,
@@ -152,14 +161,15 @@ class KubernetesBackend:
         name = km.object_name(run.job_id, run.run_id)
         try:
             self._create(km.manifests(plan, secrets))
-            end = kube_pod.wait_for_agent(
-                self.core,
-                self.namespace,
-                km.label_value(run.job_id),
-                km.label_value(run.run_id),
-                cancel,
-                _deadline(run),
-            )
+            with kube_tunnel.tunnelled(self.core, self.namespace, name, plan.env, run.folder):
+                end = kube_pod.wait_for_agent(
+                    self.core,
+                    self.namespace,
+                    km.label_value(run.job_id),
+                    km.label_value(run.run_id),
+                    cancel,
+                    _deadline(run),
+                )
             collect = end.reason == "agent_exited" and end.pod
             error = self._collect(end, run.folder, plan.task_file) if collect else None
             if end.pod:

@@ -9,30 +9,19 @@ from ssebench import settings
 from ssebench.jobs.gateway.spec import GatewaySpec
 from ssebench.preflight import Problem
 
-#: the backends whose runs reach the gateway: local (on 127.0.0.1), docker (the host's network,
-#: else the run's own socket relayed into its container: ssebench/container/gatewayroute.py)
-BACKENDS = ("local", "docker")
-NOT_ON_KUBERNETES = (
-    "the model gateway does not run with the kubernetes backend: it listens on this machine's 127.0.0.1, "
-    "which a cluster's Pods do not reach (a relay through the API server is not built yet; docs/jobs.md, "
-    '"The model gateway"); use the local or docker backend'
-)
 
-
-def problems(spec: GatewaySpec, backend: str, environ: Mapping[str, str] | None = None) -> list[Problem]:
-    """What stops the job's gateway from starting: the backend, the litellm command at its
-    pin, the vendor's key in the environment."""
+def problems(spec: GatewaySpec, environ: Mapping[str, str] | None = None) -> list[Problem]:
+    """What stops the job's gateway from starting: the litellm command at its pin, the
+    vendor's key in the environment. Every backend reaches it (docs/jobs.md, "Which backends")."""
     from ssebench.agents.pypi import installed_version
     from ssebench.jobs.gateway.proxy import install_hint, litellm_command, pinned
 
     env = dict(os.environ if environ is None else environ)
     found: list[Problem] = []
-    if backend not in BACKENDS:
-        found.append(Problem("gateway", NOT_ON_KUBERNETES))
     try:
         command = litellm_command(env)
     except settings.SettingsError as error:
-        return [*found, Problem("gateway", str(error))]
+        return [Problem("gateway", str(error))]
     if command is None or not command.exists():
         where = str(command) if command is not None else "litellm: not found on PATH"
         found.append(Problem("gateway", f"{where} (set SSE_GATEWAY_LITELLM); install it: {install_hint()}"))
