@@ -229,9 +229,9 @@ class CheckExecutor:
                 stderr=log.stderr,
                 append=append,
                 stdin_data=stdin_data,
-                preexec=guard.preexec() if guard else None,
                 user=launch.user if view is not None else None,
                 pass_fds=tuple(pass_fds) + launch.pass_fds,
+                join=guard.join_fds() if guard else (),
             )
         finally:
             launch.close()

@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -261,22 +261,18 @@ class Guard:
     def mode(self) -> str:
         return "cgroup" if self.cgroups else "watchdog"
 
-    def preexec(self) -> Callable[[], None] | None:
-        """For ``Popen(preexec_fn=...)``: the child joins the cgroups before it execs, so
-        everything it starts is counted. Only pre-opened fds are written in the child."""
+    def join_fds(self) -> tuple[int, ...]:
+        """Fds of the cgroups' ``cgroup.procs``, for the check's guard to join before it
+        starts the command (guard.py ``--join``: everything the command starts is
+        counted). Not a ``preexec_fn``: the join waits for the kernel (~10-25 ms in
+        cgroup v1), which inside ``Popen`` blocked the event loop."""
         if self.cgroups is None:
-            return None
+            return ()
         self._fds = [os.open(p, os.O_WRONLY) for p in self.cgroups.procs_files()]
-        fds = list(self._fds)
-
-        def join() -> None:
-            for fd in fds:
-                os.write(fd, b"0")
-
-        return join
+        return tuple(self._fds)
 
     def spawned(self) -> None:
-        """Close the fds :meth:`preexec` opened (call right after the fork)."""
+        """Close the fds :meth:`join_fds` opened (call right after the start)."""
         for fd in self._fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
