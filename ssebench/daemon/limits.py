@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import psutil
 
@@ -106,7 +107,7 @@ def limit_note(reason: str, limits: Limits) -> str:
 _counter = itertools.count(1)
 
 
-class _Cgroups:
+class Cgroups:
     """A pair of fresh cgroups (memory, pids) for one process tree, v1 or v2."""
 
     def __init__(self, paths: list[Path], v2: bool) -> None:
@@ -114,7 +115,7 @@ class _Cgroups:
         self.v2 = v2
 
     @classmethod
-    def create(cls, limits: Limits) -> _Cgroups | None:
+    def create(cls, limits: Limits) -> Cgroups | None:
         name = f"ssebench-{os.getpid()}-{next(_counter)}"
         own = _own_cgroups()
         made: list[Path] = []
@@ -243,14 +244,29 @@ def _cgroups_allowed() -> bool:
     return settings.value(CGROUP_VAR, settings.boolean, True)
 
 
+def new_cgroups(limits: Limits) -> Cgroups | None:
+    """A fresh pair of cgroups for one check, or None (not allowed, or none writable:
+    the watchdog counts instead)."""
+    return Cgroups.create(limits) if _cgroups_allowed() else None
+
+
 class Guard:
     """Enforces :class:`Limits` on one started process tree (see :meth:`check`)."""
 
-    def __init__(self, limits: Limits, outputs: tuple[Path, Path], *, base: int = 0) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        outputs: tuple[Path, Path],
+        *,
+        base: int = 0,
+        cgroups: Cgroups | None | Literal["new"] = "new",
+    ) -> None:
+        """*cgroups*: fresh ones made now (``"new"``), or those a guard started ahead of
+        the check joined already (warmguard.py)."""
         self.limits = limits
         self.outputs = outputs
         self.base = base  # bytes already in the log before this process (intent: git's output)
-        self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
+        self.cgroups = new_cgroups(limits) if cgroups == "new" else cgroups
         self._fds: list[int] = []
         self.victims: list[psutil.Process] = []  # the tree when a limit was hit (watchdog mode)
         self.hit: str | None = None  # the limit the watchdog thread enforced

@@ -98,6 +98,17 @@ def spawn(
     return proc
 
 
+def own(pid: int) -> None:
+    """*pid* is a child the daemon started on purpose and waits for (a guard started
+    ahead of its check: warmguard.py): no sweep kills it."""
+    _managed.add(pid)
+
+
+def disown(pid: int) -> None:
+    """*pid* (see :func:`own`) was reaped by its starter."""
+    _managed.discard(pid)
+
+
 @contextlib.contextmanager
 def managed(pid: int) -> Iterator[None]:
     """*pid* is the daemon's own child, waited for by its starter: no sweep kills it
