@@ -152,15 +152,17 @@ def test_a_waiting_guard_dies_with_the_daemon_and_drop_leaves_nothing(tmp_path: 
     assert wait_until(lambda: not any(p.exists() for p in paths))
 
 
-def test_spares_keep_one_guard_and_close_ends_it() -> None:
-    spares = Spares(Limits())
+def test_spares_keep_their_depth_and_close_ends_them() -> None:
+    spares = Spares(Limits(), depth=2)
     spares.refill()
+    started = _guards()
+    assert len(started) == 2
     first = spares.take()
-    assert first.proc.poll() is None
+    assert first.proc.poll() is None and first.proc.pid in started
     spares.refill()
-    spares.refill()  # one waits at most
-    waiting = [p for p in psutil.Process().children() if p.pid != first.proc.pid and p.pid in _guards()]
-    assert len(waiting) == 1
+    spares.refill()  # two wait at most
+    waiting = [pid for pid in _guards() if pid != first.proc.pid]
+    assert len(waiting) == 2
     first.drop()
     spares.close()
     spares.refill()  # closed: starts nothing

@@ -3,7 +3,7 @@
 Why: every check runs under guard.py (it dies with the daemon), in fresh cgroups (its
 memory and process limits). Starting that guard costs a Python interpreter (~10 ms here)
 and joining the cgroups one RCU grace period of the kernel (~13 ms in cgroup v1): about
-half of a ``true`` check's time. The daemon therefore keeps one guard started and joined
+half of a ``true`` check's time. The daemon therefore keeps guards started and joined
 to fresh cgroups, waiting on a socket; a check hands it its command (argv, environment,
 folder, uid, and its fds: the log files, stdin, the sandbox's fds), and the next one is
 started while the check runs.
@@ -11,9 +11,11 @@ started while the check runs.
 What the check sees is what a guard started for it sees: the same command, environment,
 folder, fds at the same numbers, uid, session and process group (the guard's), the same
 cgroups made for it alone (nothing else ever joined them), and the same supervision (the
-guard's pid is what the daemon waits for and kills). A guard that is waiting runs nothing
+guard's pid is what the daemon waits for and kills); only the guard's own interpreter
+pages, allocated before it joined, are charged to the daemon's cgroup rather than the
+check's (a few MiB: cgroups move no charges on a join). A guard that is waiting runs nothing
 of the agent's, holds no fd of a check, and is killed when the daemon ends or drops it.
-Only the daemon (``ssebench daemon``) keeps one; in-process runners start each guard for
+Only the daemon (``ssebench daemon``) keeps them; in-process runners start each guard for
 its check (procs.spawn), so they leave no process behind.
 """
 
@@ -149,32 +151,37 @@ def _feed(fd: int, data: bytes) -> None:
 
 
 class Spares:
-    """At most one guard waiting for the next check (see the module's docstring)."""
+    """Guards waiting for the next checks, oldest first (see the module's docstring)."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, depth: int = 2) -> None:
+        """*depth*: how many wait; two, so that back-to-back short checks (the PoCs, ``git
+        apply`` then the intent tests) each find one that has finished starting."""
         self.limits = limits
-        self._next: WarmGuard | None = None
+        self.depth = depth
+        self._waiting: list[WarmGuard] = []
         self._closed = False
 
     def take(self) -> WarmGuard:
-        """The waiting guard, or one started now; raises OSError."""
-        warm, self._next = self._next, None
-        if warm is not None and warm.proc.poll() is None:
-            return warm
-        if warm is not None:
+        """The oldest waiting guard, or one started now; raises OSError."""
+        while self._waiting:
+            warm = self._waiting.pop(0)
+            if warm.proc.poll() is None:
+                return warm
             warm.drop()
         return WarmGuard.start(self.limits)
 
     def refill(self) -> None:
-        """Start the guard of the next check, unless one waits or the daemon is closing
-        (a failure here is the next check's own start's to report)."""
-        if self._next is None and not self._closed:
-            with contextlib.suppress(OSError):
-                self._next = WarmGuard.start(self.limits)
+        """Start guards until *depth* wait, unless the daemon is closing (a failure here is
+        the next check's own start's to report)."""
+        while len(self._waiting) < self.depth and not self._closed:
+            try:
+                self._waiting.append(WarmGuard.start(self.limits))
+            except OSError:
+                return
 
     def close(self) -> None:
-        """Shutdown: drop the waiting guard; start no other."""
+        """Shutdown: drop the waiting guards; start no other."""
         self._closed = True
-        warm, self._next = self._next, None
-        if warm is not None:
+        waiting, self._waiting = self._waiting, []
+        for warm in waiting:
             warm.drop()
