@@ -76,6 +76,7 @@ def process_cost(runs: int) -> tuple[float, float]:
     """Median seconds of one ``bash -c true``: bare, and in the sandbox with its Guard."""
     import subprocess
 
+    from ssebench.daemon import guard as guard_script
     from ssebench.daemon.limits import Guard, Limits
     from ssebench.daemon.sandbox import TreeView
     from ssebench.daemon.sandbox_setup import detect
@@ -93,19 +94,21 @@ def process_cost(runs: int) -> tuple[float, float]:
             bare.append(time.perf_counter() - start)
             start = time.perf_counter()
             guard = Guard(limits, (out, out))
-            # As the runner starts it: the seccomp program's fd, and (the daemon is root)
-            # the checks' uid (the runner's guard drops to it; here Popen does).
+            # As the runner starts it: the seccomp program's fd, the guard (it joins the
+            # cgroups and, the daemon being root, drops to the checks' uid).
             launch = box.launch()
-            user = {} if launch.user is None else {"user": launch.user[0], "group": launch.user[1], "extra_groups": []}
+            join = guard.join_fds()
             try:
                 subprocess.run(
-                    box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
+                    guard_script.wrap(
+                        box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
+                        user=launch.user,
+                        join=join,
+                    ),
                     cwd=tree,
                     stdin=subprocess.DEVNULL,
                     check=True,
-                    preexec_fn=guard.preexec(),
-                    pass_fds=launch.pass_fds,
-                    **user,
+                    pass_fds=launch.pass_fds + join,
                 )
             finally:
                 launch.close()
@@ -139,11 +142,13 @@ def isolation_cost(runs: int) -> tuple[float, float]:
                 launch = box.launch()
                 start = time.perf_counter()
                 try:
+                    join = guard.join_fds()
                     argv = guard_script.wrap(
                         box.wrap(["bash", "-c", "true"], TreeView.bind(tree), limits=limits, launch=launch),
                         user=launch.user,
+                        join=join,
                     )
-                    subprocess_run(argv, tree, guard.preexec(), launch.pass_fds)
+                    subprocess_run(argv, tree, launch.pass_fds + join)
                 finally:
                     launch.close()
                     guard.close()
@@ -151,10 +156,10 @@ def isolation_cost(runs: int) -> tuple[float, float]:
     return statistics.median(times[False][3:]), statistics.median(times[True][3:])
 
 
-def subprocess_run(argv: list[str], cwd: Path, preexec, fds: tuple[int, ...]) -> None:
+def subprocess_run(argv: list[str], cwd: Path, fds: tuple[int, ...]) -> None:
     import subprocess
 
-    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True, preexec_fn=preexec, pass_fds=fds)
+    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True, pass_fds=fds)
 
 
 def main() -> None:

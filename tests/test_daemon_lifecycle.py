@@ -53,7 +53,7 @@ def test_timeout_kills_the_whole_group_and_escaped_descendants(task_factory, dae
     assert r["build"]["state"] == "failed" and r["build"]["timed_out"] is True
     assert d.log(r["_run"], "build") == "started\n\n" + NOTE
     assert marked_processes(mark, exclude=[d.proc.pid]) == []
-    assert d.descendants() == []  # nothing left, not even an unreaped zombie
+    assert d.leftovers() == []  # nothing left, not even an unreaped zombie
 
 
 def test_leftovers_of_a_check_that_ends_normally_are_killed(task_factory, daemon_factory):
@@ -65,7 +65,7 @@ def test_leftovers_of_a_check_that_ends_normally_are_killed(task_factory, daemon
     assert r["functional"]["state"] == "passed"
     # Escaped processes of a check that ended by itself are swept right after the run.
     assert wait_until(lambda: marked_processes(mark, exclude=[d.proc.pid]) == [], timeout=3)
-    assert wait_until(lambda: d.descendants() == [], timeout=3)
+    assert wait_until(lambda: d.leftovers() == [], timeout=3)
 
 
 def test_poc_timeout(task_factory, daemon_factory):
@@ -167,7 +167,7 @@ def test_client_disconnect_kills_the_running_check_and_frees_the_daemon(task_fac
         assert wait_until(lambda: len(marked_processes(mark, exclude=[d.proc.pid])) >= 6)
     # The response is closed: the check and everything it started must go.
     assert wait_until(lambda: marked_processes(mark, exclude=[d.proc.pid]) == [])
-    assert wait_until(lambda: d.descendants() == [])
+    assert wait_until(lambda: d.leftovers() == [])
     (t.tree / "slow").unlink()
     r = d.result()
     assert r["build"]["state"] == "passed"

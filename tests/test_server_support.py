@@ -33,7 +33,8 @@ BREAK_INTENT = "BREAK_INTENT"
 VULN_P2 = "vuln-p2"  # the second PoC still triggers the bug
 LONG_BUILD = "LONG_BUILD"  # the build prints 30,000 numbered lines, then fails
 SLOW_BUILD = "SLOW_BUILD"  # the build runs `sleep <content>` (tests find that process)
-MARKERS = (BREAK_BUILD, BREAK_FUNCTIONAL, BREAK_INTENT, VULN_P2, LONG_BUILD, SLOW_BUILD)
+SLOW_FUNCTIONAL = "SLOW_FUNCTIONAL"  # the functional tests run `sleep <content>` first
+MARKERS = (BREAK_BUILD, BREAK_FUNCTIONAL, BREAK_INTENT, VULN_P2, LONG_BUILD, SLOW_BUILD, SLOW_FUNCTIONAL)
 
 BUILD = r"""
 echo "building"
@@ -49,6 +50,7 @@ if [ -e "vuln-$name" ]; then echo "ERROR: AddressSanitizer: stack-buffer-overflo
 """
 FUNCTIONAL = r"""
 echo "functional tests"
+if [ -e SLOW_FUNCTIONAL ]; then sleep "$(cat SLOW_FUNCTIONAL)"; fi
 if [ -e BREAK_FUNCTIONAL ]; then echo "functional test 3 failed" >&2; exit 1; fi
 """
 INTENT_DIFF = """\

@@ -19,6 +19,7 @@ from test_server_support import (
     BREAK_BUILD,
     LONG_BUILD,
     SLOW_BUILD,
+    SLOW_FUNCTIONAL,
     TASKS,
     Served,
     TasksClient,
@@ -85,7 +86,8 @@ def test_long_log_and_internal_failure_answer_the_same_as_a_task(clean: Served) 
 
 
 def test_progress_reaches_the_client_as_the_status_message(clean: Served) -> None:
-    set_markers(clean.tree, **{SLOW_BUILD: "1.5"})
+    # the functional tests last a few polls (a `true` check takes ~25 ms, less than a poll)
+    set_markers(clean.tree, **{SLOW_BUILD: "1.5", SLOW_FUNCTIONAL: "0.3"})
     tasks = TasksClient(poll=0.05)
 
     async def scenario() -> str:

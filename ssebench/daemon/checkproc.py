@@ -22,20 +22,29 @@ from ssebench.daemon.limits import Guard, limit_note
 from ssebench.daemon.logs import CheckLog, note
 from ssebench.daemon.runtypes import CallRun, CheckRun, DaemonContext, ProcessEnd, RunError
 from ssebench.daemon.sandbox import TASK_PATH, TREE_PATH, LaunchFds, TreeView
+from ssebench.daemon.warmguard import Spares
 from ssebench.task import Command
 
 
 class CheckExecutor:
     """Runs the processes of checks for one daemon; kills them all at shutdown."""
 
-    def __init__(self, ctx: DaemonContext) -> None:
+    def __init__(self, ctx: DaemonContext, *, warm: bool = False) -> None:
+        """*warm*: keep a guard started ahead of the next check (warmguard.py; the
+        daemon's, whose life ends with :meth:`kill_all`)."""
         self.ctx = ctx
         self._running: set[subprocess.Popen[bytes]] = set()
+        self.spares = Spares(ctx.limits) if warm else None
+        if self.spares is not None:
+            self.spares.refill()
 
     def kill_all(self) -> None:
-        """Shutdown: kill the running command's group (``ctx.closing`` is set: nothing new starts)."""
+        """Shutdown: kill the running command's group (``ctx.closing`` is set: nothing new
+        starts) and the guard waiting for the next check."""
         for proc in list(self._running):
             procs.kill_group(proc.pid)
+        if self.spares is not None:
+            self.spares.close()
 
     @staticmethod
     def log(run: CallRun, name: str) -> CheckLog:
@@ -207,6 +216,8 @@ class CheckExecutor:
         guard: Guard | None = None
         launch = LaunchFds()
         ctx = self.ctx
+        if view is not None and self.spares is not None:
+            return self._hand(argv, cwd, env, log, append, view, files, network, stdin_data, pass_fds)
         if view is not None:
             launch = ctx.sandbox.launch(files)
             argv = ctx.sandbox.wrap(
@@ -229,14 +240,68 @@ class CheckExecutor:
                 stderr=log.stderr,
                 append=append,
                 stdin_data=stdin_data,
-                preexec=guard.preexec() if guard else None,
                 user=launch.user if view is not None else None,
                 pass_fds=tuple(pass_fds) + launch.pass_fds,
+                join=guard.join_fds() if guard else (),
             )
         finally:
             launch.close()
             if guard is not None:
                 guard.spawned()
+        return proc, guard
+
+    def _hand(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        log: CheckLog,
+        append: bool,
+        view: TreeView,
+        files: dict[str, Path] | None,
+        network: bool,
+        stdin_data: bytes | None,
+        pass_fds: tuple[int, ...],
+    ) -> tuple[subprocess.Popen[bytes], Guard]:
+        """:meth:`_spawn` of a check through the guard waiting for it (warmguard.py): the
+        same command line, fds, uid and limits; the next guard starts while it runs."""
+        ctx, spares = self.ctx, self.spares
+        assert spares is not None
+        launch = ctx.sandbox.launch(files)
+        try:
+            argv = ctx.sandbox.wrap(
+                argv,
+                view,
+                files=files,
+                network=network,
+                limits=ctx.limits,
+                launch=launch,
+                task=ctx.task_view.root if ctx.task_view else None,
+            )
+            base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
+            for attempt in (1, 2):  # a guard that died waiting: one started for the check
+                warm = spares.take()
+                guard = Guard(ctx.limits, (log.stdout, log.stderr), base=base, cgroups=warm.cgroups)
+                try:
+                    proc = warm.hand(
+                        argv,
+                        cwd=cwd,
+                        env=env,
+                        stdout=log.stdout,
+                        stderr=log.stderr,
+                        append=append,
+                        stdin_data=stdin_data,
+                        user=launch.user,
+                        pass_fds=tuple(pass_fds) + launch.pass_fds,
+                    )
+                    break
+                except OSError:
+                    warm.drop()
+                    if attempt == 2:
+                        raise
+        finally:
+            launch.close()
+        asyncio.get_running_loop().call_soon(spares.refill)
         return proc, guard
 
     async def _wait(

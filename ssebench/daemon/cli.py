@@ -230,7 +230,14 @@ def _serve(task, tree, level, heartbeat, workspace, sock, socket_path, sandbox, 
 
     try:
         runner = Runner(
-            task, tree, workspace, heartbeat=heartbeat, sandbox=sandbox, limits=limits, log_budget=log_budget
+            task,
+            tree,
+            workspace,
+            heartbeat=heartbeat,
+            sandbox=sandbox,
+            limits=limits,
+            log_budget=log_budget,
+            warm=True,
         )
     except RunError as exc:  # the task's support files could not be copied
         return _fail(str(exc))

@@ -16,9 +16,10 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import psutil
 
@@ -106,7 +107,7 @@ def limit_note(reason: str, limits: Limits) -> str:
 _counter = itertools.count(1)
 
 
-class _Cgroups:
+class Cgroups:
     """A pair of fresh cgroups (memory, pids) for one process tree, v1 or v2."""
 
     def __init__(self, paths: list[Path], v2: bool) -> None:
@@ -114,7 +115,7 @@ class _Cgroups:
         self.v2 = v2
 
     @classmethod
-    def create(cls, limits: Limits) -> _Cgroups | None:
+    def create(cls, limits: Limits) -> Cgroups | None:
         name = f"ssebench-{os.getpid()}-{next(_counter)}"
         own = _own_cgroups()
         made: list[Path] = []
@@ -243,14 +244,29 @@ def _cgroups_allowed() -> bool:
     return settings.value(CGROUP_VAR, settings.boolean, True)
 
 
+def new_cgroups(limits: Limits) -> Cgroups | None:
+    """A fresh pair of cgroups for one check, or None (not allowed, or none writable:
+    the watchdog counts instead)."""
+    return Cgroups.create(limits) if _cgroups_allowed() else None
+
+
 class Guard:
     """Enforces :class:`Limits` on one started process tree (see :meth:`check`)."""
 
-    def __init__(self, limits: Limits, outputs: tuple[Path, Path], *, base: int = 0) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        outputs: tuple[Path, Path],
+        *,
+        base: int = 0,
+        cgroups: Cgroups | None | Literal["new"] = "new",
+    ) -> None:
+        """*cgroups*: fresh ones made now (``"new"``), or those a guard started ahead of
+        the check joined already (warmguard.py)."""
         self.limits = limits
         self.outputs = outputs
         self.base = base  # bytes already in the log before this process (intent: git's output)
-        self.cgroups = _Cgroups.create(limits) if _cgroups_allowed() else None
+        self.cgroups = new_cgroups(limits) if cgroups == "new" else cgroups
         self._fds: list[int] = []
         self.victims: list[psutil.Process] = []  # the tree when a limit was hit (watchdog mode)
         self.hit: str | None = None  # the limit the watchdog thread enforced
@@ -261,22 +277,18 @@ class Guard:
     def mode(self) -> str:
         return "cgroup" if self.cgroups else "watchdog"
 
-    def preexec(self) -> Callable[[], None] | None:
-        """For ``Popen(preexec_fn=...)``: the child joins the cgroups before it execs, so
-        everything it starts is counted. Only pre-opened fds are written in the child."""
+    def join_fds(self) -> tuple[int, ...]:
+        """Fds of the cgroups' ``cgroup.procs``, for the check's guard to join before it
+        starts the command (guard.py ``--join``: everything the command starts is
+        counted). Not a ``preexec_fn``: the join waits for the kernel (~10-25 ms in
+        cgroup v1), which inside ``Popen`` blocked the event loop."""
         if self.cgroups is None:
-            return None
+            return ()
         self._fds = [os.open(p, os.O_WRONLY) for p in self.cgroups.procs_files()]
-        fds = list(self._fds)
-
-        def join() -> None:
-            for fd in fds:
-                os.write(fd, b"0")
-
-        return join
+        return tuple(self._fds)
 
     def spawned(self) -> None:
-        """Close the fds :meth:`preexec` opened (call right after the fork)."""
+        """Close the fds :meth:`join_fds` opened (call right after the start)."""
         for fd in self._fds:
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import psutil
@@ -65,9 +65,9 @@ def spawn(
     stderr: Path,
     append: bool = False,
     stdin_data: bytes | None = None,
-    preexec: Callable[[], None] | None = None,
     user: tuple[int, int] | None = None,
     pass_fds: tuple[int, ...] = (),
+    join: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """Start *argv* in a new session, stdin empty, output straight into two files.
 
@@ -75,12 +75,13 @@ def spawn(
 
     It runs under :mod:`ssebench.daemon.guard`, so it dies with us even if we are
     killed with SIGKILL. With *user* (uid, gid) the command runs as that host user (the
-    guard drops to it just before the exec); *pass_fds* reach the command.
+    guard drops to it just before the exec); *pass_fds* reach the command. *join*: fds of
+    ``cgroup.procs`` files the guard joins before it starts the command (and closes).
     """
     mode = "ab" if append else "wb"
     with open(stdout, mode) as out, open(stderr, mode) as err:
         proc = subprocess.Popen(
-            guard.wrap(argv, user=user),
+            guard.wrap(argv, user=user, join=join),
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
@@ -88,14 +89,24 @@ def spawn(
             stderr=err,
             start_new_session=True,
             close_fds=True,
-            preexec_fn=preexec,
-            pass_fds=pass_fds,
+            pass_fds=pass_fds + join,
         )
     _managed.add(proc.pid)
     if stdin_data is not None:
         # A pipe, never a file: the payload (the intent diff) is not visible by any path.
         threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True).start()
     return proc
+
+
+def own(pid: int) -> None:
+    """*pid* is a child the daemon started on purpose and waits for (a guard started
+    ahead of its check: warmguard.py): no sweep kills it."""
+    _managed.add(pid)
+
+
+def disown(pid: int) -> None:
+    """*pid* (see :func:`own`) was reaped by its starter."""
+    _managed.discard(pid)
 
 
 @contextlib.contextmanager

@@ -67,7 +67,10 @@ class Runner:
         sandbox: Sandbox | None = None,
         limits: Limits | None = None,
         trace: bool = True,
+        warm: bool = False,
     ) -> None:
+        """*warm*: keep a check's guard started ahead (checkproc.py, warmguard.py): the
+        daemon's, which ends it in :meth:`kill_running`; in-process runners leave none."""
         # No sandbox unless the caller passes one (the daemon and grade always do).
         self.ctx = DaemonContext(
             task,
@@ -79,7 +82,7 @@ class Runner:
         )
         self.housekeeping = Housekeeping()
         self.workspace = Workspace(self.ctx, tree, workspace, self.housekeeping, log_budget=log_budget)
-        self.executor = CheckExecutor(self.ctx)
+        self.executor = CheckExecutor(self.ctx, warm=warm)
         self.views = Views(self.ctx, self.workspace, self.executor)
         self.builder = BuildEngine(self.ctx, self.workspace, self.executor, trace=trace)
         self.parts = DaemonParts(self.ctx, self.executor, self.builder, self.views)

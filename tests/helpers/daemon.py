@@ -31,9 +31,11 @@ from typing import Any
 import httpx
 import psutil
 
+from ssebench.daemon import guard
 from ssebench.supervise import StartupError, exited, wait_for_daemon
 
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
+GUARD = os.path.realpath(guard.__file__)
 
 
 @dataclass
@@ -88,6 +90,14 @@ class DaemonProcess:
             return psutil.Process(self.proc.pid).children(recursive=True)
         return []
 
+    def leftovers(self) -> list[psutil.Process]:
+        """The daemon's descendants but the guards it keeps waiting for the next checks
+        (warmguard.py, two at most): direct children, running nothing (their children count)."""
+        kids = self.descendants()
+        waiting = [p for p in kids if _waiting_guard(p, self.proc.pid)]
+        assert len(waiting) <= 2, waiting
+        return [p for p in kids if p not in waiting]
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         """Signal the daemon, wait (SIGKILL after *timeout*), assert nothing is left."""
         for c in self._clients:
@@ -115,6 +125,13 @@ def assert_gone(procs: Sequence[psutil.Process], timeout: float = 3.0) -> None:
             break
         time.sleep(0.02)
     assert not alive, f"processes left behind: {[(p.pid, _cmd(p)) for p in alive]}"
+
+
+def _waiting_guard(p: psutil.Process, daemon: int) -> bool:
+    with contextlib.suppress(psutil.Error):
+        cmd = p.cmdline()
+        return p.ppid() == daemon and "--wait" in cmd and cmd[3:4] == [GUARD] and cmd[-2] == "--wait"
+    return False
 
 
 def _alive(p: psutil.Process) -> bool:
