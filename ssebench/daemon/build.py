@@ -76,8 +76,7 @@ class BuildEngine:
         if await self._unchanged(run, result, snapshot):
             run.timed("build: sync", time.perf_counter() - start)
             return
-        self._kept = None
-        self._wrote, self._known = set(), {}
+        self._kept, self._wrote, self._known = None, set(), {}
         try:
             incremental, changed = await self._to_mirror(snapshot)
             before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
