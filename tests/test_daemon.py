@@ -72,6 +72,7 @@ def test_health_says_where_the_last_runs_time_went(task_factory, daemon_factory)
         "build: sync",
         "build: command",
         "build: trace parse",
+        "build: digests",
         "build",
         "pocs: view",
         "pocs",

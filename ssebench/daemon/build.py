@@ -49,6 +49,8 @@ class BuildEngine:
         self._kept: CheckLog | None = None  # the log of the build that made the mirror (see _unchanged)
         self.build_counts: collections.Counter[str] = collections.Counter()
         self.last_record: tracefile.TraceRecord | None = None  # the last build's (tests, benchmarks)
+        self._wrote: set[str] = set()  # what the incremental build wrote, and the digests
+        self._known: dict[str, str | None] = {}  # verify took: for the graph's (_digests)
 
     @property
     def tree_path(self) -> Path:
@@ -74,7 +76,7 @@ class BuildEngine:
         if await self._unchanged(run, result, snapshot):
             run.timed("build: sync", time.perf_counter() - start)
             return
-        self._kept = None
+        self._kept, self._wrote, self._known = None, set(), {}
         try:
             incremental, changed = await self._to_mirror(snapshot)
             before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
@@ -103,6 +105,7 @@ class BuildEngine:
                 async for event in self._rebuild(run, result, records, snapshot, traced=False):
                     yield event
             self._remember(incremental, result, records[-1])
+            await self._digests(run, incremental)
             ended = not result.timed_out
             if ended:
                 await asyncio.to_thread(self._keep_log, result)
@@ -312,8 +315,10 @@ class BuildEngine:
         start = time.perf_counter()
 
         def go() -> str | None:
-            wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
-            return buildgraph.verify(graph, record, changed, wrote, snapshot.manifest, self.tree_path)
+            self._wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
+            return buildgraph.verify(
+                graph, record, changed, self._wrote, snapshot.manifest, self.tree_path, self._known
+            )
 
         try:
             return await asyncio.to_thread(go)
@@ -331,6 +336,18 @@ class BuildEngine:
             self._graph.update(record)
         else:
             self._graph = buildgraph.Graph.of(record)
+
+    async def _digests(self, run: CallRun, incremental: bool) -> None:
+        """The kept graph's digests of the outputs its steps read, as this build left
+        them (buildgraph.record_digests): what the next verify compares rewritten ones with."""
+        graph = self._graph
+        if graph is None:
+            return
+        start = time.perf_counter()
+        # A clean build (also one redone after a refused incremental one) starts over.
+        wrote, known = (self._wrote, self._known) if incremental else (None, {})
+        await asyncio.to_thread(buildgraph.record_digests, graph, self.tree_path, wrote, known)
+        run.timed("build: digests", time.perf_counter() - start)
 
     def _mirror_in(self) -> None:
         """Move the mirror to the fixed tree path for a build."""

@@ -103,6 +103,9 @@ class Graph:
     replaces the steps that ran again and adds new ones."""
 
     steps: dict[str, Step] = field(default_factory=dict)
+    # sha256 of each build output a step read (:func:`outputs_read`), as the last build
+    # left it: what :func:`verify` compares a rewritten one with (:func:`record_digests`)
+    digests: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, record: TraceRecord) -> Graph:
@@ -264,21 +267,81 @@ def written(before: Scan, after: Scan) -> set[str]:
 
 
 def verify(
-    graph: Graph, record: TraceRecord, changed: set[str], wrote: set[str], new: Manifest, mirror: Path
+    graph: Graph,
+    record: TraceRecord,
+    changed: set[str],
+    wrote: set[str],
+    new: Manifest,
+    mirror: Path,
+    known: dict[str, str | None] | None = None,
 ) -> str | None:
-    """After a successful incremental build: why it may differ from a clean one, or None."""
+    """After a successful incremental build: why it may differ from a clean one, or None.
+
+    A step that read a changed or rewritten file and did not run again is stale, unless
+    what it read is a build output written again with the very bytes it had (ninja's
+    ``restat``: Meson relinks a library, its symbols file stays, the programs linked
+    against it are not linked again): :func:`_same_bytes`. *known* collects the digests
+    taken (rel -> sha256), for :func:`record_digests`.
+    """
     if not record.complete:
         return record.problem or "the trace is incomplete"
+    known = {} if known is None else known
     touched = changed | wrote
     for key, step in graph.steps.items():
         hit = step.reads & touched
-        if hit and key not in record.steps:
-            return f"a step that read '{min(hit)}' did not run again"
+        if not hit or key in record.steps:
+            continue
+        for rel in sorted(hit):
+            if rel in changed or not _same_bytes(graph, record, step, rel, mirror, known):
+                return f"a step that read '{rel}' did not run again"
     for rel in sorted(wrote):
         entry = new.get(rel)
         if entry is not None and entry.kind == FILE and _digest(mirror, rel) != entry.data:
             return f"the build rewrote the source '{rel}'"
     return None
+
+
+def _same_bytes(
+    graph: Graph, record: TraceRecord, reader: Step, rel: str, mirror: Path, known: dict[str, str | None]
+) -> bool:
+    """Did the build rewrite the output *rel* with the bytes *reader* read? Only for an
+    output with one writer (in the graph and this build together) that is not *reader*:
+    then the graph's digest is its content at the end of the build where *reader* last
+    ran (an earlier rewrite with other bytes would have made that build clean)."""
+    old = graph.digests.get(rel)
+    if old is None or rel in reader.writes:
+        return False
+    writers = {k for k, s in graph.steps.items() if rel in s.writes}
+    writers |= {k for k, s in record.steps.items() if rel in s.writes}
+    if len(writers) != 1:
+        return False
+    if rel not in known:
+        known[rel] = _digest(mirror, rel)
+    return known[rel] == old
+
+
+def outputs_read(graph: Graph) -> set[str]:
+    """The files a step of the graph wrote and a step of it read (objects, libraries,
+    generated headers): those whose bytes :func:`verify` may compare."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for step in graph.steps.values():
+        reads |= step.reads
+        writes |= step.writes
+    return reads & writes
+
+
+def record_digests(graph: Graph, mirror: Path, wrote: set[str] | None, known: dict[str, str | None]) -> None:
+    """After a kept build: the digests of :func:`outputs_read` as the build left them.
+    *wrote*: what an incremental build wrote (None: a clean build, all are new); the
+    others kept theirs (not written: the same lstat, so the same bytes). Blocking."""
+    keep = outputs_read(graph)
+    old = {} if wrote is None else {rel: d for rel, d in graph.digests.items() if rel in keep and rel not in wrote}
+    for rel in keep - old.keys():
+        digest = known[rel] if rel in known else _digest(mirror, rel)
+        if digest is not None:
+            old[rel] = digest
+    graph.digests = old
 
 
 def _digest(root: Path, rel: str) -> str | None:
@@ -314,4 +377,4 @@ def _digest(root: Path, rel: str) -> str | None:
     return h.hexdigest()
 
 
-__all__ = ["Graph", "is_build_file", "plan", "scan", "verify", "written"]
+__all__ = ["Graph", "is_build_file", "outputs_read", "plan", "record_digests", "scan", "verify", "written"]
