@@ -22,7 +22,7 @@ from ssebench.agents.agent import Agent
 from ssebench.agents.recipe import PreflightError, get_recipe, installed_version, preflight
 from ssebench.agents.registry import names
 from ssebench.container.agentlog import last_error_line
-from ssebench.resources import pinned_version
+from ssebench.resources import pinned_version, script
 
 RUN = [sys.executable, "-c", "from ssebench.cli import main; main()", "run"]
 pytestmark = pytest.mark.timeout(60)
@@ -164,15 +164,19 @@ def test_a_missing_key_and_cli_are_one_message_and_exit_2(agent: str, task_facto
 
 
 @pytest.mark.parametrize("agent", names())
-def test_with_docker_only_the_key_is_checked(agent: str, task_factory, tmp_path: Path) -> None:
+def test_with_docker_the_key_and_the_engine_are_checked(agent: str, task_factory, tmp_path: Path) -> None:
+    """Not the CLI on this machine's PATH (the image has it): its key, and an engine that
+    answers (here DOCKER_HOST names a socket nothing listens on, whatever this machine runs)."""
     task = task_factory(build="true")
-    result = run(
-        "--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"), env=clean_env()
-    )
+    nowhere = f"unix://{tmp_path}/docker.sock"
+    env = clean_env(DOCKER_HOST=nowhere)
+    result = run("--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"), env=env)
     assert result.returncode == 2
-    assert (
-        result.stderr == f"ssebench run: {agent} cannot run:\n  - {MISSING_KEY[agent]}\n"
+    assert result.stderr == (
+        f"ssebench run: {agent} cannot run:\n  - {MISSING_KEY[agent]}\n"
         "(--skip-preflight starts it anyway)\n"
+        f"docker: no Docker engine answers at {nowhere}; start ssebench's own with "
+        f"{script('docker-engine.sh')} start, or set DOCKER_HOST\n"
     )
 
 
