@@ -125,15 +125,26 @@ def test_a_library_relinked_with_the_same_bytes_stays_incremental(tmp_path):
     assert ours["functional"] == ("passed", "q=1\n\n")
 
 
-def test_a_library_with_other_bytes_but_the_same_exports_builds_clean(tmp_path):
-    # The same symbols file, so ninja skips prog's link; the library's bytes differ, and
-    # nothing shows that prog's link would come out the same: a clean build answers.
+def test_a_library_with_other_bytes_but_the_same_exports_is_repaired(tmp_path, capfd):
+    # The same symbols file, so ninja skips prog's link although the library's bytes
+    # differ: the repair deletes prog (its link is stale) and runs ninja again, which
+    # links it; no clean build, and the answer is a fresh daemon's (Pair.call).
     p = Pair(tmp_path)
     p.call()
     p.write("q.c", Q_C.replace("1", "2"))
     ours = p.call()
-    assert p.long.last_build == "clean: a step that read 'libq.so' did not run again"
+    assert p.long.last_build == "incremental: repaired (a step that read 'libq.so' did not run again)"
+    assert p.long.build_counts == {"clean": 1, "incremental": 1}
+    assert "cc -shared" in ours["build"][1] and "cc -o prog" in ours["build"][1]
     assert ours["functional"] == ("passed", "q=2\n\n")
+    assert "ssebench daemon: build repair (deleted 'prog', as a step that read 'libq.so' did not run again): kept\n" in (
+        capfd.readouterr().err
+    )
+    assert "build: repair" in p.long.last_phases
+    # The graph after the repair is a fresh build's: the next code change is repaired too.
+    p.write("q.c", Q_C.replace("1", "3"))
+    assert p.call()["functional"] == ("passed", "q=3\n\n")
+    assert p.long.build_counts == {"clean": 1, "incremental": 2}
 
 
 def test_a_library_that_imports_a_missing_symbol_fails_as_a_fresh_build_does(tmp_path):
@@ -143,7 +154,9 @@ def test_a_library_that_imports_a_missing_symbol_fails_as_a_fresh_build_does(tmp
     p.call()
     p.write("q.c", MISSING)
     ours = p.call()
-    assert p.long.last_build.startswith("clean: ")
+    # The repair's second build fails (prog's link): not kept, a clean build answers.
+    assert p.long.last_build == "clean: a step that read 'libq.so' did not run again"
+    assert p.long.build_counts == {"clean": 2}
     assert ours["build"][0] == "failed"
     assert "libq.so: undefined reference to `missing'" in ours["build"][1]
 

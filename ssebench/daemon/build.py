@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ssebench.checks import State
 from ssebench.contract import CheckHeartbeat
-from ssebench.daemon import buildgraph, tracefile
+from ssebench.daemon import buildgraph, repair, tracefile
 from ssebench.daemon.checkproc import CheckExecutor
 from ssebench.daemon.logs import CheckLog
 from ssebench.daemon.mirror import fs_now
@@ -92,6 +92,18 @@ class BuildEngine:
                     if result.state != State.PASSED
                     else await self._verify(run, records[-1], changed, before, snapshot)
                 )
+            if retry is not None and result.state == State.PASSED and self._graph is not None:
+                fix = repair.Repair(
+                    self._graph, records[-1], changed, self._wrote, snapshot.manifest, self.tree_path, retry
+                )
+                async for event in fix.run(run, result, records, self._traced, self._known):
+                    yield event
+                if fix.why is None:
+                    records.append(fix.record)
+                    self._wrote, self._known = fix.wrote, fix.known
+                    self.last_build, retry = f"incremental: repaired ({retry})", None
+                elif result.timed_out:  # the second build's timeout is the answer
+                    retry = None
             if retry is not None:
                 self.last_build = f"clean: {retry}"
                 incremental = False
@@ -262,11 +274,12 @@ class BuildEngine:
         *,
         append: bool = False,
         traced: bool = True,
+        phase: str = "",
     ) -> AsyncIterator[CheckHeartbeat]:
         """The build command, traced (when tracing works); its record goes to *records*."""
         command = self.ctx.task.build
         strace = self._strace
-        phase = "build: command, clean again" if append else "build: command"
+        phase = phase or ("build: command, clean again" if append else "build: command")
         start = time.perf_counter()
         if strace is None or not traced:
             async for event in self.executor.run_check(run, result, command, self.tree_path, append=append):

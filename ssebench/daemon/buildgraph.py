@@ -280,7 +280,7 @@ def verify(
     A step that read a changed or rewritten file and did not run again is stale, unless
     what it read is a build output written again with the very bytes it had (ninja's
     ``restat``: Meson relinks a library, its symbols file stays, the programs linked
-    against it are not linked again): :func:`_same_bytes`. *known* collects the digests
+    against it are not linked again): :func:`same_bytes`. *known* collects the digests
     taken (rel -> sha256), for :func:`record_digests`.
     """
     if not record.complete:
@@ -292,7 +292,7 @@ def verify(
         if not hit or key in record.steps:
             continue
         for rel in sorted(hit):
-            if rel in changed or not _same_bytes(graph, record, step, rel, mirror, known):
+            if rel in changed or not same_bytes(graph, record, step, rel, mirror, known):
                 return f"a step that read '{rel}' did not run again"
     for rel in sorted(wrote):
         entry = new.get(rel)
@@ -301,7 +301,7 @@ def verify(
     return None
 
 
-def _same_bytes(
+def same_bytes(
     graph: Graph, record: TraceRecord, reader: Step, rel: str, mirror: Path, known: dict[str, str | None]
 ) -> bool:
     """Did the build rewrite the output *rel* with the bytes *reader* read? Only for an
