@@ -137,8 +137,9 @@ def test_a_library_with_other_bytes_but_the_same_exports_is_repaired(tmp_path, c
     assert p.long.build_counts == {"clean": 1, "incremental": 1}
     assert "cc -shared" in ours["build"][1] and "cc -o prog" in ours["build"][1]
     assert ours["functional"] == ("passed", "q=2\n\n")
-    assert "ssebench daemon: build repair (deleted 'prog', as a step that read 'libq.so' did not run again): kept\n" in (
-        capfd.readouterr().err
+    assert (
+        "ssebench daemon: build repair (deleted 'prog', as a step that read 'libq.so' did not run again): kept\n"
+        in (capfd.readouterr().err)
     )
     assert "build: repair" in p.long.last_phases
     # The graph after the repair is a fresh build's: the next code change is repaired too.
@@ -147,7 +148,7 @@ def test_a_library_with_other_bytes_but_the_same_exports_is_repaired(tmp_path, c
     assert p.long.build_counts == {"clean": 1, "incremental": 2}
 
 
-def test_a_library_that_imports_a_missing_symbol_fails_as_a_fresh_build_does(tmp_path):
+def test_a_library_that_imports_a_missing_symbol_fails_as_a_fresh_build_does(tmp_path, capfd):
     # Why the symbols file cannot vouch for the library: it lists exports only, and a
     # fresh build's link of prog fails on the library's import (ninja in place passes).
     p = Pair(tmp_path)
@@ -157,6 +158,9 @@ def test_a_library_that_imports_a_missing_symbol_fails_as_a_fresh_build_does(tmp
     # The repair's second build fails (prog's link): not kept, a clean build answers.
     assert p.long.last_build == "clean: a step that read 'libq.so' did not run again"
     assert p.long.build_counts == {"clean": 2}
+    assert "(deleted 'prog', as a step that read 'libq.so' did not run again): not kept (the second build failed)" in (
+        capfd.readouterr().err
+    )
     assert ours["build"][0] == "failed"
     assert "libq.so: undefined reference to `missing'" in ours["build"][1]
 

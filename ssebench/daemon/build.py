@@ -61,8 +61,8 @@ class BuildEngine:
         show the answer is a clean build's, else clean (a fresh mirror, agent's mtimes).
 
         Every build is traced. An incremental build is kept only when it passed and its
-        trace shows nothing a clean build could do differently; otherwise the build runs
-        once more, clean, and that build's log is the log. The mirror sits at
+        trace shows nothing a clean build could do differently (after a repair: repair.py);
+        otherwise it runs once more, clean, and that build's log is the log. The mirror sits at
         :attr:`tree_path` while it builds. A build that did not end by itself (timeout,
         cancel, shutdown) leaves the mirror unknown, so the next run starts clean.
         """
@@ -87,23 +87,10 @@ class BuildEngine:
                 yield event
             retry = None
             if incremental and not result.timed_out and not self.ctx.closing:
-                retry = (
-                    "the incremental build failed"
-                    if result.state != State.PASSED
-                    else await self._verify(run, records[-1], changed, before, snapshot)
-                )
-            if retry is not None and result.state == State.PASSED and self._graph is not None:
-                fix = repair.Repair(
-                    self._graph, records[-1], changed, self._wrote, snapshot.manifest, self.tree_path, retry
-                )
-                async for event in fix.run(run, result, records, self._traced, self._known):
+                verdict: list[str | None] = []
+                async for event in self._judge(run, result, records, (changed, before), snapshot, verdict):
                     yield event
-                if fix.why is None:
-                    records.append(fix.record)
-                    self._wrote, self._known = fix.wrote, fix.known
-                    self.last_build, retry = f"incremental: repaired ({retry})", None
-                elif result.timed_out:  # the second build's timeout is the answer
-                    retry = None
+                retry = verdict[0]
             if retry is not None:
                 self.last_build = f"clean: {retry}"
                 incremental = False
@@ -128,6 +115,34 @@ class BuildEngine:
             self._mirror_out()
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    async def _judge(
+        self,
+        run: CallRun,
+        result: CheckRun,
+        records: list[tracefile.TraceRecord],
+        delta: tuple[set[str], buildgraph.Scan],
+        snapshot: Snapshot,
+        verdict: list[str | None],
+    ) -> AsyncIterator[CheckHeartbeat]:
+        """Why the incremental build may differ from a clean one, to *verdict* (None: it
+        cannot), after a repair (repair.py) where one can remove the doubt."""
+        changed, before = delta
+        if result.state != State.PASSED:
+            verdict.append("the incremental build failed")
+            return
+        why = await self._verify(run, records[-1], changed, before, snapshot)
+        if why is not None and self._graph is not None:
+            fix = repair.Repair(self._graph, records[-1], changed, self._wrote, snapshot.manifest, self.tree_path, why)
+            async for event in fix.run(run, result, records, self._traced, self._known):
+                yield event
+            if fix.why is None:
+                records.append(fix.record)
+                self._wrote, self._known = fix.wrote, fix.known
+                self.last_build, why = f"incremental: repaired ({why})", None
+            elif result.timed_out:  # the second build's timeout is the answer
+                why = None
+        verdict.append(why)
 
     async def _unchanged(self, run: CallRun, result: CheckRun, snapshot: Snapshot) -> bool:
         """Answer from the last build when nothing at all changed since it; True if so.
