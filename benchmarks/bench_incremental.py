@@ -226,11 +226,13 @@ def fallback(decisions: list[str]) -> str:
     return f"{len(clean)}/{len(decisions)} = {len(clean) / max(1, len(decisions)):.2f}" + (f" ({whys})" if whys else "")
 
 
-def one_line_change(tree: Path, rel: str, n: int) -> None:
-    """Change one line of *rel*: its last line, a comment the benchmark owns."""
+def one_line_change(tree: Path, rel: str, n: int, *, code: bool = False) -> None:
+    """Change one line of *rel*: its last line, a comment the benchmark owns (*code*: a
+    function after the comment, so the object's bytes change too)."""
     path = tree / rel
     text = path.read_text().split("/* bench change")[0]
-    path.write_text(text + f"/* bench change {n} */\n")
+    line = f"int ssebench_bench_code_{n}(void) {{ return {n}; }}" if code else ""
+    path.write_text(text + f"/* bench change {n} */ {line}".rstrip() + "\n")
 
 
 def write_task(root: Path, tree: Path, build: str, functional: str, support: Path | None = None) -> Path:

@@ -4,6 +4,7 @@ on five upstream projects, written to docs/performance.md, section "Real project
 One command (about 20 minutes on 2 shared cores; ``--quick``: one run each, curl left out):
 
     .venv/bin/python benchmarks/bench_projects.py [--quick] [--runs 3] [--project NAME ...] [--no-write]
+        [--code-change]
 
 The projects (benchmarks/projects.py: each is the upstream tarball of Debian bookworm's
 source package, fetched with ``apt-get source --download-only`` through a private sources
@@ -19,6 +20,9 @@ in-place work interleaved with the daemon's so that load drifts hit both:
 - after a one-line change of a source (the same in both trees): test_patch vs the
   incremental build + tests in place;
 - with no change: test_patch vs build + tests in place (make finds nothing to do).
+The changed line is a comment; ``--code-change`` makes it a function definition
+(``int ssebench_bench_code_N(void) { return N; }``: other object bytes, for fribidi
+(hidden visibility) the same exports) and only prints the section.
 Ratios are of medians. The fallback rate is clean builds / calls over the repeat calls
 (``/health``'s ``builds.last``); the phases are the daemon's own timings of each call
 (``/health``'s ``last_run``, medians), and "outside the daemon" is the client's time
@@ -78,8 +82,9 @@ def inplace(project: Project, cwd: Path) -> float:
     return timed(project.build, cwd) + timed(project.functional, cwd)
 
 
-def measure(project: Project, runs: int, tmp: Path) -> Samples:
-    """*runs* rounds of first call, a one-line change, no change; in place and ours."""
+def measure(project: Project, runs: int, tmp: Path, code: bool = False) -> Samples:
+    """*runs* rounds of first call, a one-line change, no change; in place and ours.
+    *code*: the changed line is a function, not a comment."""
     samples = Samples()
     pristine = tree(project)
     for r in range(runs):
@@ -95,7 +100,7 @@ def measure(project: Project, runs: int, tmp: Path) -> Samples:
             samples.inplace["first"].append(inplace(project, ip))
             call(stack, samples, "first")
             for t in (ip, agent):
-                one_line_change(t, project.changed, r + 1)
+                one_line_change(t, project.changed, r + 1, code=code)
             samples.inplace["change"].append(inplace(project, ip))
             call(stack, samples, "change")
             samples.inplace["nochange"].append(inplace(project, ip))
@@ -210,6 +215,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=None)
     ap.add_argument("--project", action="append", choices=sorted(PROJECTS), default=[])
     ap.add_argument("--no-write", action="store_true", help="print the section, leave docs/performance.md")
+    ap.add_argument(
+        "--code-change", action="store_true", help="change a line of code, not a comment (implies --no-write)"
+    )
     args = ap.parse_args()
     runs = args.runs or (1 if args.quick else 3)
     names = args.project or [n for n in PROJECTS if not (args.quick and n == "curl")]
@@ -221,10 +229,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-projects-") as tmp:
         os.chmod(tmp, 0o711)  # a root daemon's checks (uid 65534) must traverse to their trees
         for name in names:
-            results.append((PROJECTS[name], measure(PROJECTS[name], runs, Path(tmp))))
+            results.append((PROJECTS[name], measure(PROJECTS[name], runs, Path(tmp), args.code_change)))
     text = section(results, runs, started, (load0, f"{os.getloadavg()[0]:.1f}"))
     print(text)
-    if not args.no_write:
+    if not (args.no_write or args.code_change):
         write_doc(text)
     return 0
 
