@@ -99,13 +99,7 @@ class Relay:
             thread.join()
 
     def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+        for client in accepted(self.listener, self._closed):
             thread = threading.Thread(target=self._join, args=(client,), name="ssebench-relay-conn", daemon=True)
             self._joins = [t for t in self._joins if t.is_alive()] + [thread]
             thread.start()
@@ -135,6 +129,19 @@ class Relay:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def accepted(listener: socket.socket, closed: threading.Event) -> Iterator[socket.socket]:
+    """Each connection *listener* takes until *closed* is set or the listener is closed
+    (its accept times out now and then, so a set *closed* is seen without a connection)."""
+    while not closed.is_set():
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        except OSError:
+            return
+        yield conn
 
 
 def splice(one: socket.socket, other: socket.socket) -> None:

@@ -101,13 +101,7 @@ class TunnelDock:
             tunnel.close()
 
     def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                tunnel, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+        for tunnel in relay.accepted(self.listener, self._closed):
             thread = threading.Thread(target=self._greet, args=(tunnel,), name="ssebench-tunnel-greet", daemon=True)
             with self._lock:
                 self._greeting.add(tunnel)

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from ssebench.daemon.paths import SocketError, default_socket_path, ensure_private_dir, resolve_socket_path
-from tests.helpers.daemon import marked_processes, run_ssebench, short_tempdir, start_daemon
+from tests.helpers.daemon import marked_processes, run_ssebench, short_tempdir, start_daemon, wait_until
 
 NOTE = "[ssebench] timed out after 1 s: the command and every process it started were killed.\n"
 
@@ -29,15 +29,6 @@ ESCAPES = (
     "nohup sleep 304 >/dev/null 2>&1 & "
     "echo started; sleep 1000"
 )
-
-
-def wait_until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 # -- timeouts and leftovers --------------------------------------------------------------------

@@ -10,7 +10,6 @@ import os
 import socket
 import stat
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import psutil
 import pytest
 
 from ssebench.daemon import stale
-from tests.helpers.daemon import marked_processes, run_ssebench
+from tests.helpers.daemon import marked_processes, run_ssebench, wait_until
 from tests.helpers.tmpfs import small_tmpfs, used_bytes
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,15 +94,6 @@ ESCAPES = (
 )
 
 
-def wait_until(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def workspaces(tmp: Path) -> list[Path]:
     return sorted(p for p in tmp.iterdir() if p.name.startswith("ssebench-daemon-"))
 
@@ -132,7 +122,7 @@ def test_kill_9_of_the_daemon_kills_the_check_and_a_new_daemon_sweeps_its_worksp
 
     d.proc.kill()
     d.proc.wait()
-    assert wait_until(lambda: marked_processes(mark) == [])
+    assert wait_until(lambda: marked_processes(mark) == [], timeout=10.0)
     runner.join(10)
     assert old_workspace.is_dir()  # nobody could clean up after a SIGKILL...
 

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psutil
@@ -19,6 +18,7 @@ import pytest
 from ssebench.daemon import procs
 from ssebench.daemon.limits import Guard, Limits
 from ssebench.daemon.warmguard import Spares, WarmGuard
+from tests.helpers.daemon import wait_until
 
 # What a check's process can tell about how it was started (cgroup names differ: only
 # whether it is in one of ours is compared).
@@ -36,15 +36,6 @@ PROBE = textwrap.dedent(
     exit 3
     """
 )
-
-
-def wait_until(predicate, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 @pytest.fixture(autouse=True)
@@ -153,20 +144,21 @@ def test_a_waiting_guard_dies_with_the_daemon_and_drop_leaves_nothing(tmp_path: 
 
 
 def test_spares_keep_their_depth_and_close_ends_them() -> None:
+    earlier = set(_guards())  # an earlier test's guard may still be on its way out
     spares = Spares(Limits(), depth=2)
     spares.refill()
-    started = _guards()
+    started = set(_guards()) - earlier
     assert len(started) == 2
     first = spares.take()
     assert first.proc.poll() is None and first.proc.pid in started
     spares.refill()
     spares.refill()  # two wait at most
-    waiting = [pid for pid in _guards() if pid != first.proc.pid]
+    waiting = set(_guards()) - earlier - {first.proc.pid}
     assert len(waiting) == 2
     first.drop()
     spares.close()
     spares.refill()  # closed: starts nothing
-    assert wait_until(lambda: not any(_running(pid) for pid in _guards()))
+    assert wait_until(lambda: not any(_running(pid) for pid in set(_guards()) - earlier))
 
 
 def _open(fd: int) -> bool:

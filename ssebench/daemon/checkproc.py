@@ -220,16 +220,7 @@ class CheckExecutor:
             return self._hand(argv, cwd, env, log, append, view, files, network, stdin_data, pass_fds)
         if view is not None:
             launch = ctx.sandbox.launch(files)
-            argv = ctx.sandbox.wrap(
-                argv,
-                view,
-                files=files,
-                network=network,
-                limits=ctx.limits,
-                launch=launch,
-                task=ctx.task_view.root if ctx.task_view else None,
-            )
-            base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
+            argv, base = self._sandboxed(argv, view, files, network, launch, log, append)
             guard = Guard(ctx.limits, (log.stdout, log.stderr), base=base)
         try:
             proc = procs.spawn(
@@ -250,6 +241,30 @@ class CheckExecutor:
                 guard.spawned()
         return proc, guard
 
+    def _sandboxed(
+        self,
+        argv: list[str],
+        view: TreeView,
+        files: dict[str, Path] | None,
+        network: bool,
+        launch: LaunchFds,
+        log: CheckLog,
+        append: bool,
+    ) -> tuple[list[str], int]:
+        """The check's command line in its sandbox, and the bytes its logs already hold (an
+        appended step's output limit counts from there)."""
+        ctx = self.ctx
+        wrapped = ctx.sandbox.wrap(
+            argv,
+            view,
+            files=files,
+            network=network,
+            limits=ctx.limits,
+            launch=launch,
+            task=ctx.task_view.root if ctx.task_view else None,
+        )
+        return wrapped, sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
+
     def _hand(
         self,
         argv: list[str],
@@ -269,16 +284,7 @@ class CheckExecutor:
         assert spares is not None
         launch = ctx.sandbox.launch(files)
         try:
-            argv = ctx.sandbox.wrap(
-                argv,
-                view,
-                files=files,
-                network=network,
-                limits=ctx.limits,
-                launch=launch,
-                task=ctx.task_view.root if ctx.task_view else None,
-            )
-            base = sum(p.stat().st_size for p in (log.stdout, log.stderr) if append and p.exists())
+            argv, base = self._sandboxed(argv, view, files, network, launch, log, append)
             for attempt in (1, 2):  # a guard that died waiting: one started for the check
                 warm = spares.take()
                 guard = Guard(ctx.limits, (log.stdout, log.stderr), base=base, cgroups=warm.cgroups)

@@ -29,6 +29,7 @@ from ssebench.container.docker import DockerRunResult
 from tests.e2e.conftest import CLIS, MODEL_ENV, clean_env
 from tests.e2e.expected import DEMO, LEVEL2_ALL_RAN_PASSED, assert_model_received
 from tests.e2e.models import LOADERS, AnthropicModel, ScriptedModel, for_cli
+from tests.helpers.gatewayagent import GATEWAY_AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE_SCRIPT = ROOT / "scripts" / "docker-engine.sh"
@@ -867,27 +868,6 @@ def test_jobs_docker_ctrl_c_during_grading_leaves_nothing(base_image: str, tmp_p
 
 
 # --- the model gateway with the Docker backend -------------------------------------------------
-
-#: a custom command in the task container (no network: the run's socket is its one way out),
-#: stdlib only: N requests to the model through the gateway, at once; exit 1 if one was refused
-GATEWAY_AGENT = """\
-import json, os, sys, threading, urllib.error, urllib.request
-url, key, n = os.environ["OPENAI_BASE_URL"] + "/chat/completions", os.environ["OPENAI_API_KEY"], int(sys.argv[1])
-body = json.dumps({"model": "scripted-model", "messages": [{"role": "user", "content": "fix it"}]}).encode()
-start, refused = threading.Barrier(n), []
-def ask():
-    start.wait()
-    request = urllib.request.Request(url, body, {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
-    try:
-        urllib.request.urlopen(request, timeout=120).read()
-    except urllib.error.HTTPError as error:
-        refused.append(json.loads(error.read())["error"]["message"])
-threads = [threading.Thread(target=ask) for _ in range(n)]
-[t.start() for t in threads]
-[t.join() for t in threads]
-print(*refused[:1], file=sys.stderr)
-sys.exit(1 if refused else 0)
-"""
 
 
 def test_jobs_docker_backend_through_the_model_gateway(base_image: str, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from ssebench import runrecord
 from tests.e2e.test_docker import base_image, docker_host  # noqa: F401  (session fixtures, shared)
+from tests.helpers.gatewayagent import GATEWAY_AGENT
 from tests.helpers.kube import CLUSTER, Cluster, ClusterUnavailable, start_cluster
 from tests.helpers.registry import Registry, RegistryUnavailable, start_registry
 
@@ -539,37 +540,6 @@ def test_a_bundled_agent_runs_with_its_model_in_the_pod(
 
 # --- the job's model gateway, reached from the Pods through the API server's port-forward ---
 
-#: a custom command in the Pod (stdlib and ssebench's fastmcp): with "fix", fixes the toggle
-#: task and calls test_patch, whose text is what it asks the model; then N requests at once
-#: through the gateway (the Pod's relay → the backend's port-forward → the proxy); exit 1 if
-#: one was refused
-KUBE_GATEWAY_AGENT = """\
-import asyncio, json, os, sys, threading, urllib.error, urllib.request
-url, key, n = os.environ["OPENAI_BASE_URL"] + "/chat/completions", os.environ["OPENAI_API_KEY"], int(sys.argv[1])
-text = "fix it"
-if sys.argv[2:] == ["fix"]:
-    from fastmcp import Client
-    open("state.txt", "w").write("fixed\\n")
-    async def call():
-        async with Client(os.environ["SSE_MCP_URL"], timeout=600) as client:
-            return (await client.call_tool("test_patch", {})).content[0].text
-    text = asyncio.run(call())
-body = json.dumps({"model": "scripted-model", "messages": [{"role": "user", "content": text}]}).encode()
-start, refused = threading.Barrier(n), []
-def ask():
-    start.wait()
-    request = urllib.request.Request(url, body, {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
-    try:
-        urllib.request.urlopen(request, timeout=120).read()
-    except urllib.error.HTTPError as error:
-        refused.append(json.loads(error.read())["error"]["message"])
-threads = [threading.Thread(target=ask) for _ in range(n)]
-[t.start() for t in threads]
-[t.join() for t in threads]
-print(*refused[:1], file=sys.stderr)
-sys.exit(1 if refused else 0)
-"""
-
 
 def test_jobs_kubernetes_backend_through_the_model_gateway(
     kube_cluster: Cluster, kube_images: dict[str, str], tmp_path: Path
@@ -585,7 +555,7 @@ def test_jobs_kubernetes_backend_through_the_model_gateway(
 
     litellm = install_gateway()
     task = toggle_task(tmp_path / "toggle")
-    argv = lambda *args: json.dumps(["python3", "-c", KUBE_GATEWAY_AGENT, *args])  # noqa: E731
+    argv = lambda *args: json.dumps(["python3", "-c", GATEWAY_AGENT, *args])  # noqa: E731
     with OpenAIChatModel() as model:
         job = tmp_path / "job.toml"
         job.write_text(

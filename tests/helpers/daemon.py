@@ -266,3 +266,14 @@ def marked_processes(marker: str, *, exclude: Sequence[int] = ()) -> list[psutil
             if p.environ().get("SSE_TEST_MARK") == marker and p.status() != psutil.STATUS_ZOMBIE:
                 found.append(p)
     return found
+
+
+def wait_until(predicate: Any, timeout: float = 5.0) -> bool:
+    """Poll *predicate* until it holds or *timeout* seconds pass (no fixed sleeps in tests);
+    its last answer."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return bool(predicate())
