@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from test_report import SPEC_LEVEL_2
 from test_server import gone, slow_build
-from test_server_support import BREAK_BUILD, SLOW_BUILD, Served, serve_task, set_markers
+from test_server_support import BREAK_BUILD, SLOW_BUILD, SLOW_FUNCTIONAL, Served, serve_task, set_markers
 
 from tests.e2e.conftest import install_tasks_client
 
@@ -75,7 +75,9 @@ def test_a_task_fetched_by_the_library_is_the_synchronous_answer(python: Path, l
 
 
 def test_progress_reaches_the_library_as_the_status_message(python: Path, clean: Served) -> None:
-    set_markers(clean.tree, **{SLOW_BUILD: "2"})
+    # each phase lasts long enough for a poll to see it (a bare functional phase takes
+    # milliseconds: under load it can begin and end between two polls)
+    set_markers(clean.tree, **{SLOW_BUILD: "2", SLOW_FUNCTIONAL: "1"})
     tasked = step(python, "task", clean.stack.url)
     assert tasked["parsed_text"] == SPEC_LEVEL_2
     messages = tasked["messages"]
