@@ -172,11 +172,11 @@ def test_with_docker_the_key_and_the_engine_are_checked(agent: str, task_factory
     env = clean_env(DOCKER_HOST=nowhere)
     result = run("--task", str(task.file), "--agent", agent, "--docker", "--results", str(tmp_path / "r"), env=env)
     assert result.returncode == 2
-    assert result.stderr == (
-        f"ssebench run: {agent} cannot run:\n  - {MISSING_KEY[agent]}\n"
-        "(--skip-preflight starts it anyway)\n"
-        f"docker: no Docker engine answers at {nowhere}; start ssebench's own with "
+    assert result.stderr == (  # the engine first: --skip-preflight would not skip it
+        f"ssebench run: docker: no Docker engine answers at {nowhere}; start ssebench's own with "
         f"{script('docker-engine.sh')} start, or set DOCKER_HOST\n"
+        f"{agent} cannot run:\n  - {MISSING_KEY[agent]}\n"
+        "(--skip-preflight starts it anyway)\n"
     )
 
 

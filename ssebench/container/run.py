@@ -208,17 +208,17 @@ def _start(args: argparse.Namespace, command: list[str]) -> _Start:
     except (DifficultyError, SettingsError) as exc:
         raise _Refused(str(exc)) from None
     problems = []
-    if agent and not args.skip_preflight:
+    if args.docker:  # the engine and the images too, before the results folder is made
+        from ssebench.preflight import docker_problems
+
+        problems += [p.line() for p in docker_problems([agent] if agent else [])]
+    if agent and not args.skip_preflight:  # last: its hint is about these lines only
         from ssebench.agents.recipe import PreflightError, preflight
 
         try:
             preflight(agent, env, cli=not args.docker)
         except PreflightError as exc:
             problems.append(f"{exc}\n(--skip-preflight starts it anyway)")
-    if args.docker:  # the engine and the images too, before the results folder is made
-        from ssebench.preflight import docker_problems
-
-        problems += [p.line() for p in docker_problems([agent] if agent else [])]
     if problems:
         raise _Refused("\n".join(problems))
     return _Start(spec, task, command, env, _results_folder(args, task.id, agent))
