@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ssebench.daemon import safefs
+from ssebench.daemon import blobs, safefs
 from ssebench.daemon.traceparse import Step, TraceRecord
 from ssebench.daemon.workspace import DIR, FILE, LINK, Manifest
 
@@ -265,7 +265,7 @@ def verify(
                 return f"a step that read '{rel}' did not run again"
     for rel in sorted(wrote):
         entry = new.get(rel)
-        if entry is not None and entry.kind == FILE and _digest(mirror, rel) != entry.data:
+        if entry is not None and entry.kind == FILE and _digest(mirror, rel) != blobs.name_of(entry.data):
             return f"the build rewrote the source '{rel}'"
     return None
 

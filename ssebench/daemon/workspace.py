@@ -73,7 +73,7 @@ class SourceEntry:
 
     kind: str
     mode: int
-    data: str = ""
+    data: str | bytes = ""  # a file's: its blob's name as blobs.in_memory keeps it
     mtime_ns: int = field(default=0, compare=False)
     key: bytes = field(default=b"", compare=False)
 
@@ -140,8 +140,8 @@ class SourceStore:
         """Does a file-change watch vouch for the last snapshot (tests, benchmarks)?"""
         return self._watch is not None
 
-    def blob(self, digest: str) -> Path:
-        return self.blobs / digest
+    def blob(self, data: str | bytes) -> Path:
+        return self.blobs / blobs.name_of(data)
 
     def reset(self) -> None:
         """The blob store was removed under us (a tmp cleaner): start it afresh."""
@@ -268,7 +268,7 @@ class SourceStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        return SourceEntry(FILE, _mode(st), name, st.st_mtime_ns, _key(st))
+        return SourceEntry(FILE, _mode(st), blobs.in_memory(name), st.st_mtime_ns, _key(st))
 
     # -- lifetime of blobs ------------------------------------------------------------
 
@@ -287,7 +287,7 @@ class SourceStore:
             }
             with contextlib.suppress(FileNotFoundError), os.scandir(self.blobs) as it:
                 for item in it:
-                    if item.name not in live and not item.name.startswith(".tmp-"):
+                    if not item.name.startswith(".tmp-") and blobs.in_memory(item.name) not in live:
                         with contextlib.suppress(OSError):
                             os.unlink(item.path)
 
