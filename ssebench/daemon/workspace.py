@@ -65,7 +65,7 @@ _VERSIONED_SO = re.compile(r"\.so(\.[0-9]+)+$")
 class SourceEntry:
     """One source: kind, permission bits, sha256 (file) or target (link), and mtime.
 
-    A sparse file's ``data`` is ``"s"`` + the sha256 of its layout and data (see
+    A sparse file's blob name is ``"s"`` + the sha256 of its layout and data (see
     :func:`_read_sparse`): its blob keeps the holes, so a 5 GiB hole costs nothing.
     ``key``: the ``lstat`` it was taken with (:func:`_key`; a folder's is empty), so the
     stat cache is the manifest itself (a second dict was ~15 MiB on 100,000 files).
