@@ -254,3 +254,20 @@ def test_a_daemon_takes_at_most_its_share_of_the_users_watches(tmp_path, monkeyp
         "no file-change watch over the tree (the tree needs more than 3 inotify watches, three quarters"
         " of fs.inotify.max_user_watches: the rest is left to other programs)" in capsys.readouterr().err
     )
+
+
+WDS = st.one_of(st.integers(-1, 40), st.integers(5000, 10**9))  # in order, and far off
+
+
+@given(st.lists(st.tuples(st.sampled_from(["put", "pop"]), WDS, st.sampled_from(["p", "q"])), max_size=40))
+def test_the_files_by_watch_answer_as_a_dict_does(ops: list[tuple[str, int, str]]) -> None:
+    kept, want = treewatch._ByWatch(), dict[int, str]()
+    for op, wd, rel in ops:
+        if op == "put" and wd >= 1:  # the kernel's wds start at 1
+            kept.put(wd, rel)
+            want[wd] = rel
+        elif op == "pop":
+            kept.pop(wd)
+            want.pop(wd, None)
+        assert len(kept) == len(want)
+        assert all(kept.get(w) == want.get(w) for w in {wd, *want})

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ssebench.checks import State
 from ssebench.contract import CheckHeartbeat
-from ssebench.daemon import buildgraph, repair, tracefile
+from ssebench.daemon import buildgraph, repair, tracefile, treescan
 from ssebench.daemon.checkproc import CheckExecutor
 from ssebench.daemon.logs import CheckLog
 from ssebench.daemon.mirror import fs_now
@@ -79,7 +79,7 @@ class BuildEngine:
         self._kept, self._wrote, self._known = None, set(), {}
         try:
             incremental, changed = await self._to_mirror(snapshot)
-            before = await asyncio.to_thread(buildgraph.scan, self.mirror.path) if incremental else {}
+            before = await asyncio.to_thread(treescan.scan, self.mirror.path) if incremental else {}
             self._mirror_in()
             run.timed("build: sync", time.perf_counter() - start)
             records: list[tracefile.TraceRecord] = []
@@ -121,7 +121,7 @@ class BuildEngine:
         run: CallRun,
         result: CheckRun,
         records: list[tracefile.TraceRecord],
-        delta: tuple[set[str], buildgraph.Scan],
+        delta: tuple[set[str], treescan.Scan],
         snapshot: Snapshot,
         verdict: list[str | None],
     ) -> AsyncIterator[CheckHeartbeat]:
@@ -334,7 +334,7 @@ class BuildEngine:
         run: CallRun,
         record: tracefile.TraceRecord,
         changed: set[str],
-        before: buildgraph.Scan,
+        before: treescan.Scan,
         snapshot: Snapshot,
     ) -> str | None:
         """Why a passed incremental build may differ from a clean one (None: it cannot)."""
@@ -343,7 +343,7 @@ class BuildEngine:
         start = time.perf_counter()
 
         def go() -> str | None:
-            self._wrote = buildgraph.written(before, buildgraph.scan(self.tree_path))
+            self._wrote = treescan.written(before, treescan.scan(self.tree_path))
             return buildgraph.verify(
                 graph, record, changed, self._wrote, snapshot.manifest, self.tree_path, self._known
             )

@@ -122,6 +122,7 @@ class BuildMirror:
         dirs.forget(rel)
         safefs.remove_at(dir_fd, name)
         if entry.kind == LINK:
+            assert isinstance(entry.data, str)
             safefs.symlink_at(entry.data, dir_fd, name, self.owner)
             return
         out = safefs.create_file(dir_fd, name, self.owner)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ssebench.checks import State
 from ssebench.contract import CheckHeartbeat
-from ssebench.daemon import buildgraph, safefs
+from ssebench.daemon import buildgraph, safefs, treescan
 from ssebench.daemon.runtypes import CallRun, CheckRun
 from ssebench.daemon.traceparse import Step, TraceRecord
 from ssebench.daemon.workspace import Manifest
@@ -138,7 +138,7 @@ class Repair:
         self.record = first
         self.known: dict[str, str | None] = {}
 
-    def prepare(self, known: dict[str, str | None]) -> buildgraph.Scan | None:
+    def prepare(self, known: dict[str, str | None]) -> treescan.Scan | None:
         """Find the stale steps and delete their outputs: the mirror's scan after, or None
         (no repair: :attr:`why` says why). Blocking."""
         keys = stale(self.graph, self.first, self.changed, self.wrote, self.tree, known)
@@ -153,19 +153,19 @@ class Repair:
             self.why = "a stale step's output could not be deleted"
             return None
         self.keys, self.deleted = keys, deleted
-        return buildgraph.scan(self.tree)
+        return treescan.scan(self.tree)
 
-    def check(self, second: TraceRecord, before: buildgraph.Scan) -> str | None:
+    def check(self, second: TraceRecord, before: treescan.Scan) -> str | None:
         """Why the two builds together may differ from a clean one (None: they cannot). Blocking."""
         if not second.complete:
             return second.problem or "the trace is incomplete"
         if self.keys - second.steps.keys():
             return "a stale step did not run in the second build"
-        after = buildgraph.scan(self.tree)
-        gone = sorted(rel for rel in self.deleted if rel not in after)
+        after = treescan.scan(self.tree)
+        gone = sorted(rel for rel in self.deleted if not treescan.has(after, rel))
         if gone:
             return f"'{gone[0]}' was deleted and not made again"
-        wrote2 = buildgraph.written(before, after)
+        wrote2 = treescan.written(before, after)
         for key, step in self.first.steps.items():
             hit = step.reads & wrote2
             if hit and key not in second.steps:

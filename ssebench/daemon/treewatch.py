@@ -58,7 +58,7 @@ class TreeWatch:
         self._folders: dict[int, str] = {}  # wd -> folder (relative, "" for the top)
         # wd -> the tree's path of that inode (several: hard links inside the tree); a str
         # rather than a set each: 100,000 sets were ~30 MiB of the daemon's RSS
-        self._files: dict[int, str | tuple[str, ...]] = {}
+        self._files = _ByWatch()
         self.written: set[str] = set()  # files closed after a write: lstat-ed every call
         self._pending: set[str] = set()  # reported, not yet handed out
         self._doubt = False
@@ -81,9 +81,9 @@ class TreeWatch:
             return  # gone: its folder's watch reported it
         known = self._files.get(wd)
         if known is None:
-            self._files[wd] = rel
+            self._files.put(wd, rel)
         elif rel not in _paths(known):
-            self._files[wd] = (*_paths(known), rel)
+            self._files.put(wd, (*_paths(known), rel))
 
     def _add(self, path: str, mask: int) -> int:
         assert _LIBC is not None
@@ -121,11 +121,14 @@ class TreeWatch:
 
     def _event(self, wd: int, mask: int, name: str) -> None:
         folder = self._folders.get(wd)
-        if mask & _DOUBT or (folder is None and wd not in self._files):
+        known = self._files.get(wd) if folder is None else None
+        if mask & _DOUBT or (folder is None and known is None):
             self._doubt = True
             return
-        if folder is None:  # a file's own watch
-            paths = _paths(self._files.pop(wd) if mask & IN_IGNORED else self._files[wd])
+        if known is not None:  # a file's own watch
+            paths = _paths(known)
+            if mask & IN_IGNORED:
+                self._files.pop(wd)
             self._pending.update(paths)
             if mask & IN_CLOSE_WRITE:
                 self.written.update(paths)
@@ -147,6 +150,42 @@ class TreeWatch:
 
 def _paths(known: str | tuple[str, ...]) -> tuple[str, ...]:
     return (known,) if isinstance(known, str) else known
+
+
+Known = str | tuple[str, ...]
+
+
+class _ByWatch:
+    """wd -> a file's path(s): a list indexed by wd, as the kernel hands wds out in order
+    from 1 (a dict of 100,000 int keys was ~8 MiB of the daemon's RSS); a wd far beyond
+    the list (not seen, but not promised) goes to a dict instead."""
+
+    def __init__(self) -> None:
+        self._slots: list[Known | None] = []
+        self._far: dict[int, Known] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count + len(self._far)
+
+    def get(self, wd: int) -> Known | None:
+        return self._slots[wd] if 0 <= wd < len(self._slots) else self._far.get(wd)
+
+    def put(self, wd: int, paths: Known) -> None:
+        if len(self._slots) <= wd <= 2 * len(self._slots) + 4096:
+            self._slots.extend([None] * (wd + 1 - len(self._slots)))
+        if 0 <= wd < len(self._slots):
+            self._count += self._slots[wd] is None
+            self._slots[wd] = paths
+        else:
+            self._far[wd] = paths
+
+    def pop(self, wd: int) -> None:
+        if 0 <= wd < len(self._slots):
+            self._count -= self._slots[wd] is not None
+            self._slots[wd] = None
+        else:
+            self._far.pop(wd, None)
 
 
 class WatchesExhausted(OSError):

@@ -10,19 +10,17 @@ real tree cost 10-60x an incremental build in place. So the daemon keeps:
   (:mod:`ssebench.daemon.safefs`): the agent may be swapping its folders meanwhile. A file
   whose ``lstat`` (size, mtime, ctime, inode, mode) is unchanged since the last sync is
   not read again, unless it changed within :data:`RACY_NS` of that sync (its timestamp
-  could hide a second change). The
-  snapshot is immutable, so a queued call still tests the tree as it was when it
-  arrived, whatever the agent does meanwhile.
+  could hide a second change). The snapshot is immutable, so a queued call still tests
+  the tree as it was when it arrived, whatever the agent does meanwhile.
 - one **build mirror** (:class:`ssebench.daemon.mirror.BuildMirror`) where every build
-  runs incrementally.
-  Entries whose content, kind, mode or mtime (a touched file) differ from what the
-  mirror holds are written with a fresh mtime (after the end of the last build; the
-  build engine, buildgraph.py, passes one per file to keep the agent's order), new ones
-  are added, deleted ones removed; unchanged files keep their mtimes. Whether a build
-  may reuse the mirror at all is buildgraph.py's decision. A fresh mirror (first call, or after a
-  killed build, or the clean retry) is written with the agent's own mtimes, as
-  ``cp -a`` would, so generated files such as an autotools ``Makefile`` stay newer
-  than their inputs.
+  runs incrementally. Entries whose content, kind, mode or mtime (a touched file)
+  differ from what the mirror holds are written with a fresh mtime (after the end of the
+  last build; the build engine, buildgraph.py, passes one per file to keep the agent's
+  order), new ones are added, deleted ones removed; unchanged files keep their mtimes.
+  Whether a build may reuse the mirror at all is buildgraph.py's decision. A fresh
+  mirror (first call, or after a killed build, or the clean retry) is written with the
+  agent's own mtimes, as ``cp -a`` would, so generated files such as an autotools
+  ``Makefile`` stay newer than their inputs.
 
 **Sources** (what a snapshot takes) — the same rule in a git work tree and outside one:
 every directory, regular file and symlink under the tree, except the top-level ``.git``
@@ -67,14 +65,17 @@ _VERSIONED_SO = re.compile(r"\.so(\.[0-9]+)+$")
 class SourceEntry:
     """One source: kind, permission bits, sha256 (file) or target (link), and mtime.
 
-    A sparse file's ``data`` is ``"s"`` + the sha256 of its layout and data (see
+    A sparse file's blob name is ``"s"`` + the sha256 of its layout and data (see
     :func:`_read_sparse`): its blob keeps the holes, so a 5 GiB hole costs nothing.
+    ``key``: the ``lstat`` it was taken with (:func:`_key`; a folder's is empty), so the
+    stat cache is the manifest itself (a second dict was ~15 MiB on 100,000 files).
     """
 
     kind: str
     mode: int
-    data: str = ""
-    mtime_ns: int = field(default=0, compare=False)  # used for a fresh mirror only
+    data: str | bytes = ""  # a file's: its blob's name as blobs.in_memory keeps it
+    mtime_ns: int = field(default=0, compare=False)
+    key: bytes = field(default=b"", compare=False)
 
 
 Manifest = dict[str, SourceEntry]
@@ -95,10 +96,11 @@ def is_output_name(name: str) -> bool:
     return name.endswith(_OUTPUT_SUFFIXES) or _VERSIONED_SO.search(name) is not None
 
 
-# (lstat key, entry or None for a build output, trusted); the key packed: ~70 bytes a file
-# where a tuple of five ints took ~250 (the daemon's RSS on 100,000 files)
-_CacheItem = tuple[bytes, "SourceEntry | None", bool]
+# The lstat key packed: ~70 bytes a file where a tuple of five ints took ~250 (the daemon's
+# RSS on 100,000 files). An output's key not trusted (_Sync._trusted) ends in _RACY.
 _KEY = struct.Struct("<qqqQQ")  # size, mtime, ctime, inode, mode
+_RACY = b"?"
+_MODES: dict[int, int] = {}  # one int object per permission bits, shared by all entries
 
 
 class SourceStore:
@@ -121,8 +123,8 @@ class SourceStore:
         self.committed = committed if committed is not None else committed_files
         self.stop = threading.Event()  # set at shutdown: a sync in progress gives up
         self._lock = threading.Lock()
-        # rel path -> (lstat key, entry or None for a build output, trusted)
-        self._cache: dict[str, _CacheItem] = {}
+        self._outputs: dict[str, bytes] = {}  # build outputs that are no source: rel -> key
+        self._racy: set[str] = set()  # sources whose key is not trusted (read again)
         self._retained: list[Snapshot] = []
         self._last: Manifest = {}
         self._files = self._bytes = 0  # of _last
@@ -138,14 +140,14 @@ class SourceStore:
         """Does a file-change watch vouch for the last snapshot (tests, benchmarks)?"""
         return self._watch is not None
 
-    def blob(self, digest: str) -> Path:
-        return self.blobs / digest
+    def blob(self, data: str | bytes) -> Path:
+        return self.blobs / blobs.name_of(data)
 
     def reset(self) -> None:
         """The blob store was removed under us (a tmp cleaner): start it afresh."""
         with self._lock:
             self.blobs.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._cache = {}
+            self._outputs, self._racy = {}, set()
             self._last = {}
             self._unwatch()
 
@@ -176,7 +178,7 @@ class SourceStore:
             finally:
                 os.close(root)
             self._recheck = sync.outputs | (self._recheck - sync.seen)
-            self._cache, self._last = sync.cache, sync.manifest
+            self._outputs, self._racy, self._last = sync.output_keys, sync.racy, sync.manifest
             self._files, self._bytes = sync.files, sync.total
             snapshot = Snapshot(sync.manifest, sync.files, sync.total, sync.read)
             self._retained.append(snapshot)
@@ -196,7 +198,6 @@ class SourceStore:
             if holder.watch is not None:
                 holder.watch.close()
             raise
-        sync.seen = set(sync.manifest)
         if holder.watch is not None:
             self._watch, self._watch_root = holder.watch, (st.st_dev, st.st_ino)
 
@@ -210,16 +211,18 @@ class SourceStore:
         if reported is None or (st.st_dev, st.st_ino) != self._watch_root:
             return False  # the tree's folder itself was replaced: a full walk
         paths = reported | self._recheck | watch.written | self._written
-        last, old = self._last, self._cache
+        last = self._last
         if not paths:  # nothing changed: the very manifest (buildgraph.plan's fast path)
-            sync.manifest, sync.cache, sync.files, sync.total = last, old, self._files, self._bytes
+            sync.manifest, sync.output_keys, sync.racy = last, self._outputs, self._racy
+            sync.files, sync.total = self._files, self._bytes
             return True
-        sync.manifest, sync.cache = dict(last), dict(old)
+        sync.manifest, sync.output_keys, sync.racy = dict(last), dict(self._outputs), self._racy - paths
         for rel in paths:
-            entry, item = sync.manifest.pop(rel, None), sync.cache.pop(rel, None)
-            if entry is not None and entry.kind == FILE and item is not None:
+            entry = sync.manifest.pop(rel, None)
+            sync.output_keys.pop(rel, None)
+            if entry is not None and entry.kind == FILE and entry.key:
                 sync.files -= 1
-                sync.total -= _KEY.unpack(item[0])[0]
+                sync.total -= _KEY.unpack_from(entry.key)[0]
         sync.files += self._files
         sync.total += self._bytes
         sync.seen = paths
@@ -265,7 +268,7 @@ class SourceStore:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        return SourceEntry(FILE, stat.S_IMODE(st.st_mode), name, st.st_mtime_ns)
+        return SourceEntry(FILE, _mode(st), blobs.in_memory(name), st.st_mtime_ns, _key(st))
 
     # -- lifetime of blobs ------------------------------------------------------------
 
@@ -284,7 +287,7 @@ class SourceStore:
             }
             with contextlib.suppress(FileNotFoundError), os.scandir(self.blobs) as it:
                 for item in it:
-                    if item.name not in live and not item.name.startswith(".tmp-"):
+                    if not item.name.startswith(".tmp-") and blobs.in_memory(item.name) not in live:
                         with contextlib.suppress(OSError):
                             os.unlink(item.path)
 
@@ -296,7 +299,8 @@ class _Sync:
         self.store = store
         self.start = start
         self.manifest: Manifest = {}
-        self.cache: dict[str, _CacheItem] = {}
+        self.output_keys: dict[str, bytes] = {}  # see SourceStore._outputs
+        self.racy: set[str] = set()  # see SourceStore._racy
         self.committed: set[str] | None = None
         self.total = self.read = self.files = 0
         self.outputs: set[str] = set()  # build outputs met: looked at again every call
@@ -305,21 +309,21 @@ class _Sync:
     def add(self, rel: str, dir_fd: int, name: str, st: os.stat_result) -> None:
         """Take the entry *name* of the folder *dir_fd* (lstat *st* from its listing)."""
         if stat.S_ISDIR(st.st_mode):
-            folder = SourceEntry(DIR, stat.S_IMODE(st.st_mode), "", st.st_mtime_ns)
+            folder = SourceEntry(DIR, _mode(st), "", st.st_mtime_ns)
             last = self.store._last.get(rel)  # the very entry when unchanged: see buildgraph.plan
             same = last is not None and last == folder and last.mtime_ns == folder.mtime_ns
             self.manifest[rel] = last if same and last is not None else folder
             return
-        old = self.store._cache.get(rel)
-        if old is not None and old[2] and old[0] == _key(st):
-            entry = old[1]
-            if entry is not None:  # unchanged and trusted (it stays so): the common case, kept lean
-                self.cache[rel] = old
-                self.manifest[rel] = entry
-                if entry.kind == FILE:
-                    self.total += st.st_size
-                    self.files += 1
-                return
+        key = _key(st)
+        last = self.store._last.get(rel)
+        if last is not None and last.key == key and rel not in self.store._racy:
+            self.manifest[rel] = last  # unchanged and trusted (it stays so): the common case, lean
+            if last.kind == FILE:
+                self.total += st.st_size
+                self.files += 1
+            return
+        if self.store._outputs.get(rel) == key:  # a build output, unchanged and trusted
+            entry: SourceEntry | None = None
         elif stat.S_ISLNK(st.st_mode):
             try:
                 target = os.readlink(name, dir_fd=dir_fd)
@@ -327,7 +331,7 @@ class _Sync:
                 if exc.errno in (errno.ENOENT, errno.EINVAL):  # gone, or no longer a link
                     return
                 raise SyncError(f"cannot read '{rel}': {exc.strerror}") from None
-            entry = SourceEntry(LINK, 0o777, target, st.st_mtime_ns)
+            entry = SourceEntry(LINK, 0o777, target, st.st_mtime_ns, key)
         elif is_output_name(name):
             entry = None  # not even read, unless committed (below)
         else:
@@ -335,9 +339,9 @@ class _Sync:
             if found is None:
                 return  # vanished, or not a regular file any more: skipped
             entry, st = found
-        self.cache[rel] = (_key(st), entry, self._trusted(st))
         if entry is None:  # a build output: only a committed one is a source
             self.outputs.add(rel)
+            self.output_keys[rel] = _key(st) if self._trusted(st) else _key(st) + _RACY
             if self.committed is None:
                 self.committed = self.store.committed(self.store.tree)
             if rel not in self.committed:
@@ -345,10 +349,18 @@ class _Sync:
             found = self._read(rel, dir_fd, name, st, keep_outputs=True)
             if found is None or found[0] is None:
                 return
+            del self.output_keys[rel]
             entry, st = found[0], found[1]
-            self.cache[rel] = (_key(st), entry, self._trusted(st))
-        last = self.store._last.get(rel)  # the very entry when the same (a racy file read again)
-        self.manifest[rel] = last if last == entry and last is not None and last.mtime_ns == entry.mtime_ns else entry
+        self._place(rel, entry, st)
+
+    def _place(self, rel: str, entry: SourceEntry, st: os.stat_result) -> None:
+        """Put a source just read (or a link) in the manifest: the last snapshot's very
+        entry when it is the same (a racy file read again: buildgraph.plan's fast path)."""
+        last = self.store._last.get(rel)
+        same = last is not None and last == entry and last.mtime_ns == entry.mtime_ns and last.key == entry.key
+        self.manifest[rel] = last if same and last is not None else entry
+        if not self._trusted(st):
+            self.racy.add(rel)
         if entry.kind == FILE:
             self.total += st.st_size
             self.files += 1
@@ -377,6 +389,11 @@ class _Sync:
 def _is_dir(manifest: Manifest, rel: str) -> bool:
     entry = manifest.get(rel)
     return entry is not None and entry.kind == DIR
+
+
+def _mode(st: os.stat_result) -> int:
+    mode = stat.S_IMODE(st.st_mode)
+    return _MODES.setdefault(mode, mode)
 
 
 def _key(st: os.stat_result) -> bytes:
