@@ -3,11 +3,12 @@ the daemon's strace, under strace tracing only the process syscalls, and under a
 that never stops a process on fork (benchmarks/tracer_floor.c: a seccomp filter handing
 each execve/open to a supervisor that reads the path and lets the call go on).
 
-    .venv/bin/python benchmarks/bench_tracer_floor.py [--runs 5] [--loop 2000] [--curl]
+    .venv/bin/python benchmarks/bench_tracer_floor.py [--runs 5] [--loop 2000] [--curl] [--project NAME ...]
 
 Workloads: a shell loop of ``--loop`` runs of ``/bin/true`` (the per-process cost alone);
-with ``--curl``, curl 7.88.1's configure with the real-projects benchmark's flags
-(benchmarks/projects.py; fetched and cached like there), each run in a fresh copy. The
+with ``--curl``, curl 7.88.1's configure with the real-projects benchmark's flags; with
+``--project``, that project's whole first build (benchmarks/projects.py: giflib is
+link-heavy, cjson runs CMake); trees fetched and cached like there, each run in a fresh copy. The
 modes alternate within a round so that load drifts hit all of them; medians are printed
 with each mode's ratio to bare. Needs gcc and strace.
 """
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--loop", type=int, default=2000)
     parser.add_argument("--curl", action="store_true", help="also curl's configure (about a minute a run)")
+    parser.add_argument("--project", action="append", default=[], choices=sorted(PROJECTS), help="also its first build")
     args = parser.parse_args()
     strace = shutil.which("strace")
     if strace is None or shutil.which("gcc") is None:
@@ -67,6 +69,9 @@ def main() -> None:
         workloads: dict[str, tuple[list[str], Path | None]] = {f"{args.loop} x /bin/true": (loop, None)}
         if args.curl:
             workloads["curl 7.88.1 configure"] = (list(CONFIGURE), tree(PROJECTS["curl"]))
+        for name in args.project:
+            project = PROJECTS[name]
+            workloads[f"{project.label}: first build"] = (["bash", "-c", project.build], tree(project))
         times: dict[tuple[str, str], list[float]] = {(w, m): [] for w in workloads for m in prefixes}
         for run in range(args.runs):
             for workload, (argv, source) in workloads.items():
