@@ -294,6 +294,10 @@ def test_5_gb_of_output_is_cut_at_the_limit(task_factory, daemon_factory):
 
 
 @pytest.mark.slow
+# The watchdog counts every process in /proc (docs/security.md): the fork bomb below,
+# run beside this test on another worker, made its 1 GiB check a process-limit kill in
+# CI. One group: one worker, one after the other.
+@pytest.mark.xdist_group("watchdog")
 def test_limits_without_cgroups_watchdog(task_factory, daemon_factory):
     # Where no cgroup is writable (most containers) a watchdog enforces pids and memory.
     t = task_factory(build="for i in $(seq 300); do sleep 30 & done; wait")
@@ -314,6 +318,7 @@ def test_limits_without_cgroups_watchdog(task_factory, daemon_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("watchdog")
 def test_fork_bomb_under_the_watchdog(task_factory, tmp_path):
     # No cgroup for the checks (as in most containers): the watchdog must kill a real fork
     # bomb and fail the check with the limit line. A pids cgroup around `ssebench grade` is

@@ -180,12 +180,12 @@ class PortForwards:
             self._cond.notify_all()
 
     def _ready(self) -> None:
-        with self._cond:
+        with self._cond:  # logged under the lock: the log's order is the state's
             self._failures = 0
             back = not self._up and self._was_up
             self._up = self._was_up = True
-        if back:
-            self._log("the tunnel is up again")
+            if back:
+                self._log("the tunnel is up again")
 
     def _failed(self, why: str) -> None:
         """A failed open. The second in a row while it was up is logged (not the first: at the
@@ -196,9 +196,8 @@ class PortForwards:
             down = self._up and self._failures >= 2 and not self._done and not self._stopped.is_set()
             if down:
                 self._up = False
+                self._log(f"the tunnel is down (the agent's model requests fail until it is up again): {why}")
             self._cond.notify_all()
-        if down:
-            self._log(f"the tunnel is down (the agent's model requests fail until it is up again): {why}")
 
     def _log(self, line: str) -> None:
         with open(self.folder / LOG_FILE, "a", encoding="utf-8") as log:
