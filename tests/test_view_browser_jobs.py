@@ -131,10 +131,14 @@ def test_a_finished_run_appears_on_the_open_pages_within_5_s(tmp_path: Path, bro
 
 
 def _ended_badge(driver: Any, css: str) -> str | None:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    text = found[0].text if found else None
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        text = found[0].text if found else None
+    except StaleElementReferenceException:  # the live page replaced the row in between: look again
+        return None
     return text if text in ("passed", "failed") else None
 
 
