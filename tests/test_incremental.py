@@ -300,3 +300,26 @@ def test_a_build_that_removed_a_changed_sources_folder_gets_a_fresh_mirror(tmp_p
     assert e.run([Check.BUILD])["build"] == ("passed", "one\n\n")
     (e.tree / "sub" / "x").write_text("two\n")
     assert e.run([Check.BUILD])["build"] == ("passed", "two\n\n")
+
+
+def test_a_changed_file_is_the_builds_own_as_in_a_fresh_mirror(tmp_path):
+    """The mirror's update writes changed files as the checks' uid (no walk of the whole
+    mirror after it): the build may write them, as it may every file of a fresh mirror."""
+    box = _sandbox("sandbox")
+    if box.check_user is None:
+        pytest.skip("the checks run as the daemon's own uid here")
+    build = "make prog && test -w b.c && test -w a.c && echo writable"
+    e = Engine(tmp_path, "sandbox", build=build, tree_files={"Makefile": MAKEFILE, "a.c": A_C, "b.c": B_C})
+    assert e.run([Check.BUILD])["build"][0] == "passed"
+    (e.tree / "b.c").write_text(B_C.replace("b one", "b two"))
+    os.chmod(e.tree / "b.c", 0o4755)  # a set-uid bit: dropped, as the chown of a fresh mirror drops it
+    again = e.run([Check.BUILD])
+    assert e.runner.last_build.startswith("clean")  # a mode changed
+    (e.tree / "b.c").write_text(B_C.replace("b one", "b three"))
+    third = e.run([Check.BUILD])
+    assert (again["build"][0], third["build"][0], e.runner.last_build) == ("passed", "passed", "incremental")
+    assert "writable" in third["build"][1] and compiled(third["build"][1]) == ["b.c"]
+    mirror = e.runner.workspace.mirror.path
+    owners = {p.relative_to(mirror).as_posix(): p.lstat().st_uid for p in [mirror, *mirror.rglob("*")]}
+    assert set(owners.values()) == {box.check_user[0]}, owners
+    assert (mirror / "b.c").stat().st_mode & 0o7777 == 0o755

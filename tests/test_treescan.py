@@ -86,3 +86,52 @@ def test_the_scan_finds_what_a_plain_comparison_finds(tmp_path_factory, setup, b
     for rel in plain_before.keys() | plain_after.keys() | {"a/zz", "zz"}:
         assert treescan.has(after, rel) == (rel in plain_after)
     assert treescan.written(after, treescan.scan(root)) == set()  # nothing changed since
+
+
+IN_PLACE = st.lists(st.tuples(st.sampled_from(["write", "append", "chmod", "touch", "replace"]), st.integers(0, 99)))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(setup=st.lists(PATHS, min_size=1, max_size=6), update=IN_PLACE)
+def test_a_refreshed_scan_is_a_whole_scan_after_files_rewritten_in_place(tmp_path_factory, setup, update):
+    """What the build mirror's update does between two builds (files written again where
+    they are, no folder made or removed): refreshing the folders of those files and
+    their folders gives the whole scan, without the fallback to one."""
+    root = tmp_path_factory.mktemp("mirror")
+    for n, rel in enumerate(setup):
+        _apply(root, "write", rel, n)
+    kept = treescan.scan(root)
+    files = sorted(rel for rel, entry in _plain(root).items() if stat.S_ISREG(entry[0]))
+    rewritten = set()
+    for n, (action, pick) in enumerate(update):
+        rel = files[pick % len(files)]
+        _apply(root, action, rel, 100 + n)
+        rewritten.add(rel)
+    whole = treescan.scan(root)
+    calls: list[Path] = []
+    real_scan = treescan.scan
+    try:
+        treescan.scan = lambda r: calls.append(r) or real_scan(r)  # type: ignore[assignment]
+        assert treescan.refresh(kept, root, treescan.parents(rewritten)) == whole
+    finally:
+        treescan.scan = real_scan  # type: ignore[assignment]
+    assert calls == []  # taken from the listings refreshed, not from a whole scan
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(setup=ACTIONS, later=ACTIONS)
+def test_a_refreshed_scan_is_a_whole_scan_whatever_changed_in_its_folders(tmp_path_factory, setup, later):
+    """Anything done (folders made and removed too), the folders of every path touched
+    and all their folders refreshed: the whole scan (through its fallback where needed)."""
+    root = tmp_path_factory.mktemp("mirror")
+    for n, (action, rel) in enumerate(setup):
+        _apply(root, action, rel, n)
+    kept = treescan.scan(root)
+    folders = {""}
+    for n, (action, rel) in enumerate(later):
+        _apply(root, action, rel, 100 + n)
+        parts = rel.split("/")
+        folders |= {"/".join(parts[:i]) for i in range(len(parts))}
+        if action in ("write", "append", "link", "mkdir"):  # they make the folders on the way
+            folders |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
+    assert treescan.refresh(kept, root, folders) == treescan.scan(root)

@@ -51,6 +51,8 @@ class BuildEngine:
         self.last_record: tracefile.TraceRecord | None = None  # the last build's (tests, benchmarks)
         self._wrote: set[str] = set()  # what the incremental build wrote, and the digests
         self._known: dict[str, str | None] = {}  # verify took: for the graph's (_digests)
+        self._scan: treescan.Scan | None = None  # the mirror's, as the last build left it (_keep)
+        self._after: treescan.Scan | None = None  # this build's (verify's), until it is kept
 
     @property
     def tree_path(self) -> Path:
@@ -76,10 +78,10 @@ class BuildEngine:
         if await self._unchanged(run, result, snapshot):
             run.timed("build: sync", time.perf_counter() - start)
             return
-        self._kept, self._wrote, self._known = None, set(), {}
+        self._kept, self._wrote, self._known, self._after = None, set(), {}, None
         try:
             incremental, changed = await self._to_mirror(snapshot)
-            before = await asyncio.to_thread(treescan.scan, self.mirror.path) if incremental else {}
+            before = await asyncio.to_thread(self._scan_before, changed) if incremental else {}
             self._mirror_in()
             run.timed("build: sync", time.perf_counter() - start)
             records: list[tracefile.TraceRecord] = []
@@ -107,7 +109,7 @@ class BuildEngine:
             await self._digests(run, incremental)
             ended = not result.timed_out
             if ended:
-                await asyncio.to_thread(self._keep_log, result)
+                await asyncio.to_thread(self._keep, result)
         finally:
             if not ended:
                 self.mirror.invalidate()
@@ -115,6 +117,15 @@ class BuildEngine:
             self._mirror_out()
             with contextlib.suppress(OSError):  # the workspace may be going away (shutdown)
                 self.mirror.last_build_end_ns = fs_now(self.mirror.path.parent)
+
+    def _scan_before(self, changed: set[str]) -> treescan.Scan:
+        """The mirror's scan before an incremental build: the last build's with the folders
+        the update wrote in taken again (nothing else writes there: checks see views),
+        else a whole scan. Blocking. Were it stale, the build would seem to have written
+        more (ctimes only grow), never less: a step more must run again, never one less."""
+        if self._scan is None:
+            return treescan.scan(self.mirror.path)
+        return treescan.refresh(self._scan, self.mirror.path, treescan.parents(changed))
 
     async def _judge(
         self,
@@ -167,7 +178,7 @@ class BuildEngine:
                 return False
             log = self.executor.log(run, result.check.value)
             try:
-                _share(kept, log)
+                kept.share_to(log)
             except OSError:
                 return False
             result.log = log
@@ -180,17 +191,17 @@ class BuildEngine:
         self.build_counts["unchanged"] += 1
         return True
 
-    def _keep_log(self, result: CheckRun) -> None:
-        """Keep the log of a build whose graph is kept (for :meth:`_unchanged`)."""
+    def _keep(self, result: CheckRun) -> None:
+        """After a build that ended: keep its log where its graph is kept (for
+        :meth:`_unchanged`), and its mirror's scan where it was an incremental build not
+        repaired (after any other, the next incremental build scans the mirror whole)."""
+        self._scan = self._after if self.last_build == "incremental" and self._graph is not None else None
         if self._graph is None or result.log is None:
             return
-        engine = self.mirror.path.parent
-        kept = CheckLog(engine / "last-build.out", engine / "last-build.err")
-        try:
-            _share(result.log, kept)
-        except OSError:
-            return
-        self._kept = kept
+        kept = CheckLog(*(self.mirror.path.parent / f"last-build.{end}" for end in ("out", "err")))
+        with contextlib.suppress(OSError):
+            result.log.share_to(kept)
+            self._kept = kept
 
     async def _rebuild(
         self, run: CallRun, result: CheckRun, records: list[tracefile.TraceRecord], snapshot: Snapshot, *, traced: bool
@@ -230,10 +241,9 @@ class BuildEngine:
         if not self.trace:
             self.tracing = "off: every build is clean"
             return
-        folder = self.mirror.path.parent / ".trace-probe-tree"
+        folder, sandbox = self.mirror.path.parent / ".trace-probe-tree", self.ctx.sandbox
         folder.mkdir(mode=0o700, exist_ok=True)
         try:
-            sandbox = self.ctx.sandbox
             sandbox.give(folder)
             self._strace, self.tracing = await asyncio.to_thread(
                 tracefile.probe,
@@ -266,8 +276,7 @@ class BuildEngine:
                 stamps = buildgraph.stamps(changed, snapshot.manifest, self.mirror.last_build_end_ns, now)
                 why = "no room for fresh mtimes" if stamps is None else None
             if why is None and stamps is not None:
-                if self.mirror.update(snapshot, stamps)[0]:
-                    self.ctx.sandbox.give(self.mirror.path)
+                if self.mirror.update(snapshot, stamps)[0]:  # written as the checks' uid: no give
                     return None, changed
                 why = "the mirror could not be updated"
             self.mirror.fresh(snapshot)
@@ -343,7 +352,8 @@ class BuildEngine:
         start = time.perf_counter()
 
         def go() -> str | None:
-            self._wrote = treescan.written(before, treescan.scan(self.tree_path))
+            self._after = treescan.scan(self.tree_path)
+            self._wrote = treescan.written(before, self._after)
             return buildgraph.verify(
                 graph, record, changed, self._wrote, snapshot.manifest, self.tree_path, self._known
             )
@@ -386,15 +396,3 @@ class BuildEngine:
         """Move the mirror back to where it waits between builds (no-op if it is there)."""
         if self.tree_path.is_dir() and not self.mirror.path.exists():
             os.rename(self.tree_path, self.mirror.path)
-
-
-def _share(src: CheckLog, dst: CheckLog) -> None:
-    """*dst* holds *src*'s log: hard links (a build's log never changes once the build
-    ended), else copies. Blocking."""
-    for a, b in ((src.stdout, dst.stdout), (src.stderr, dst.stderr)):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(b)
-        try:
-            os.link(a, b)
-        except OSError:
-            shutil.copyfile(a, b)

@@ -6,7 +6,9 @@ in memory, so how a log is measured, cut into chunks and tailed lives in one pla
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +67,17 @@ class CheckLog:
                 f.seek(max(0, out_size - want))
                 out = f.read(min(want, out_size))
         return out + head + err
+
+    def share_to(self, dst: CheckLog) -> None:
+        """*dst* holds this log: hard links (a build's log never changes once the build
+        ended), else copies. Blocking."""
+        for a, b in ((self.stdout, dst.stdout), (self.stderr, dst.stderr)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(b)
+            try:
+                os.link(a, b)
+            except OSError:
+                shutil.copyfile(a, b)
 
     def read_text(self) -> str:
         """The whole log as text: for tests and small logs only."""

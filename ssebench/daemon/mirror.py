@@ -125,10 +125,12 @@ class BuildMirror:
             assert isinstance(entry.data, str)
             safefs.symlink_at(entry.data, dir_fd, name, self.owner)
             return
-        out = safefs.create_file(dir_fd, name, self.owner)
+        out = safefs.create_file(dir_fd, name)
         try:
             unpack_blob(self.store.blob(entry.data), out)
             os.fchmod(out, entry.mode)
+            if self.owner is not None:  # after the mode: a chown drops set-id bits, as give did
+                os.fchown(out, *self.owner)
             os.utime(out, ns=(mtime_ns, mtime_ns))
         finally:
             os.close(out)

@@ -35,13 +35,55 @@ def scan(root: Path) -> Scan:
             for item in it:
                 with contextlib.suppress(OSError):
                     st = item.stat(follow_symlinks=False)
-                    name = os.fsencode(item.name)
-                    head = _ENTRY.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, len(name))
-                    parts += head, name
+                    parts += _pack(item.name, st)
                     if stat.S_ISDIR(st.st_mode):
                         stack.append(f"{rel_dir}/{item.name}" if rel_dir else item.name)
         out[rel_dir] = b"".join(parts)
     return out
+
+
+def refresh(found: Scan, root: Path, folders: set[str]) -> Scan:
+    """*found* with the listings of *folders* taken again: :func:`scan` of *root* when
+    nothing changed since *found* but entries in those folders. Blocking.
+
+    Why: the mirror's scan before an incremental build was a walk of the whole mirror
+    (~0.3 s on 100,000 files), although between the last build's scan and this one only
+    the mirror's update wrote in it, in the folders of the changed files. Where the set
+    of subfolders of a listing differs (a folder made or removed) this is a whole scan.
+    """
+    out = dict(found)
+    for rel_dir in folders:
+        parts: list[bytes] = []
+        try:
+            with os.scandir(root / rel_dir if rel_dir else root) as it:
+                for item in it:
+                    parts += _pack(item.name, item.stat(follow_symlinks=False))
+        except OSError:
+            return scan(root)
+        listing = b"".join(parts)
+        if rel_dir not in found or _subfolders(listing) != _subfolders(found[rel_dir]):
+            return scan(root)
+        out[rel_dir] = listing
+    return out
+
+
+def _subfolders(packed: bytes) -> set[str]:
+    return {name for name, head in _entries(packed) if stat.S_ISDIR(_ENTRY.unpack(head)[0])}
+
+
+def parents(paths: set[str]) -> set[str]:
+    """The folders whose listings change when *paths* are rewritten in place: each one's
+    folder (a new entry) and that folder's own folder (its mtime changed)."""
+    out: set[str] = set()
+    for rel in paths:
+        folder = rel.rpartition("/")[0]
+        out |= {folder, folder.rpartition("/")[0]} if folder else {""}
+    return out
+
+
+def _pack(name: str, st: os.stat_result) -> tuple[bytes, bytes]:
+    raw = os.fsencode(name)
+    return _ENTRY.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, len(raw)), raw
 
 
 def _entries(packed: bytes) -> Iterator[tuple[str, bytes]]:
@@ -76,4 +118,4 @@ def written(before: Scan, after: Scan) -> set[str]:
     return out
 
 
-__all__ = ["Scan", "has", "scan", "written"]
+__all__ = ["Scan", "has", "parents", "refresh", "scan", "written"]

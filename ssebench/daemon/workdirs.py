@@ -57,7 +57,7 @@ class Workspace:
         sandbox.hide("the daemon's workspace", root)
         # git reads the agent's .git in the check sandbox (it can be made to run a program).
         self.store = SourceStore(tree, engine, committed=lambda top: committed_files(top, sandbox))
-        self.mirror = BuildMirror(self.store, engine / "mirror")
+        self.mirror = BuildMirror(self.store, engine / "mirror", owner=sandbox.check_user)
         # What checks see at SSE_TASK_DIR in the sandbox: a copy of the support files, made
         # now (a snapshot); without the sandbox SSE_TASK_DIR is the task folder itself.
         self.make_task_view()
