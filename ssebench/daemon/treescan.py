@@ -30,15 +30,11 @@ def scan(root: Path) -> Scan:
     stack = [""]
     while stack:
         rel_dir = stack.pop()
-        parts: list[bytes] = []
-        with contextlib.suppress(OSError), os.scandir(root / rel_dir if rel_dir else root) as it:
-            for item in it:
-                with contextlib.suppress(OSError):
-                    st = item.stat(follow_symlinks=False)
-                    parts += _pack(item.name, st)
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(f"{rel_dir}/{item.name}" if rel_dir else item.name)
-        out[rel_dir] = b"".join(parts)
+        packed, subfolders = b"", list[str]()
+        with contextlib.suppress(OSError):
+            packed, subfolders = _listing(root, rel_dir)
+        stack += (f"{rel_dir}/{name}" if rel_dir else name for name in subfolders)
+        out[rel_dir] = packed
     return out
 
 
@@ -53,18 +49,30 @@ def refresh(found: Scan, root: Path, folders: set[str]) -> Scan:
     """
     out = dict(found)
     for rel_dir in folders:
-        parts: list[bytes] = []
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
-                for item in it:
-                    parts += _pack(item.name, item.stat(follow_symlinks=False))
+            packed, subfolders = _listing(root, rel_dir)
         except OSError:
             return scan(root)
-        listing = b"".join(parts)
-        if rel_dir not in found or _subfolders(listing) != _subfolders(found[rel_dir]):
+        if rel_dir not in found or set(subfolders) != _subfolders(found[rel_dir]):
             return scan(root)
-        out[rel_dir] = listing
+        out[rel_dir] = packed
     return out
+
+
+def _listing(root: Path, rel_dir: str) -> tuple[bytes, list[str]]:
+    """One folder's entries packed, and the names of its subfolders (an entry that
+    cannot be ``lstat``-ed is left out; a folder that cannot be listed raises)."""
+    parts: list[bytes] = []
+    subfolders: list[str] = []
+    with os.scandir(root / rel_dir if rel_dir else root) as it:
+        for item in it:
+            with contextlib.suppress(OSError):
+                st = item.stat(follow_symlinks=False)
+                raw = os.fsencode(item.name)
+                parts += _ENTRY.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, len(raw)), raw
+                if stat.S_ISDIR(st.st_mode):
+                    subfolders.append(item.name)
+    return b"".join(parts), subfolders
 
 
 def _subfolders(packed: bytes) -> set[str]:
@@ -79,11 +87,6 @@ def parents(paths: set[str]) -> set[str]:
         folder = rel.rpartition("/")[0]
         out |= {folder, folder.rpartition("/")[0]} if folder else {""}
     return out
-
-
-def _pack(name: str, st: os.stat_result) -> tuple[bytes, bytes]:
-    raw = os.fsencode(name)
-    return _ENTRY.pack(st.st_mode, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, len(raw)), raw
 
 
 def _entries(packed: bytes) -> Iterator[tuple[str, bytes]]:
