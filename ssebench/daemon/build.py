@@ -212,8 +212,7 @@ class BuildEngine:
         start = time.perf_counter()
         self._mirror_out()
         try:
-            await asyncio.to_thread(self.mirror.fresh, snapshot)
-            await asyncio.to_thread(self.ctx.sandbox.give, self.mirror.path)
+            await asyncio.to_thread(self.mirror.fresh, snapshot)  # written as the checks' uid
         except OSError as exc:
             raise RunError(f"could not copy the source tree: {exc}") from None
         self._mirror_in()
@@ -276,11 +275,11 @@ class BuildEngine:
                 stamps = buildgraph.stamps(changed, snapshot.manifest, self.mirror.last_build_end_ns, now)
                 why = "no room for fresh mtimes" if stamps is None else None
             if why is None and stamps is not None:
-                if self.mirror.update(snapshot, stamps)[0]:  # written as the checks' uid: no give
+                # Written as the checks' uid (BuildMirror.owner), as a fresh mirror is.
+                if self.mirror.update(snapshot, stamps)[0]:
                     return None, changed
-                why = "the mirror could not be updated"
+                return "the mirror could not be updated", set()  # the update made it fresh
             self.mirror.fresh(snapshot)
-            self.ctx.sandbox.give(self.mirror.path)
             return why, set()
 
         try:

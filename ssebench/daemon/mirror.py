@@ -22,7 +22,9 @@ class BuildMirror:
     A build (agent code) may have left symlinks to host paths anywhere in it, so every
     write, delete, chmod and utime here goes through folder fds opened without
     following symlinks (:mod:`safefs`); a path that leads through a symlink makes the
-    update start a fresh mirror instead. *owner*: who new entries belong to (None: us).
+    update start a fresh mirror instead. *owner*: who new entries belong to (None: us);
+    the checks' uid, so that the build may change every entry, fresh or updated, with no
+    walk of the whole mirror to give it to them afterwards.
     """
 
     def __init__(self, store: SourceStore, path: Path, owner: safefs.Owner = None) -> None:
@@ -129,7 +131,7 @@ class BuildMirror:
         try:
             unpack_blob(self.store.blob(entry.data), out)
             os.fchmod(out, entry.mode)
-            if self.owner is not None:  # after the mode: a chown drops set-id bits, as give did
+            if self.owner is not None:  # after the mode: the chown drops set-id bits (Sandbox.give's did)
                 os.fchown(out, *self.owner)
             os.utime(out, ns=(mtime_ns, mtime_ns))
         finally:
